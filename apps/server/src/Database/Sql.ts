@@ -1,0 +1,46 @@
+import { PGlite } from "@electric-sql/pglite"
+import { createPgConfig } from "@electric-sql/pglite/node-postgres"
+import { SqlError } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { Config, Effect, Layer, Option, Redacted, String } from "effect"
+import Pg from "pg"
+import { lockDataDir } from "./DataDirLock.js"
+
+const names = { transformResultNames: String.snakeToCamel, transformJson: false } as const
+
+/** A real PostgreSQL server. */
+export const layerPostgres = (url: Redacted.Redacted) => PgClient.layer({ url, ...names })
+
+/**
+ * Embedded PostgreSQL (PGlite) in `dataDir`, or in memory for `memory://`.
+ * PGlite is a single session: a pool of exactly one client serialises every
+ * statement and holds it for a whole transaction, so transactions never interleave.
+ */
+export const layerEmbedded = (dataDir: string) =>
+  PgClient.layerFromPool({
+    ...names,
+    acquire: Effect.gen(function*() {
+      if (!dataDir.startsWith("memory://")) yield* lockDataDir(dataDir)
+      const pglite = yield* Effect.acquireRelease(
+        Effect.tryPromise({
+          try: () => PGlite.create(dataDir),
+          catch: (cause) => new SqlError.SqlError({ cause, message: `Failed to open the embedded database in ${dataDir}` })
+        }),
+        (db) => Effect.promise(() => db.close())
+      )
+      return yield* Effect.acquireRelease(
+        Effect.sync(() => new Pg.Pool({ ...createPgConfig(pglite), max: 1, idleTimeoutMillis: 0 })),
+        (pool) => Effect.promise(() => pool.end())
+      )
+    }).pipe(Effect.mapError((error) => error._tag === "SqlError" ? error : new SqlError.SqlError({ cause: error, message: error.message })))
+  })
+
+/** `DATABASE_URL` selects a PostgreSQL server; without it the embedded database lives in `DATA_DIR`. */
+export const SqlLive = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const url = yield* Config.option(Config.redacted("DATABASE_URL"))
+    if (Option.isSome(url)) return layerPostgres(url.value)
+    const dataDir = yield* Config.string("DATA_DIR").pipe(Config.withDefault("./data"))
+    return layerEmbedded(dataDir)
+  })
+)

@@ -1,0 +1,31 @@
+import { HttpApiBuilder, HttpApiScalar, HttpMiddleware } from "@effect/platform"
+import { PostlineApi } from "@postline/domain"
+import { Layer } from "effect"
+import { HealthHttpLive } from "../Health/Http.js"
+import { OrganizationsHttpLive } from "../Organizations/Http.js"
+import { OrganizationPolicy } from "../Organizations/Policy.js"
+import { OrganizationsRepo } from "../Organizations/Repo.js"
+import { TeamsHttpLive } from "../Teams/Http.js"
+import { TeamsRepo } from "../Teams/Repo.js"
+import { AuthenticationLive } from "../Users/Authentication.js"
+import { UsersRepo } from "../Users/Repo.js"
+import { ErrorBodiesLive } from "./ErrorBodies.js"
+import { JsonBodyLive } from "./JsonBody.js"
+
+const ApiLive = HttpApiBuilder.api(PostlineApi).pipe(
+  Layer.provide([OrganizationsHttpLive, TeamsHttpLive, HealthHttpLive]),
+  Layer.provide([AuthenticationLive, JsonBodyLive]),
+  Layer.provide([OrganizationPolicy.Default, OrganizationsRepo.Default, TeamsRepo.Default, UsersRepo.Default])
+)
+
+/**
+ * The whole HTTP application: the API, its error bodies, `/openapi.json` and
+ * `/docs`. Needs an `HttpServer` and a `SqlClient`.
+ */
+export const HttpLive = HttpApiBuilder.serve(HttpMiddleware.logger).pipe(
+  Layer.provide(ErrorBodiesLive),
+  Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
+  Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
+  Layer.provide(ApiLive)
+)
+

@@ -1,0 +1,44 @@
+import { HttpApiBuilder, HttpApiError, HttpServerError, HttpServerRequest } from "@effect/platform"
+import { BadRequest, DecodeIssue, HttpApiDecodeError, InternalError, NotFound, PostlineApi } from "@postline/domain"
+import { Cause, Effect, Option } from "effect"
+
+const toContractDecodeError = (error: HttpApiError.HttpApiDecodeError) => {
+  const issues = error.issues.map((issue) =>
+    new DecodeIssue({ path: issue.path.map(String), message: issue.message })
+  )
+  const summary = issues.map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "(request)"}: ${issue.message}`)
+  return new HttpApiDecodeError({ message: `Invalid request: ${summary.join("; ")}`, issues })
+}
+
+const isRequestBodyError = (defect: unknown) =>
+  HttpServerError.isServerError(defect) && defect._tag === "RequestError"
+
+/**
+ * Gives every failure the contract's `{ _tag, message }` body: the platform's
+ * own decode error, unknown routes and unreadable bodies are rewritten, and
+ * anything unexpected becomes a 500 whose details go to the log only.
+ */
+export const ErrorBodiesLive = HttpApiBuilder.middleware(PostlineApi, (app) =>
+  Effect.catchAllCause(app, (cause) =>
+    Effect.gen(function*() {
+      const failure = Cause.failureOption(cause)
+      if (Option.isSome(failure)) {
+        // The router's error type does not name what the platform itself raises.
+        const error: unknown = failure.value
+        if (error instanceof HttpApiError.HttpApiDecodeError) return yield* toContractDecodeError(error)
+        if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          return yield* new NotFound({ message: `No route for ${request.method} ${request.url.split("?")[0]}` })
+        }
+        return yield* Effect.failCause(cause)
+      }
+      const defect = Cause.dieOption(cause)
+      if (Option.isSome(defect) && isRequestBodyError(defect.value)) {
+        return yield* new BadRequest({ message: "The request body is not valid JSON" })
+      }
+      if (Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause)
+      yield* Effect.logError("Unexpected failure", cause)
+      return yield* new InternalError({ message: "Internal server error" })
+    })
+  )
+)

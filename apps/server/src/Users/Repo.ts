@@ -1,0 +1,45 @@
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Conflict, User } from "@postline/domain"
+import { Effect, Option, Schema } from "effect"
+import { isUniqueViolation } from "../Database/Errors.js"
+import { generateToken, hashToken } from "./Tokens.js"
+
+export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const insertUser = SqlSchema.single({
+      Request: Schema.Struct({ email: Schema.String, name: Schema.String }),
+      Result: User,
+      execute: ({ email, name }) => sql`INSERT INTO users (email, name) VALUES (${email}, ${name}) RETURNING id, email, name`
+    })
+
+    const findByTokenHash = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: User,
+      execute: (tokenHash) =>
+        sql`SELECT u.id, u.email, u.name FROM access_tokens t JOIN users u ON u.id = t.user_id
+            WHERE t.token_hash = ${tokenHash}`
+    })
+
+    /** Creates a user with one personal access token; the token is returned once and stored hashed. */
+    const createWithToken = (input: { readonly email: string; readonly name: string }) =>
+      Effect.gen(function*() {
+        const user = yield* insertUser(input).pipe(
+          Effect.catchIf(
+            (error) => error._tag === "SqlError" && isUniqueViolation(error),
+            () => new Conflict({ message: `A user with email ${input.email} already exists` })
+          )
+        )
+        const token = generateToken()
+        yield* sql`INSERT INTO access_tokens (token_hash, user_id) VALUES (${hashToken(token)}, ${user.id})`
+        return { user, token }
+      }).pipe(sql.withTransaction)
+
+    return {
+      createWithToken,
+      findByToken: (token: string): Effect.Effect<Option.Option<User>> =>
+        findByTokenHash(hashToken(token)).pipe(Effect.orDie)
+    }
+  })
+}) {}

@@ -1,0 +1,65 @@
+import { HttpApi, OpenApi } from "@effect/platform"
+import {
+  BadRequest,
+  Conflict,
+  Forbidden,
+  HttpApiDecodeError,
+  InternalError,
+  NotFound,
+  PaymentRequired,
+  TooManyRequests,
+  Unauthorized
+} from "./Errors.js"
+import { HealthGroup } from "./Health.js"
+import { OrganizationsGroup } from "./Organizations.js"
+import { TeamsGroup } from "./Teams.js"
+
+const builtinDecodeError = "#/components/schemas/HttpApiDecodeError"
+const contractDecodeError = "#/components/schemas/DecodeError"
+
+/**
+ * HttpApi always declares its own HttpApiDecodeError, whose body differs from
+ * the contract's. The server replaces it at run time (see the server's error
+ * middleware); here the document drops it and gives the contract's body its name.
+ */
+const describeContractDecodeError = (spec: Record<string, unknown>): Record<string, unknown> => {
+  const json = JSON.stringify(spec, (_key, value) =>
+    value !== null && typeof value === "object" && Array.isArray(value.anyOf)
+      ? dropBuiltinFromUnion(value)
+      : value)
+  const result = JSON.parse(json.replaceAll(contractDecodeError, builtinDecodeError))
+  const schemas = result.components.schemas
+  schemas.HttpApiDecodeError = schemas.DecodeError
+  delete schemas.DecodeError
+  delete schemas.Issue
+  delete schemas.PropertyKey
+  return result
+}
+
+const dropBuiltinFromUnion = (value: { anyOf: Array<{ $ref?: string }> }) => {
+  const anyOf = value.anyOf.filter((member) => member.$ref !== builtinDecodeError)
+  if (anyOf.length === value.anyOf.length) return value
+  return anyOf.length === 1 ? { ...value, anyOf: undefined, ...anyOf[0] } : { ...value, anyOf }
+}
+
+export class PostlineApi extends HttpApi.make("postline")
+  .add(OrganizationsGroup)
+  .add(TeamsGroup)
+  .add(HealthGroup)
+  .addError(HttpApiDecodeError)
+  .addError(BadRequest)
+  .addError(Unauthorized)
+  .addError(PaymentRequired)
+  .addError(Forbidden)
+  .addError(NotFound)
+  .addError(Conflict)
+  .addError(TooManyRequests)
+  .addError(InternalError)
+  .annotate(OpenApi.Title, "Postline: Organizations and Teams API")
+  .annotate(OpenApi.Version, "0.1.0")
+  .annotate(
+    OpenApi.Description,
+    "Draft, schedule and publish social posts for organizations and their teams."
+  )
+  .annotate(OpenApi.Transform, describeContractDecodeError)
+{}

@@ -1,0 +1,73 @@
+import { HttpApiSchema } from "@effect/platform"
+import { Schema } from "effect"
+
+/**
+ * The error bodies of contract section 7: every error is `{ _tag, message }`
+ * with the contract's status. The built-in HttpApiError classes send empty
+ * bodies, so the API declares its own.
+ */
+
+export class DecodeIssue extends Schema.Class<DecodeIssue>("DecodeIssue")({
+  path: Schema.Array(Schema.String),
+  message: Schema.String
+}, { description: "One way in which the request did not match its schema" }) {}
+
+export class HttpApiDecodeError extends Schema.TaggedError<HttpApiDecodeError>("DecodeError")(
+  "HttpApiDecodeError",
+  { message: Schema.String, issues: Schema.Array(DecodeIssue) },
+  HttpApiSchema.annotations({ status: 400, description: "The request did not match the expected schema" })
+) {}
+
+export class BadRequest extends Schema.TaggedError<BadRequest>()(
+  "BadRequest",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 400, description: "The request could not be understood" })
+) {}
+
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()(
+  "Unauthorized",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 401, description: "Missing or invalid bearer credentials" })
+) {}
+
+export class PaymentRequired extends Schema.TaggedError<PaymentRequired>()(
+  "PaymentRequired",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 402, description: "Not enough organization credits" })
+) {}
+
+export class Forbidden extends Schema.TaggedError<Forbidden>()(
+  "Forbidden",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 403, description: "The caller's role does not allow this" })
+) {}
+
+export class NotFound extends Schema.TaggedError<NotFound>()(
+  "NotFound",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 404, description: "No such resource visible to the caller" })
+) {}
+
+export class Conflict extends Schema.TaggedError<Conflict>()(
+  "Conflict",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 409, description: "The request conflicts with the current state" })
+) {}
+
+export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()(
+  "TooManyRequests",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 429, description: "Rate limit exceeded" })
+) {}
+
+export class InternalError extends Schema.TaggedError<InternalError>()(
+  "InternalError",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 500, description: "An unexpected server failure" })
+) {}
+
+export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()(
+  "ServiceUnavailable",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 503, description: "The database does not answer" })
+) {}

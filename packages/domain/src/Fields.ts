@@ -1,0 +1,38 @@
+import { Schema } from "effect"
+
+/** Identifiers are UUIDs, case-insensitive on input. */
+export const Uuid = Schema.String.pipe(
+  Schema.pattern(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, {
+    message: () => "must be a UUID (8-4-4-4-12 hexadecimal digits)"
+  })
+)
+
+const codePoints = (s: string) => [...s].length
+
+/** Names of organizations, teams and onboarding profiles: 2 to 64 code points, not blank. */
+export const Name = Schema.String.pipe(
+  Schema.filter((s) => codePoints(s) >= 2 && codePoints(s) <= 64 && s.trim().length > 0, {
+    message: () => "must be 2 to 64 characters and not blank",
+    jsonSchema: { minLength: 2, maxLength: 64 }
+  })
+).annotations({ identifier: "Name", description: "2 to 64 characters, not blank" })
+
+const isHttpUrl = (s: string) => {
+  if (!URL.canParse(s)) return false
+  const { protocol, hostname } = new URL(s)
+  return (protocol === "http:" || protocol === "https:") && hostname.length > 0
+}
+
+/** An absolute http(s) URL. */
+export const WebsiteUrl = Schema.String.pipe(
+  Schema.filter(isHttpUrl, { message: () => "must be an absolute http or https URL", jsonSchema: { format: "uri" } })
+).annotations({ identifier: "WebsiteUrl", description: "An absolute http or https URL" })
+
+/** ISO 8601 UTC timestamp, as the contract types it: a plain string. */
+export const Timestamp = Schema.String.annotations({
+  identifier: "Timestamp",
+  description: "ISO 8601 UTC timestamp"
+})
+
+/** Server-side strictness: unknown properties are rejected and every issue is reported. */
+export const strict = { parseOptions: { onExcessProperty: "error", errors: "all" } } as const

@@ -1,0 +1,52 @@
+import { Schema } from "effect"
+
+export const DefaultPageSize = 25
+export const MaxPageSize = 100
+
+/** A page size: a string of a positive integer; values above 100 are capped. */
+export const PageLimit = Schema.compose(
+  Schema.String.pipe(Schema.pattern(/^[0-9]+$/, { message: () => "must be a positive integer" })),
+  Schema.NumberFromString
+).pipe(
+  Schema.filter((n) => Number.isSafeInteger(n) && n > 0, { message: () => "must be a positive integer" })
+).annotations({
+  identifier: "PageLimit",
+  description: `Page size, a positive integer; default ${DefaultPageSize}, capped at ${MaxPageSize}`
+})
+
+export const SortOrder = Schema.Literal("asc", "desc").annotations({
+  identifier: "SortOrder",
+  description: "Sort direction; default desc"
+})
+
+export const Cursor = Schema.String.annotations({
+  identifier: "Cursor",
+  description: "Opaque cursor from nextCursor or prevCursor of a previous page"
+})
+
+/** The fields both lists sort by; ties are broken by id. */
+export const SortField = Schema.Literal("createdAt", "updatedAt", "name").annotations({
+  identifier: "SortField",
+  description: "Field to sort by; default createdAt"
+})
+export type SortField = typeof SortField.Type
+
+/** The shared list query parameters of contract 4.1. */
+export const listQueryFields = {
+  cursor: Schema.optional(Cursor),
+  limit: Schema.optional(PageLimit),
+  sortBy: Schema.optional(SortField),
+  sortOrder: Schema.optional(SortOrder)
+}
+
+export const ListQuery = Schema.Struct(listQueryFields)
+export type ListQuery = typeof ListQuery.Type
+
+/** The list envelope of contract 2.4. */
+export const ListEnvelope = <Item extends Schema.Schema.Any>(item: Item, identifier: string) =>
+  Schema.Struct({
+    data: Schema.Array(item),
+    total: Schema.Number,
+    nextCursor: Schema.NullOr(Cursor),
+    prevCursor: Schema.NullOr(Cursor)
+  }).annotations({ identifier })

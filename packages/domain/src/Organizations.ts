@@ -1,0 +1,141 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Authentication } from "./Authentication.js"
+import { JsonBody } from "./JsonBody.js"
+import { Name, strict, Timestamp, Uuid } from "./Fields.js"
+import { ListEnvelope, listQueryFields } from "./Lists.js"
+
+export const OrganizationId = Uuid.pipe(Schema.brand("OrganizationId")).annotations({
+  identifier: "OrganizationId",
+  description: "Organization UUID"
+})
+export type OrganizationId = typeof OrganizationId.Type
+
+export const SubscriptionStatus = Schema.Literal(
+  "active",
+  "inactive",
+  "trialing",
+  "past_due",
+  "canceled",
+  "paused",
+  "unpaid"
+).annotations({ identifier: "SubscriptionStatus" })
+
+export const OnboardingStep = Schema.Literal(
+  "organization_profile",
+  "job_role",
+  "workspace_setup",
+  "goals",
+  "mcp_cli_setup",
+  "spend_cap",
+  "completed"
+).annotations({ identifier: "OnboardingStep" })
+
+export const JobRole = Schema.Literal(
+  "developer_or_technical_founder",
+  "founder_or_owner",
+  "marketing_or_social",
+  "agency_or_client_services",
+  "operations_or_admin",
+  "other"
+).annotations({ identifier: "JobRole" })
+
+/** Contract 2.2: no other properties anywhere inside, so every level is strict. */
+export const OnboardingData = Schema.Struct({
+  version: Schema.Literal(1),
+  status: Schema.Literal("in_progress", "completed"),
+  currentStep: OnboardingStep,
+  completedSteps: Schema.Array(OnboardingStep),
+  organizationProfile: Schema.optional(
+    Schema.Struct({ displayName: Name, jobRole: Schema.optional(JobRole) }).annotations({
+      ...strict,
+      identifier: "OnboardingOrganizationProfile"
+    })
+  ),
+  workspaceProfile: Schema.optional(
+    Schema.Struct({ teamName: Name, website: Schema.NullOr(Schema.String) }).annotations({
+      ...strict,
+      identifier: "OnboardingWorkspaceProfile"
+    })
+  ),
+  goals: Schema.optional(
+    Schema.Struct({
+      primaryGoal: Schema.Literal("vibe_marketing", "social_media_marketing", "automated_campaigns_for_clients"),
+      teamSize: Schema.Literal("1-5", "6-20", "21-50", "51+")
+    }).annotations({ ...strict, identifier: "OnboardingGoals" })
+  ),
+  completedAt: Schema.optional(Schema.NullOr(Timestamp))
+}).annotations({ ...strict, identifier: "OnboardingData" })
+export type OnboardingData = typeof OnboardingData.Type
+
+export const Organization = Schema.Struct({
+  id: OrganizationId,
+  name: Name,
+  billingEmail: Schema.NullOr(Schema.String),
+  onboardingData: Schema.NullOr(OnboardingData),
+  paymentCustomerId: Schema.NullOr(Schema.String),
+  paymentSubscriptionId: Schema.NullOr(Schema.String),
+  paymentPaymentMethodId: Schema.NullOr(Schema.String),
+  paymentMeteredSubscriptionItemId: Schema.NullOr(Schema.String),
+  creditsBalance: Schema.Number,
+  reservedCredits: Schema.Number,
+  autoRechargeEnabled: Schema.Boolean,
+  autoRechargeThreshold: Schema.NullOr(Schema.Number),
+  autoRechargeAmount: Schema.NullOr(Schema.Number),
+  isSubscribed: Schema.Boolean,
+  subscriptionStatus: SubscriptionStatus,
+  subscriptionPlan: Schema.NullOr(Schema.String),
+  subscriptionStartedAt: Schema.NullOr(Timestamp),
+  subscriptionEndsAt: Schema.NullOr(Timestamp),
+  subscriptionCurrentPeriodEnd: Schema.NullOr(Timestamp),
+  createdAt: Timestamp,
+  updatedAt: Timestamp
+}).annotations({ identifier: "Organization" })
+export type Organization = typeof Organization.Type
+
+export const CreateOrganization = Schema.Struct({ name: Name }).annotations({
+  ...strict,
+  identifier: "CreateOrganization"
+})
+
+export const UpdateOrganization = Schema.Struct({
+  name: Schema.optional(Name),
+  onboardingData: Schema.optional(Schema.NullOr(OnboardingData))
+}).annotations({ ...strict, identifier: "UpdateOrganization" })
+export type UpdateOrganization = typeof UpdateOrganization.Type
+
+export const OrganizationList = ListEnvelope(Organization, "OrganizationList")
+
+const organizationPath = Schema.Struct({ organizationId: OrganizationId })
+
+export class OrganizationsGroup extends HttpApiGroup.make("organizations")
+  .add(
+    HttpApiEndpoint.get("listOrganizations", "/v1/organizations")
+      .setUrlParams(Schema.Struct(listQueryFields).annotations(strict))
+      .addSuccess(OrganizationList)
+      .annotate(OpenApi.Summary, "List the organizations the caller belongs to")
+  )
+  .add(
+    HttpApiEndpoint.post("createOrganization", "/v1/organizations")
+      .setPayload(CreateOrganization)
+      .addSuccess(Organization, { status: 201 })
+      .annotate(OpenApi.Summary, "Create an organization; the caller becomes its admin")
+  )
+  .add(
+    HttpApiEndpoint.get("getOrganization", "/v1/organizations/:organizationId")
+      .setPath(organizationPath)
+      .addSuccess(Organization)
+      .annotate(OpenApi.Summary, "Get one organization the caller belongs to")
+  )
+  .add(
+    HttpApiEndpoint.patch("updateOrganization", "/v1/organizations/:organizationId")
+      .setPath(organizationPath)
+      .setPayload(UpdateOrganization)
+      .addSuccess(Organization)
+      .annotate(OpenApi.Summary, "Update an organization (admin or owner)")
+  )
+  .middleware(JsonBody)
+  // Added last so that it runs first: an anonymous caller learns nothing about its request.
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "organizations")
+{}

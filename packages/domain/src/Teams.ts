@@ -1,0 +1,91 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Authentication } from "./Authentication.js"
+import { JsonBody } from "./JsonBody.js"
+import { Name, strict, Timestamp, Uuid, WebsiteUrl } from "./Fields.js"
+import { ListEnvelope, listQueryFields } from "./Lists.js"
+import { OrganizationId } from "./Organizations.js"
+import { Timezone } from "./Timezones.js"
+
+export const TeamId = Uuid.pipe(Schema.brand("TeamId")).annotations({
+  identifier: "TeamId",
+  description: "Team (workspace) UUID"
+})
+export type TeamId = typeof TeamId.Type
+
+export const Team = Schema.Struct({
+  id: TeamId,
+  organizationId: OrganizationId,
+  name: Name,
+  website: Schema.NullOr(Schema.String).annotations({ description: "Brand website URL" }),
+  linkTrackingDefault: Schema.Boolean.annotations({
+    description: "Default link-tracking toggle for new posts: the team's override, else the plan default"
+  }),
+  timezone: Schema.NullOr(Schema.String).annotations({ description: "IANA timezone name" }),
+  createdAt: Timestamp,
+  updatedAt: Timestamp
+}).annotations({ identifier: "Team" })
+export type Team = typeof Team.Type
+
+const teamFields = {
+  website: Schema.optional(Schema.NullOr(WebsiteUrl)),
+  linkTrackingDefault: Schema.optional(Schema.NullOr(Schema.Boolean)).annotations({
+    description: "null resets to the plan default"
+  }),
+  timezone: Schema.optional(Schema.NullOr(Timezone))
+}
+
+export const CreateTeam = Schema.Struct({
+  organizationId: OrganizationId,
+  name: Name,
+  ...teamFields
+}).annotations({ ...strict, identifier: "CreateTeam" })
+export type CreateTeam = typeof CreateTeam.Type
+
+export const UpdateTeam = Schema.Struct({
+  name: Schema.optional(Name),
+  ...teamFields
+}).annotations({ ...strict, identifier: "UpdateTeam" })
+export type UpdateTeam = typeof UpdateTeam.Type
+
+export const TeamListQuery = Schema.Struct({
+  organizationId: Schema.optional(OrganizationId),
+  ...listQueryFields
+}).annotations(strict)
+export type TeamListQuery = typeof TeamListQuery.Type
+
+export const TeamList = ListEnvelope(Team, "TeamList")
+
+const teamPath = Schema.Struct({ teamId: TeamId })
+
+export class TeamsGroup extends HttpApiGroup.make("teams")
+  .add(
+    HttpApiEndpoint.get("listTeams", "/v1/teams")
+      .setUrlParams(TeamListQuery)
+      .addSuccess(TeamList)
+      .annotate(OpenApi.Summary, "List the teams the caller can access, optionally of one organization")
+  )
+  .add(
+    HttpApiEndpoint.post("createTeam", "/v1/teams")
+      .setPayload(CreateTeam)
+      .addSuccess(Team, { status: 201 })
+      .annotate(OpenApi.Summary, "Create a team in an organization (admin or owner)")
+  )
+  .add(
+    HttpApiEndpoint.get("getTeam", "/v1/teams/:teamId")
+      .setPath(teamPath)
+      .addSuccess(Team)
+      .annotate(OpenApi.Summary, "Get one team the caller can access")
+  )
+  .add(
+    HttpApiEndpoint.patch("updateTeam", "/v1/teams/:teamId")
+      .setPath(teamPath)
+      .setPayload(UpdateTeam)
+      .addSuccess(Team)
+      .annotate(OpenApi.Summary, "Update a team (admin or owner of its organization)")
+  )
+  .middleware(JsonBody)
+  // Added last so that it runs first: an anonymous caller learns nothing about its request.
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "teams")
+{}
