@@ -1,0 +1,68 @@
+import { HttpApiClient, HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { PostlineApi } from "@postline/domain"
+import { Effect, Layer } from "effect"
+import { randomUUID } from "node:crypto"
+import { HttpLive } from "../../src/Http/Api.js"
+import { UsersRepo } from "../../src/Users/Repo.js"
+import { TestDatabase } from "./TestDatabase.js"
+
+/** The real HTTP stack, in-process, over a fresh database. */
+export const TestServer = HttpLive.pipe(
+  Layer.provideMerge(NodeHttpServer.layerTest),
+  Layer.provideMerge(UsersRepo.Default),
+  Layer.provideMerge(TestDatabase)
+)
+
+const clientFor = (token: string) =>
+  HttpApiClient.make(PostlineApi, {
+    transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(token))
+  })
+
+/** A new user with a token, and the typed client that acts as them. */
+export const signUp = (name = "Test User") =>
+  Effect.gen(function*() {
+    const users = yield* UsersRepo
+    const { token, user } = yield* users.createWithToken({ email: `${randomUUID()}@example.com`, name })
+    return { user, token, client: yield* clientFor(token) }
+  })
+
+export interface RawResponse {
+  readonly status: number
+  readonly contentType: string | null
+  readonly body: any
+}
+
+/**
+ * A request the typed client would refuse to send: any body, any headers. The
+ * body is sent as bytes, so no content type is set unless one is given.
+ */
+export const raw = (options: {
+  readonly method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE"
+  readonly path: string
+  readonly token?: string
+  readonly headers?: Record<string, string>
+  readonly body?: string
+  readonly json?: unknown
+}) =>
+  Effect.gen(function*() {
+    const server = yield* HttpServer.HttpServer
+    const address = server.address as HttpServer.TcpAddress
+    const headers: Record<string, string> = { ...options.headers }
+    if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`
+    if (options.json !== undefined) headers["content-type"] ??= "application/json"
+    const body = options.json !== undefined ? JSON.stringify(options.json) : options.body
+    const response = yield* Effect.promise(() =>
+      fetch(`http://127.0.0.1:${address.port}${options.path}`, {
+        method: options.method,
+        headers,
+        ...(body !== undefined ? { body: new TextEncoder().encode(body) } : {})
+      })
+    )
+    const text = yield* Effect.promise(() => response.text())
+    return {
+      status: response.status,
+      contentType: response.headers.get("content-type"),
+      body: text.length > 0 ? JSON.parse(text) : undefined
+    } satisfies RawResponse
+  })

@@ -1,0 +1,27 @@
+import { createConnection } from "node:net"
+import { defineWorkspace } from "vitest/config"
+
+const postgresUrl = new URL(process.env.TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres")
+
+const reachable = (host: string, port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = createConnection({ host, port, timeout: 1000 })
+    socket.once("connect", () => (socket.destroy(), resolve(true)))
+    socket.once("error", () => resolve(false))
+    socket.once("timeout", () => (socket.destroy(), resolve(false)))
+  })
+
+const withPostgres = await reachable(postgresUrl.hostname, Number(postgresUrl.port || 5432))
+if (!withPostgres) {
+  const message = `PostgreSQL is not reachable at ${postgresUrl.host}`
+  // CI always runs both halves; elsewhere the embedded half still runs.
+  if (process.env.CI) throw new Error(`${message}: CI runs the suite on both databases`)
+  console.warn(`\n${message}: SKIPPING the PostgreSQL half of the suite; only the embedded database is tested.\n`)
+}
+
+const serverTests = { include: ["apps/server/test/**/*.test.ts"], testTimeout: 30_000, hookTimeout: 60_000 }
+
+export default defineWorkspace([
+  { test: { ...serverTests, name: "embedded", env: { TEST_DATABASE: "embedded" } } },
+  ...(withPostgres ? [{ test: { ...serverTests, name: "postgres", env: { TEST_DATABASE: "postgres" } } }] : [])
+])
