@@ -1,6 +1,6 @@
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Config, Layer, Logger } from "effect"
+import { Config, Effect, Layer, Logger, LogLevel } from "effect"
 import { createServer } from "node:http"
 import { DatabaseLive } from "./Database/Database.js"
 import { HttpLive } from "./Http/Api.js"
@@ -10,11 +10,18 @@ const ServerLive = NodeHttpServer.layerConfig(createServer, {
   host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0"))
 })
 
+const LoggingLive = Layer.unwrapEffect(
+  Effect.map(
+    Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info)),
+    (level) => Layer.merge(Logger.json, Logger.minimumLogLevel(level))
+  )
+)
+
 HttpLive.pipe(
   HttpServer.withLogAddress,
   Layer.provide(ServerLive),
   Layer.provide(DatabaseLive),
-  Layer.provide(Logger.json),
+  Layer.provide(LoggingLive),
   Layer.launch,
   NodeRuntime.runMain({ disablePrettyLogger: true })
 )
