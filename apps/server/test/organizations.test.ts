@@ -115,7 +115,7 @@ layer(TestServer, { excludeTestServices: true })("organizations", (it) => {
         const response = yield* raw({ method: "POST", path: "/v1/organizations", token: alice.token, json: { name } })
         expect(response.status).toBe(400)
         expect(response.body._tag).toBe("HttpApiDecodeError")
-        expect(response.body.issues).toEqual([{ path: ["name"], message: "must be 2 to 64 characters and not blank" }])
+        expect(response.body.issues).toEqual([{ path: ["name"], message: "must be a string of 2 to 64 characters, not blank" }])
         const list = yield* alice.client.organizations.listOrganizations({ urlParams: {} })
         expect(list.total).toBe(0)
       }))

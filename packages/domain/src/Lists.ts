@@ -1,20 +1,22 @@
 import { Schema } from "effect"
+import { invalidUnless, oneOf, optional } from "./Fields.js"
 
 export const DefaultPageSize = 25
 export const MaxPageSize = 100
 
 /** A page size: a string of a positive integer; values above 100 are capped. */
 export const PageLimit = Schema.compose(
-  Schema.String.pipe(Schema.pattern(/^[0-9]+$/, { message: () => "must be a positive integer" })),
+  Schema.String.pipe(Schema.pattern(/^[0-9]+$/)),
   Schema.NumberFromString
 ).pipe(
-  Schema.filter((n) => Number.isSafeInteger(n) && n > 0, { message: () => "must be a positive integer" })
+  Schema.filter((n) => Number.isSafeInteger(n) && n > 0)
 ).annotations({
+  ...invalidUnless("must be a positive integer"),
   identifier: "PageLimit",
   description: `Page size, a positive integer; default ${DefaultPageSize}, capped at ${MaxPageSize}`
 })
 
-export const SortOrder = Schema.Literal("asc", "desc").annotations({
+export const SortOrder = oneOf("asc", "desc").annotations({
   identifier: "SortOrder",
   description: "Sort direction; default desc"
 })
@@ -25,7 +27,7 @@ export const Cursor = Schema.String.annotations({
 })
 
 /** The fields both lists sort by; ties are broken by id. */
-export const SortField = Schema.Literal("createdAt", "updatedAt", "name").annotations({
+export const SortField = oneOf("createdAt", "updatedAt", "name").annotations({
   identifier: "SortField",
   description: "Field to sort by; default createdAt"
 })
@@ -33,10 +35,10 @@ export type SortField = typeof SortField.Type
 
 /** The shared list query parameters of contract 4.1. */
 export const listQueryFields = {
-  cursor: Schema.optional(Cursor),
-  limit: Schema.optional(PageLimit),
-  sortBy: Schema.optional(SortField),
-  sortOrder: Schema.optional(SortOrder)
+  cursor: optional(Cursor),
+  limit: optional(PageLimit),
+  sortBy: optional(SortField),
+  sortOrder: optional(SortOrder)
 }
 
 export const ListQuery = Schema.Struct(listQueryFields)

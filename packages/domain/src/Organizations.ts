@@ -2,7 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication } from "./Authentication.js"
 import { JsonBody } from "./JsonBody.js"
-import { Name, strict, Timestamp, Uuid } from "./Fields.js"
+import { invalidUnless, Name, oneOf, optional, strict, Timestamp, Uuid } from "./Fields.js"
 import { ListEnvelope, listQueryFields } from "./Lists.js"
 
 export const OrganizationId = Uuid.pipe(Schema.brand("OrganizationId")).annotations({
@@ -11,7 +11,7 @@ export const OrganizationId = Uuid.pipe(Schema.brand("OrganizationId")).annotati
 })
 export type OrganizationId = typeof OrganizationId.Type
 
-export const SubscriptionStatus = Schema.Literal(
+export const SubscriptionStatus = oneOf(
   "active",
   "inactive",
   "trialing",
@@ -21,7 +21,7 @@ export const SubscriptionStatus = Schema.Literal(
   "unpaid"
 ).annotations({ identifier: "SubscriptionStatus" })
 
-export const OnboardingStep = Schema.Literal(
+export const OnboardingStep = oneOf(
   "organization_profile",
   "job_role",
   "workspace_setup",
@@ -31,7 +31,7 @@ export const OnboardingStep = Schema.Literal(
   "completed"
 ).annotations({ identifier: "OnboardingStep" })
 
-export const JobRole = Schema.Literal(
+export const JobRole = oneOf(
   "developer_or_technical_founder",
   "founder_or_owner",
   "marketing_or_social",
@@ -40,32 +40,37 @@ export const JobRole = Schema.Literal(
   "other"
 ).annotations({ identifier: "JobRole" })
 
+const mustBeObject = { message: () => "must be an object" }
+const stringOrNull = invalidUnless("must be a string or null")
+
 /** Contract 2.2: no other properties anywhere inside, so every level is strict. */
 export const OnboardingData = Schema.Struct({
-  version: Schema.Literal(1),
-  status: Schema.Literal("in_progress", "completed"),
+  version: Schema.Literal(1).annotations(invalidUnless("must be 1")),
+  status: oneOf("in_progress", "completed"),
   currentStep: OnboardingStep,
-  completedSteps: Schema.Array(OnboardingStep),
-  organizationProfile: Schema.optional(
-    Schema.Struct({ displayName: Name, jobRole: Schema.optional(JobRole) }).annotations({
+  completedSteps: Schema.Array(OnboardingStep).annotations({ message: () => "must be an array of steps" }),
+  organizationProfile: optional(
+    Schema.Struct({ displayName: Name, jobRole: optional(JobRole) }).annotations({
       ...strict,
+      ...mustBeObject,
       identifier: "OnboardingOrganizationProfile"
     })
   ),
-  workspaceProfile: Schema.optional(
-    Schema.Struct({ teamName: Name, website: Schema.NullOr(Schema.String) }).annotations({
+  workspaceProfile: optional(
+    Schema.Struct({ teamName: Name, website: Schema.NullOr(Schema.String).annotations(stringOrNull) }).annotations({
       ...strict,
+      ...mustBeObject,
       identifier: "OnboardingWorkspaceProfile"
     })
   ),
-  goals: Schema.optional(
+  goals: optional(
     Schema.Struct({
-      primaryGoal: Schema.Literal("vibe_marketing", "social_media_marketing", "automated_campaigns_for_clients"),
-      teamSize: Schema.Literal("1-5", "6-20", "21-50", "51+")
-    }).annotations({ ...strict, identifier: "OnboardingGoals" })
+      primaryGoal: oneOf("vibe_marketing", "social_media_marketing", "automated_campaigns_for_clients"),
+      teamSize: oneOf("1-5", "6-20", "21-50", "51+")
+    }).annotations({ ...strict, ...mustBeObject, identifier: "OnboardingGoals" })
   ),
-  completedAt: Schema.optional(Schema.NullOr(Timestamp))
-}).annotations({ ...strict, identifier: "OnboardingData" })
+  completedAt: optional(Schema.NullOr(Timestamp).annotations(stringOrNull))
+}).annotations({ ...strict, ...mustBeObject, identifier: "OnboardingData" })
 export type OnboardingData = typeof OnboardingData.Type
 
 export const Organization = Schema.Struct({
@@ -99,8 +104,8 @@ export const CreateOrganization = Schema.Struct({ name: Name }).annotations({
 })
 
 export const UpdateOrganization = Schema.Struct({
-  name: Schema.optional(Name),
-  onboardingData: Schema.optional(Schema.NullOr(OnboardingData))
+  name: optional(Name),
+  onboardingData: optional(Schema.NullOr(OnboardingData))
 }).annotations({ ...strict, identifier: "UpdateOrganization" })
 export type UpdateOrganization = typeof UpdateOrganization.Type
 

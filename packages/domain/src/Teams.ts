@@ -2,7 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication } from "./Authentication.js"
 import { JsonBody } from "./JsonBody.js"
-import { Name, strict, Timestamp, Uuid, WebsiteUrl } from "./Fields.js"
+import { invalidUnless, Name, optional, strict, Timestamp, Uuid, WebsiteUrl } from "./Fields.js"
 import { ListEnvelope, listQueryFields } from "./Lists.js"
 import { OrganizationId } from "./Organizations.js"
 import { Timezone } from "./Timezones.js"
@@ -28,11 +28,24 @@ export const Team = Schema.Struct({
 export type Team = typeof Team.Type
 
 const teamFields = {
-  website: Schema.optional(Schema.NullOr(WebsiteUrl)),
-  linkTrackingDefault: Schema.optional(Schema.NullOr(Schema.Boolean)).annotations({
-    description: "null resets to the plan default"
-  }),
-  timezone: Schema.optional(Schema.NullOr(Timezone))
+  website: optional(
+    Schema.NullOr(WebsiteUrl).annotations({
+      description: "Brand website URL; null clears it",
+      ...invalidUnless("must be an absolute http or https URL, or null")
+    })
+  ),
+  linkTrackingDefault: optional(
+    Schema.NullOr(Schema.Boolean).annotations({
+      description: "Default link tracking for new posts; null resets to the plan default",
+      ...invalidUnless("must be true, false or null")
+    })
+  ),
+  timezone: optional(
+    Schema.NullOr(Timezone).annotations({
+      description: "IANA timezone name; null clears it",
+      ...invalidUnless("must be an IANA timezone name supported by the server, or null")
+    })
+  )
 }
 
 export const CreateTeam = Schema.Struct({
@@ -43,13 +56,13 @@ export const CreateTeam = Schema.Struct({
 export type CreateTeam = typeof CreateTeam.Type
 
 export const UpdateTeam = Schema.Struct({
-  name: Schema.optional(Name),
+  name: optional(Name),
   ...teamFields
 }).annotations({ ...strict, identifier: "UpdateTeam" })
 export type UpdateTeam = typeof UpdateTeam.Type
 
 export const TeamListQuery = Schema.Struct({
-  organizationId: Schema.optional(OrganizationId),
+  organizationId: optional(OrganizationId),
   ...listQueryFields
 }).annotations(strict)
 export type TeamListQuery = typeof TeamListQuery.Type

@@ -26,6 +26,4 @@ export const isSupportedTimezone = (name: string): boolean => {
   return resolved !== undefined && supported.has(resolved)
 }
 
-export const Timezone = Schema.String.pipe(
-  Schema.filter(isSupportedTimezone, { message: () => "must be an IANA timezone name supported by the server" })
-).annotations({ identifier: "Timezone", description: "IANA timezone name, such as Europe/Paris or UTC" })
+export const Timezone = Schema.String.pipe(Schema.filter(isSupportedTimezone)).annotations({ identifier: "Timezone", description: "IANA timezone name, such as Europe/Paris or UTC" })

@@ -2,10 +2,21 @@ import { HttpApiBuilder, HttpApiError, HttpServerError, HttpServerRequest } from
 import { BadRequest, DecodeIssue, HttpApiDecodeError, InternalError, NotFound, PostlineApi } from "@postline/domain"
 import { Cause, Effect, Option } from "effect"
 
+type PlatformIssue = HttpApiError.HttpApiDecodeError["issues"][number]
+
+const within = (outer: PlatformIssue["path"], inner: PlatformIssue["path"]) =>
+  outer.every((key, index) => inner[index] === key)
+
+// A nullable field that fails reports what is wrong with its non-null form;
+// the union's "Expected null" beside that is noise.
+const isNullAlternative = (issue: PlatformIssue, all: ReadonlyArray<PlatformIssue>) =>
+  issue._tag === "Type" && issue.message.startsWith("Expected null,") &&
+  all.some((other) => other !== issue && within(issue.path, other.path))
+
 const toContractDecodeError = (error: HttpApiError.HttpApiDecodeError) => {
-  const issues = error.issues.map((issue) =>
-    new DecodeIssue({ path: issue.path.map(String), message: issue.message })
-  )
+  const issues = error.issues
+    .filter((issue) => !isNullAlternative(issue, error.issues))
+    .map((issue) => new DecodeIssue({ path: issue.path.map(String), message: issue.message }))
   const summary = issues.map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "(request)"}: ${issue.message}`)
   return new HttpApiDecodeError({ message: `Invalid request: ${summary.join("; ")}`, issues })
 }

@@ -1,7 +1,7 @@
 import { HttpApiClient, HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { PostlineApi } from "@postline/domain"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Logger, LogLevel } from "effect"
 import { randomUUID } from "node:crypto"
 import { HttpLive } from "../../src/Http/Api.js"
 import { UsersRepo } from "../../src/Users/Repo.js"
@@ -11,7 +11,9 @@ import { TestDatabase } from "./TestDatabase.js"
 export const TestServer = HttpLive.pipe(
   Layer.provideMerge(NodeHttpServer.layerTest),
   Layer.provideMerge(UsersRepo.Default),
-  Layer.provideMerge(TestDatabase)
+  Layer.provideMerge(TestDatabase),
+  // Request logs would drown the test output; failures are logged as errors.
+  Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
 )
 
 const clientFor = (token: string) =>
