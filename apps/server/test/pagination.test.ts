@@ -1,0 +1,233 @@
+import { describe, expect, it, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import type { SortField } from "@postline/domain"
+import { Effect } from "effect"
+import { raw, signUp, TestServer } from "./support/TestServer.js"
+
+const sortFields: ReadonlyArray<SortField> = ["createdAt", "updatedAt", "name"]
+const sortOrders = ["asc", "desc"] as const
+
+interface Keyed {
+  readonly id: string
+  readonly createdAt: string
+  readonly updatedAt: string
+  readonly name: string
+}
+
+/** The order the contract promises: by the field, ties broken by id. */
+const expectedOrder = <A extends Keyed>(items: ReadonlyArray<A>, sortBy: SortField, sortOrder: "asc" | "desc") => {
+  const sign = sortOrder === "asc" ? 1 : -1
+  const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+  return [...items].sort((a, b) => sign * (compare(a[sortBy], b[sortBy]) || compare(a.id, b.id))).map((item) => item.id)
+}
+
+/**
+ * Organizations for one user with many ties: 250 rows over 40 creation times,
+ * 90 update times and 70 names (lower-case ASCII of one length, so every collation agrees).
+ */
+const seedOrganizations = (userId: string, count: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`
+      WITH created AS (
+        INSERT INTO organizations (name, created_at, updated_at)
+        SELECT 'org' || lpad(((n * 37) % 70)::text, 3, '0'),
+               timestamptz '2026-01-01T00:00:00Z' + ((n * 13) % 40) * interval '1 minute',
+               timestamptz '2026-06-01T00:00:00Z' + ((n * 29) % 90) * interval '1 second' + interval '0.123 second'
+        FROM generate_series(1, ${count}) AS n
+        RETURNING id
+      )
+      INSERT INTO memberships (user_id, organization_id, role) SELECT ${userId}, id, 'member' FROM created`
+  })
+
+const listPath = (query: Record<string, string>) => `/v1/organizations?${new URLSearchParams(query)}`
+
+layer(TestServer, { excludeTestServices: true, timeout: 120_000 })("pagination", (it) => {
+  it.effect("pages through 250 organizations forwards and backwards with every sort", () =>
+    Effect.gen(function*() {
+      const alice = yield* signUp()
+      const bob = yield* signUp()
+      yield* seedOrganizations(alice.user.id, 250)
+      yield* seedOrganizations(bob.user.id, 30)
+
+      const sql = yield* SqlClient.SqlClient
+      const stored = yield* sql<Keyed>`
+        SELECT o.id, o.name,
+          to_char(o.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
+          to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS updated_at
+        FROM organizations o JOIN memberships m ON m.organization_id = o.id WHERE m.user_id = ${alice.user.id}`
+      expect(stored.length).toBe(250)
+
+      for (const sortBy of sortFields) {
+        for (const sortOrder of sortOrders) {
+          const label = `${sortBy} ${sortOrder}`
+          const list = (cursor?: string) =>
+            alice.client.organizations.listOrganizations({
+              urlParams: { sortBy, sortOrder, limit: 25, ...(cursor !== undefined ? { cursor } : {}) }
+            })
+
+          const forward = [yield* list()]
+          expect(forward[0].prevCursor, label).toBeNull()
+          while (forward[forward.length - 1].nextCursor !== null) {
+            forward.push(yield* list(forward[forward.length - 1].nextCursor!))
+          }
+          expect(forward.length, label).toBe(10)
+          for (const page of forward) {
+            expect(page.data.length, label).toBe(25)
+            expect(page.total, label).toBe(250)
+          }
+          const seen = forward.flatMap((page) => page.data)
+          expect(seen.map((org) => org.id), label).toEqual(expectedOrder(stored, sortBy, sortOrder))
+
+          // Walking back with prevCursor yields exactly the forward pages, in reverse.
+          let page = forward[forward.length - 1]
+          for (let index = forward.length - 2; index >= 0; index--) {
+            expect(page.prevCursor, `${label} page ${index + 1}`).not.toBeNull()
+            page = yield* list(page.prevCursor!)
+            expect(page.data.map((org) => org.id), `${label} page ${index}`).toEqual(forward[index].data.map((org) => org.id))
+            expect(page.nextCursor, label).not.toBeNull()
+          }
+          expect(page.prevCursor, label).toBeNull()
+        }
+      }
+    }))
+
+  it.effect("returns the default page of 25 sorted by createdAt desc, and caps the limit at 100", () =>
+    Effect.gen(function*() {
+      const alice = yield* signUp()
+      yield* seedOrganizations(alice.user.id, 130)
+      const all = yield* alice.client.organizations.listOrganizations({ urlParams: { limit: 100 } })
+      const defaultPage = yield* alice.client.organizations.listOrganizations({ urlParams: {} })
+      expect(defaultPage.data.length).toBe(25)
+      expect(defaultPage.data).toEqual(all.data.slice(0, 25))
+      const full = [...all.data]
+      let next = all.nextCursor
+      while (next !== null) {
+        const page = yield* alice.client.organizations.listOrganizations({ urlParams: { limit: 100, cursor: next } })
+        full.push(...page.data)
+        next = page.nextCursor
+      }
+      expect(defaultPage.data.map((org) => org.id)).toEqual(expectedOrder(full, "createdAt", "desc").slice(0, 25))
+
+      for (const [limit, size] of [["1", 1], ["100", 100], ["101", 100], ["1000", 100], ["0025", 25]] as const) {
+        const response = yield* raw({ method: "GET", path: listPath({ limit }), token: alice.token })
+        expect(response.status, limit).toBe(200)
+        expect(response.body.data.length, limit).toBe(size)
+      }
+    }))
+
+  it.effect.each([
+    ["limit=0", { limit: "0" }, ["limit"]],
+    ["limit=-1", { limit: "-1" }, ["limit"]],
+    ["limit=1.5", { limit: "1.5" }, ["limit"]],
+    ["limit=abc", { limit: "abc" }, ["limit"]],
+    ["limit=1e2", { limit: "1e2" }, ["limit"]],
+    ["empty limit", { limit: "" }, ["limit"]],
+    ["sortBy=id", { sortBy: "id" }, ["sortBy"]],
+    ["sortBy=creditsBalance", { sortBy: "creditsBalance" }, ["sortBy"]],
+    ["sortOrder=up", { sortOrder: "up" }, ["sortOrder"]],
+    ["an unknown parameter", { page: "2" }, ["page"]]
+  ])("rejects %s with 400 HttpApiDecodeError", ([, query, path]) =>
+    Effect.gen(function*() {
+      const alice = yield* signUp()
+      for (const target of ["/v1/organizations", "/v1/teams"]) {
+        const response = yield* raw({ method: "GET", path: `${target}?${new URLSearchParams(query)}`, token: alice.token })
+        expect(response.status).toBe(400)
+        expect(response.body._tag).toBe("HttpApiDecodeError")
+        expect(response.body.issues.map((issue: any) => issue.path)).toEqual([path])
+      }
+    }))
+
+  it.effect("rejects a tampered cursor, a foreign string and a cursor of another sort with 400 BadRequest", () =>
+    Effect.gen(function*() {
+      const alice = yield* signUp()
+      yield* seedOrganizations(alice.user.id, 30)
+      const first = yield* alice.client.organizations.listOrganizations({ urlParams: { limit: 10, sortBy: "name" } })
+      const cursor = first.nextCursor!
+      const [body, sum] = cursor.split(".")
+      const flipped = body.slice(0, 5) + (body[5] === "A" ? "B" : "A") + body.slice(6)
+      const forged = Buffer.from(
+        JSON.stringify({ ...JSON.parse(Buffer.from(body, "base64url").toString()), sortBy: "createdAt" })
+      ).toString("base64url")
+      for (
+        const [label, query] of [
+          ["tampered", { sortBy: "name", cursor: `${flipped}.${sum}` }],
+          ["forged without checksum", { cursor: `${forged}.${sum}` }],
+          ["garbage", { cursor: "abc" }],
+          ["empty", { cursor: "" }],
+          ["another sortBy", { sortBy: "createdAt", cursor }],
+          ["another sortOrder", { sortBy: "name", sortOrder: "asc", cursor }]
+        ] as const
+      ) {
+        const response = yield* raw({ method: "GET", path: listPath(query), token: alice.token })
+        expect(response.status, label).toBe(400)
+        expect(response.body, label).toEqual({ _tag: "BadRequest", message: expect.stringMatching(/cursor/i) })
+      }
+      const same = yield* raw({ method: "GET", path: listPath({ sortBy: "name", cursor }), token: alice.token })
+      expect(same.status).toBe(200)
+    }))
+
+  it.effect("pages through teams of several organizations both ways, and of one organization", () =>
+    Effect.gen(function*() {
+      const alice = yield* signUp()
+      const first = yield* alice.client.organizations.createOrganization({ payload: { name: "First" } })
+      const second = yield* alice.client.organizations.createOrganization({ payload: { name: "Second" } })
+      const stranger = yield* signUp()
+      const foreign = yield* stranger.client.organizations.createOrganization({ payload: { name: "Foreign" } })
+      const sql = yield* SqlClient.SqlClient
+      for (const [organizationId, count] of [[first.id, 70], [second.id, 50], [foreign.id, 40]] as const) {
+        yield* sql`INSERT INTO teams (organization_id, name, created_at)
+          SELECT ${organizationId}, 'team' || lpad(((n * 7) % 30)::text, 2, '0'),
+                 timestamptz '2026-02-01T00:00:00Z' + ((n * 11) % 25) * interval '1 hour'
+          FROM generate_series(1, ${count}) AS n`
+      }
+      for (const [organizationId, total] of [[undefined, 120], [first.id, 70], [second.id, 50]] as const) {
+        for (const sortBy of sortFields) {
+          const list = (cursor?: string) =>
+            alice.client.teams.listTeams({
+              urlParams: {
+                sortBy,
+                sortOrder: "asc",
+                limit: 30,
+                ...(organizationId ? { organizationId } : {}),
+                ...(cursor ? { cursor } : {})
+              }
+            })
+          const forward = [yield* list()]
+          while (forward[forward.length - 1].nextCursor) forward.push(yield* list(forward[forward.length - 1].nextCursor!))
+          const seen = forward.flatMap((page) => page.data)
+          expect(seen.length).toBe(total)
+          expect(forward[0].total).toBe(total)
+          expect(seen.map((team) => team.id)).toEqual(expectedOrder(seen, sortBy, "asc"))
+          if (organizationId) expect(seen.every((team) => team.organizationId === organizationId)).toBe(true)
+          else expect(seen.some((team) => team.organizationId === foreign.id)).toBe(false)
+          let page = forward[forward.length - 1]
+          for (let index = forward.length - 2; index >= 0; index--) {
+            page = yield* list(page.prevCursor!)
+            expect(page.data).toEqual(forward[index].data)
+          }
+          expect(page.prevCursor).toBeNull()
+        }
+      }
+    }))
+
+  it.effect("gives an empty page with null cursors to a caller with no organizations", () =>
+    Effect.gen(function*() {
+      const loner = yield* signUp()
+      const organizations = yield* loner.client.organizations.listOrganizations({ urlParams: {} })
+      expect(organizations).toEqual({ data: [], total: 0, nextCursor: null, prevCursor: null })
+      const teams = yield* loner.client.teams.listTeams({ urlParams: {} })
+      expect(teams).toEqual({ data: [], total: 0, nextCursor: null, prevCursor: null })
+    }))
+})
+
+describe("expectedOrder", () => {
+  it("breaks ties by id", () => {
+    const items = [
+      { id: "b", createdAt: "1", updatedAt: "1", name: "x" },
+      { id: "a", createdAt: "1", updatedAt: "1", name: "x" }
+    ]
+    expect(expectedOrder(items, "name", "asc")).toEqual(["a", "b"])
+    expect(expectedOrder(items, "name", "desc")).toEqual(["b", "a"])
+  })
+})
