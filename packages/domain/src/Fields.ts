@@ -48,5 +48,8 @@ export const Timestamp = Schema.String.annotations({
   description: "ISO 8601 UTC timestamp"
 })
 
-/** Server-side strictness: unknown properties are rejected and every issue is reported. */
-export const strict = { parseOptions: { onExcessProperty: "error", errors: "all" } } as const
+/** For request objects: unknown properties are rejected and every issue is reported. */
+export const strict = {
+  parseOptions: { onExcessProperty: "error", errors: "all" },
+  message: () => "must be a JSON object"
+} as const

@@ -40,7 +40,6 @@ export const JobRole = oneOf(
   "other"
 ).annotations({ identifier: "JobRole" })
 
-const mustBeObject = { message: () => "must be an object" }
 const stringOrNull = invalidUnless("must be a string or null")
 
 /** Contract 2.2: no other properties anywhere inside, so every level is strict. */
@@ -52,14 +51,12 @@ export const OnboardingData = Schema.Struct({
   organizationProfile: optional(
     Schema.Struct({ displayName: Name, jobRole: optional(JobRole) }).annotations({
       ...strict,
-      ...mustBeObject,
       identifier: "OnboardingOrganizationProfile"
     })
   ),
   workspaceProfile: optional(
     Schema.Struct({ teamName: Name, website: Schema.NullOr(Schema.String).annotations(stringOrNull) }).annotations({
       ...strict,
-      ...mustBeObject,
       identifier: "OnboardingWorkspaceProfile"
     })
   ),
@@ -67,10 +64,10 @@ export const OnboardingData = Schema.Struct({
     Schema.Struct({
       primaryGoal: oneOf("vibe_marketing", "social_media_marketing", "automated_campaigns_for_clients"),
       teamSize: oneOf("1-5", "6-20", "21-50", "51+")
-    }).annotations({ ...strict, ...mustBeObject, identifier: "OnboardingGoals" })
+    }).annotations({ ...strict, identifier: "OnboardingGoals" })
   ),
   completedAt: optional(Schema.NullOr(Timestamp).annotations(stringOrNull))
-}).annotations({ ...strict, ...mustBeObject, identifier: "OnboardingData" })
+}).annotations({ ...strict, identifier: "OnboardingData" })
 export type OnboardingData = typeof OnboardingData.Type
 
 export const Organization = Schema.Struct({

@@ -17,7 +17,7 @@ const toContractDecodeError = (error: HttpApiError.HttpApiDecodeError) => {
   const issues = error.issues
     .filter((issue) => !isNullAlternative(issue, error.issues))
     .map((issue) => new DecodeIssue({ path: issue.path.map(String), message: issue.message }))
-  const summary = issues.map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "(request)"}: ${issue.message}`)
+  const summary = issues.map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "body"}: ${issue.message}`)
   return new HttpApiDecodeError({ message: `Invalid request: ${summary.join("; ")}`, issues })
 }
 

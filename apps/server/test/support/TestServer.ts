@@ -62,9 +62,10 @@ export const raw = (options: {
       })
     )
     const text = yield* Effect.promise(() => response.text())
+    const contentType = response.headers.get("content-type")
     return {
       status: response.status,
-      contentType: response.headers.get("content-type"),
-      body: text.length > 0 ? JSON.parse(text) : undefined
+      contentType,
+      body: contentType?.startsWith("application/json") ? JSON.parse(text) : text
     } satisfies RawResponse
   })

@@ -1,0 +1,226 @@
+import { describe, expect, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { hashToken } from "../src/Users/Tokens.js"
+import { raw, signUp, TestServer } from "./support/TestServer.js"
+
+const errorBody = (tag: string) => ({ _tag: tag, message: expect.any(String) })
+
+layer(TestServer, { excludeTestServices: true })("errors and authentication", (it) => {
+  describe("authentication", () => {
+    it.effect("accepts the Bearer scheme in any case", () =>
+      Effect.gen(function*() {
+        const alice = yield* signUp()
+        for (const scheme of ["Bearer", "bearer", "BEARER", "bEaReR"]) {
+          const response = yield* raw({
+            method: "GET",
+            path: "/v1/organizations",
+            headers: { authorization: `${scheme} ${alice.token}` }
+          })
+          expect(response.status, scheme).toBe(200)
+        }
+      }))
+
+    it.effect.each([
+      ["no header", undefined],
+      ["an empty header", ""],
+      ["another scheme", "Basic dXNlcjpwYXNz"],
+      ["a scheme of 7 characters with the token", "Token: TOKEN"],
+      ["the token without a scheme", "TOKEN"],
+      ["the scheme without a token", "Bearer "],
+      ["an unknown token", "Bearer plt_unknown"],
+      ["the token with a character changed", "Bearer CHANGED"],
+      ["two tokens", "Bearer TOKEN TOKEN"]
+    ])("answers %s with 401 Unauthorized on every endpoint", ([, template]) =>
+      Effect.gen(function*() {
+        const alice = yield* signUp()
+        const org = yield* alice.client.organizations.createOrganization({ payload: { name: "Acme" } })
+        const team = yield* alice.client.teams.createTeam({ payload: { organizationId: org.id, name: "Team" } })
+        const authorization = template?.replaceAll("TOKEN", alice.token).replace(
+          "CHANGED",
+          alice.token.slice(0, -1) + (alice.token.endsWith("A") ? "B" : "A")
+        )
+        const headers: Record<string, string> = authorization === undefined ? {} : { authorization }
+        for (
+          const [method, path, json] of [
+            ["GET", "/v1/organizations", undefined],
+            ["POST", "/v1/organizations", { name: "Other" }],
+            ["GET", `/v1/organizations/${org.id}`, undefined],
+            ["PATCH", `/v1/organizations/${org.id}`, { name: "Hacked" }],
+            ["GET", "/v1/teams", undefined],
+            ["POST", "/v1/teams", { organizationId: org.id, name: "Other" }],
+            ["GET", `/v1/teams/${team.id}`, undefined],
+            ["PATCH", `/v1/teams/${team.id}`, { name: "Hacked" }]
+          ] as const
+        ) {
+          const response = yield* raw({ method, path, headers, json })
+          expect(response.status, `${method} ${path}`).toBe(401)
+          expect(response.body).toEqual(errorBody("Unauthorized"))
+        }
+        const after = yield* alice.client.organizations.listOrganizations({ urlParams: {} })
+        expect(after.data.map((o) => o.name)).toEqual(["Acme"])
+      }))
+
+    it.effect("answers 401 before looking at the request: bad bodies and ids still give 401", () =>
+      Effect.gen(function*() {
+        const malformed = yield* raw({ method: "POST", path: "/v1/organizations", body: "{", headers: { "content-type": "application/json" } })
+        expect(malformed.status).toBe(401)
+        const badId = yield* raw({ method: "GET", path: "/v1/organizations/not-a-uuid" })
+        expect(badId.status).toBe(401)
+      }))
+
+    it.effect("stores tokens only as SHA-256 hashes", () =>
+      Effect.gen(function*() {
+        const alice = yield* signUp()
+        expect(alice.token).toMatch(/^plt_[A-Za-z0-9_-]{43}$/)
+        const sql = yield* SqlClient.SqlClient
+        const rows = yield* sql<{ tokenHash: string }>`SELECT token_hash FROM access_tokens WHERE user_id = ${alice.user.id}`
+        expect(rows).toEqual([{ tokenHash: hashToken(alice.token) }])
+        const leaked = yield* sql`SELECT 1 FROM access_tokens WHERE token_hash = ${alice.token}`
+        expect(leaked).toEqual([])
+      }))
+  })
+
+  describe("request bodies", () => {
+    it.effect("answers malformed JSON with 400 BadRequest and writes nothing", () =>
+      Effect.gen(function*() {
+        const alice = yield* signUp()
+        for (const body of ["{", "{\"name\": \"Acme\"", "name=Acme", "{\"name\": \"Acme\"}}"]) {
+          const response = yield* raw({
+            method: "POST",
+            path: "/v1/organizations",
+            token: alice.token,
+            body,
+            headers: { "content-type": "application/json" }
+          })
+          expect(response.status, body).toBe(400)
+          expect(response.contentType).toMatch(/^application\/json/)
+          expect(response.body, body).toEqual({ _tag: "BadRequest", message: "The request body is not valid JSON" })
+        }
+        expect((yield* alice.client.organizations.listOrganizations({ urlParams: {} })).total).toBe(0)
+      }))
+
+    it.effect("answers an empty body or JSON that is not an object with 400 HttpApiDecodeError", () =>
+      Effect.gen(function*() {
+        const alice = yield* signUp()
+        for (const body of ["", "[]", "\"Acme\"", "42", "null"]) {
+          const response = yield* raw({
+            method: "POST",
+            path: "/v1/organizations",
+            token: alice.token,
+            body,
+            headers: { "content-type": "application/json" }
+          })
+          expect(response.status, body).toBe(400)
+          expect(response.body, body).toEqual({
+            _tag: "HttpApiDecodeError",
+            message: "Invalid request: body: must be a JSON object",
+            issues: [{ path: [], message: "must be a JSON object" }]
+          })
+        }
+      }))
+
+    it.effect("answers a missing or non-JSON content type with 400 BadRequest", () =>
+      Effect.gen(function*() {
+        const alice = yield* signUp()
+        for (const contentType of [undefined, "text/plain", "application/x-www-form-urlencoded", "multipart/form-data"]) {
+          const response = yield* raw({
+            method: "POST",
+            path: "/v1/organizations",
+            token: alice.token,
+            body: JSON.stringify({ name: "Acme" }),
+            headers: contentType === undefined ? {} : { "content-type": contentType }
+          })
+          expect(response.status, contentType).toBe(400)
+          expect(response.body, contentType).toEqual({
+            _tag: "BadRequest",
+            message: "The request body must be JSON: send `Content-Type: application/json`"
+          })
+        }
+        const withCharset = yield* raw({
+          method: "POST",
+          path: "/v1/organizations",
+          token: alice.token,
+          body: JSON.stringify({ name: "Acme" }),
+          headers: { "content-type": "application/json; charset=utf-8" }
+        })
+        expect(withCharset.status).toBe(201)
+        expect((yield* alice.client.organizations.listOrganizations({ urlParams: {} })).total).toBe(1)
+      }))
+
+    it.effect("reports every issue, with string paths and a one-line message free of schema names", () =>
+      Effect.gen(function*() {
+        const alice = yield* signUp()
+        const org = yield* alice.client.organizations.createOrganization({ payload: { name: "Acme" } })
+        const response = yield* raw({
+          method: "PATCH",
+          path: `/v1/organizations/${org.id}`,
+          token: alice.token,
+          json: {
+            name: "x",
+            unknown: true,
+            onboardingData: {
+              version: 1,
+              status: "completed",
+              currentStep: "completed",
+              completedSteps: ["goals", "bogus"]
+            }
+          }
+        })
+        expect(response.status).toBe(400)
+        expect(Object.keys(response.body).sort()).toEqual(["_tag", "issues", "message"])
+        expect(response.body._tag).toBe("HttpApiDecodeError")
+        expect(response.body.issues).toEqual([
+          { path: ["unknown"], message: expect.stringContaining("unexpected") },
+          { path: ["name"], message: "must be a string of 2 to 64 characters, not blank" },
+          {
+            path: ["onboardingData", "completedSteps", "1"],
+            message: expect.stringMatching(/^must be one of organization_profile, /)
+          }
+        ].sort((a, b) => response.body.issues.findIndex((i: any) => i.path.join() === a.path.join()) -
+          response.body.issues.findIndex((i: any) => i.path.join() === b.path.join())))
+        for (const issue of response.body.issues) {
+          expect(Object.keys(issue).sort()).toEqual(["message", "path"])
+          for (const key of issue.path) expect(typeof key).toBe("string")
+        }
+        expect(response.body.message).not.toContain("\n")
+        expect(response.body.message).toMatch(/^Invalid request: /)
+        expect(response.body.message).not.toMatch(/UpdateOrganization|OnboardingData|Struct|Union|readonly/)
+      }))
+  })
+
+  describe("routes", () => {
+    it.effect.each([
+      ["GET", "/"],
+      ["GET", "/v1"],
+      ["GET", "/v1/unknown"],
+      ["DELETE", "/v1/organizations/00000000-0000-0000-0000-000000000000"],
+      ["PUT", "/v1/teams/00000000-0000-0000-0000-000000000000"],
+      ["GET", "/v2/organizations"]
+    ] as const)("answers %s %s with 404 NotFound JSON", ([method, path]) =>
+      Effect.gen(function*() {
+        const alice = yield* signUp()
+        const response = yield* raw({ method, path, token: alice.token })
+        expect(response.status).toBe(404)
+        expect(response.contentType).toMatch(/^application\/json/)
+        expect(response.body).toEqual({ _tag: "NotFound", message: `No route for ${method} ${path}` })
+      }))
+
+    it.effect("serves /health without authentication", () =>
+      Effect.gen(function*() {
+        const response = yield* raw({ method: "GET", path: "/health" })
+        expect(response).toMatchObject({ status: 200, body: { status: "ok", database: "up" } })
+      }))
+
+    it.effect("serves the OpenAPI document and the documentation page", () =>
+      Effect.gen(function*() {
+        const response = yield* raw({ method: "GET", path: "/openapi.json" })
+        expect(response.status).toBe(200)
+        expect(response.body.info.version).toBe("0.1.0")
+        const docs = yield* raw({ method: "GET", path: "/docs" })
+        expect(docs.status).toBe(200)
+        expect(docs.contentType).toMatch(/^text\/html/)
+        expect(docs.body.includes("Postline: Organizations and Teams API")).toBe(true)
+      }))
+  })
+})
