@@ -1,0 +1,55 @@
+import { expect, it, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { Deferred, Effect, Fiber } from "effect"
+import { layerEmbedded } from "../src/Database/Sql.js"
+import { raw, signUp, TestServer } from "./support/TestServer.js"
+import { testDatabaseKind } from "./support/TestDatabase.js"
+
+layer(TestServer, { excludeTestServices: true })("database failures", (it) => {
+  it.effect("answer 500 InternalError with a generic message and no details", () =>
+    Effect.gen(function*() {
+      const alice = yield* signUp()
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`ALTER TABLE organizations RENAME TO organizations_gone`
+      const response = yield* raw({ method: "GET", path: "/v1/organizations", token: alice.token })
+      yield* sql`ALTER TABLE organizations_gone RENAME TO organizations`
+      expect(response.status).toBe(500)
+      expect(response.body).toEqual({ _tag: "InternalError", message: "Internal server error" })
+    }))
+
+  it.effect("leave no partial write: an organization is never created without its admin", () =>
+    Effect.gen(function*() {
+      const alice = yield* signUp()
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`ALTER TABLE memberships ADD CONSTRAINT reject_all CHECK (false) NOT VALID`
+      const response = yield* raw({ method: "POST", path: "/v1/organizations", token: alice.token, json: { name: "Half" } })
+      yield* sql`ALTER TABLE memberships DROP CONSTRAINT reject_all`
+      expect(response.status).toBe(500)
+      expect(yield* sql`SELECT id FROM organizations WHERE name = 'Half'`).toEqual([])
+    }))
+})
+
+it.live.skipIf(testDatabaseKind !== "embedded")(
+  "the embedded database runs two concurrent transactions one after the other",
+  () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE events (n serial PRIMARY KEY, label text NOT NULL)`
+      const firstStarted = yield* Deferred.make<void>()
+      const log = (label: string) => sql`INSERT INTO events (label) VALUES (${label})`
+      const first = yield* Effect.gen(function*() {
+        yield* log("first:begin")
+        yield* Deferred.succeed(firstStarted, undefined)
+        yield* Effect.sleep("50 millis")
+        yield* log("first:end")
+      }).pipe(sql.withTransaction, Effect.fork)
+      yield* Deferred.await(firstStarted)
+      // Starts while the first transaction is open, so it must wait for it.
+      const second = yield* Effect.all([log("second:begin"), log("second:end")]).pipe(sql.withTransaction, Effect.fork)
+      yield* Fiber.join(first)
+      yield* Fiber.join(second)
+      const rows = yield* sql<{ label: string }>`SELECT label FROM events ORDER BY n`
+      expect(rows.map((row) => row.label)).toEqual(["first:begin", "first:end", "second:begin", "second:end"])
+    }).pipe(Effect.provide(layerEmbedded("memory://"))),
+  { timeout: 30_000 }
+)
