@@ -61,5 +61,6 @@ export class PostlineApi extends HttpApi.make("postline")
     OpenApi.Description,
     "Draft, schedule and publish social posts for organizations and their teams."
   )
+  .annotate(OpenApi.Servers, [{ url: "/", description: "The Postline server that serves this document" }])
   .annotate(OpenApi.Transform, describeContractDecodeError)
 {}

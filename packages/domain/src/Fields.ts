@@ -15,7 +15,7 @@ export const oneOf = <const Values extends ReadonlyArray<string>>(...values: Val
 
 /** Identifiers are UUIDs, case-insensitive on input. */
 export const Uuid = Schema.String.pipe(
-  Schema.pattern(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i)
+  Schema.pattern(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/)
 ).annotations(invalidUnless("must be a UUID (8-4-4-4-12 hexadecimal digits)"))
 
 const codePoints = (s: string) => [...s].length

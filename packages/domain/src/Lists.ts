@@ -5,15 +5,17 @@ export const DefaultPageSize = 25
 export const MaxPageSize = 100
 
 /** A page size: a string of a positive integer; values above 100 are capped. */
+const pageLimitDescription = `Page size, a positive integer; default ${DefaultPageSize}, capped at ${MaxPageSize}`
+
 export const PageLimit = Schema.compose(
-  Schema.String.pipe(Schema.pattern(/^[0-9]+$/)),
+  Schema.String.pipe(Schema.pattern(/^[0-9]+$/)).annotations({ description: pageLimitDescription }),
   Schema.NumberFromString
 ).pipe(
   Schema.filter((n) => Number.isSafeInteger(n) && n > 0)
 ).annotations({
   ...invalidUnless("must be a positive integer"),
   identifier: "PageLimit",
-  description: `Page size, a positive integer; default ${DefaultPageSize}, capped at ${MaxPageSize}`
+  description: pageLimitDescription
 })
 
 export const SortOrder = oneOf("asc", "desc").annotations({

@@ -115,29 +115,37 @@ export class OrganizationsGroup extends HttpApiGroup.make("organizations")
     HttpApiEndpoint.get("listOrganizations", "/v1/organizations")
       .setUrlParams(Schema.Struct(listQueryFields).annotations(strict))
       .addSuccess(OrganizationList)
-      .annotate(OpenApi.Summary, "List the organizations the caller belongs to")
+      .annotate(OpenApi.Summary, "List organizations")
+      .annotate(OpenApi.Description, "The organizations the caller belongs to, one page at a time.")
   )
   .add(
     HttpApiEndpoint.post("createOrganization", "/v1/organizations")
       .setPayload(CreateOrganization)
       .addSuccess(Organization, { status: 201 })
-      .annotate(OpenApi.Summary, "Create an organization; the caller becomes its admin")
+      .annotate(OpenApi.Summary, "Create organization")
+      .annotate(OpenApi.Description, "Creates an organization with no credits and no subscription; the caller becomes its admin.")
   )
   .add(
     HttpApiEndpoint.get("getOrganization", "/v1/organizations/:organizationId")
       .setPath(organizationPath)
       .addSuccess(Organization)
-      .annotate(OpenApi.Summary, "Get one organization the caller belongs to")
+      .annotate(OpenApi.Summary, "Get organization")
+      .annotate(OpenApi.Description, "One organization the caller belongs to; any other gives 404.")
   )
   .add(
     HttpApiEndpoint.patch("updateOrganization", "/v1/organizations/:organizationId")
       .setPath(organizationPath)
       .setPayload(UpdateOrganization)
       .addSuccess(Organization)
-      .annotate(OpenApi.Summary, "Update an organization (admin or owner)")
+      .annotate(OpenApi.Summary, "Update organization")
+      .annotate(
+        OpenApi.Description,
+        "Changes the name or onboarding data. Only an admin or owner may (403 for other members, 404 for non-members)."
+      )
   )
   .middleware(JsonBody)
   // Added last so that it runs first: an anonymous caller learns nothing about its request.
   .middleware(Authentication)
   .annotate(OpenApi.Title, "organizations")
+  .annotate(OpenApi.Description, "Organizations: the billing and credit boundary, owning teams")
 {}

@@ -76,29 +76,41 @@ export class TeamsGroup extends HttpApiGroup.make("teams")
     HttpApiEndpoint.get("listTeams", "/v1/teams")
       .setUrlParams(TeamListQuery)
       .addSuccess(TeamList)
-      .annotate(OpenApi.Summary, "List the teams the caller can access, optionally of one organization")
+      .annotate(OpenApi.Summary, "List teams")
+      .annotate(
+        OpenApi.Description,
+        "The teams of every organization the caller belongs to, or of one of them (404 if the caller is not a member)."
+      )
   )
   .add(
     HttpApiEndpoint.post("createTeam", "/v1/teams")
       .setPayload(CreateTeam)
       .addSuccess(Team, { status: 201 })
-      .annotate(OpenApi.Summary, "Create a team in an organization (admin or owner)")
+      .annotate(OpenApi.Summary, "Create team")
+      .annotate(OpenApi.Description, "Creates a team in an organization. Only an admin or owner of it may.")
   )
   .add(
     HttpApiEndpoint.get("getTeam", "/v1/teams/:teamId")
       .setPath(teamPath)
       .addSuccess(Team)
-      .annotate(OpenApi.Summary, "Get one team the caller can access")
+      .annotate(OpenApi.Summary, "Get team")
+      .annotate(OpenApi.Description, "One team of an organization the caller belongs to; any other gives 404.")
   )
   .add(
     HttpApiEndpoint.patch("updateTeam", "/v1/teams/:teamId")
       .setPath(teamPath)
       .setPayload(UpdateTeam)
       .addSuccess(Team)
-      .annotate(OpenApi.Summary, "Update a team (admin or owner of its organization)")
+      .annotate(OpenApi.Summary, "Update team")
+      .annotate(
+        OpenApi.Description,
+        "Changes a team's fields; null clears website and timezone and resets linkTrackingDefault to the plan " +
+          "default. Only an admin or owner of its organization may."
+      )
   )
   .middleware(JsonBody)
   // Added last so that it runs first: an anonymous caller learns nothing about its request.
   .middleware(Authentication)
   .annotate(OpenApi.Title, "teams")
+  .annotate(OpenApi.Description, "Teams (workspaces): they own social accounts, assets and posts")
 {}

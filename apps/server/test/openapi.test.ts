@@ -1,0 +1,101 @@
+import { describe, expect, it } from "@effect/vitest"
+import { readFileSync } from "node:fs"
+import { openApiPath, renderOpenApi } from "../scripts/openapi.js"
+
+const spec = JSON.parse(renderOpenApi())
+
+const operations = Object.entries(spec.paths as Record<string, Record<string, any>>).flatMap(([path, methods]) =>
+  Object.entries(methods).map(([method, operation]) => ({ path, method, operation }))
+)
+
+const contractErrors = {
+  400: ["HttpApiDecodeError", "BadRequest"],
+  401: ["Unauthorized"],
+  402: ["PaymentRequired"],
+  403: ["Forbidden"],
+  404: ["NotFound"],
+  409: ["Conflict"],
+  429: ["TooManyRequests"],
+  500: ["InternalError"]
+}
+
+const refsOf = (schema: any): Array<string> =>
+  (schema.anyOf ?? [schema]).map((member: any) => member.$ref.replace("#/components/schemas/", ""))
+
+describe("the OpenAPI document", () => {
+  it("is committed up to date: run `pnpm openapi` after changing the API", () => {
+    expect(readFileSync(openApiPath, "utf8")).toBe(renderOpenApi())
+  })
+
+  it("has the contract's version, operation ids and paths", () => {
+    expect(spec.info.version).toBe("0.1.0")
+    expect(operations.map(({ method, operation, path }) => `${operation.operationId} ${method.toUpperCase()} ${path}`).sort())
+      .toEqual([
+        "health.health GET /health",
+        "organizations.createOrganization POST /v1/organizations",
+        "organizations.getOrganization GET /v1/organizations/{organizationId}",
+        "organizations.listOrganizations GET /v1/organizations",
+        "organizations.updateOrganization PATCH /v1/organizations/{organizationId}",
+        "teams.createTeam POST /v1/teams",
+        "teams.getTeam GET /v1/teams/{teamId}",
+        "teams.listTeams GET /v1/teams",
+        "teams.updateTeam PATCH /v1/teams/{teamId}"
+      ])
+  })
+
+  it("declares bearerAuth as HTTP bearer and requires it everywhere but /health", () => {
+    expect(spec.components.securitySchemes.bearerAuth).toMatchObject({ type: "http", scheme: "bearer" })
+    for (const { operation, path } of operations) {
+      expect(operation.security, path).toEqual(path === "/health" ? [] : [{ bearerAuth: [] }])
+    }
+  })
+
+  it("describes every error of contract section 7 with its JSON body on every API operation", () => {
+    for (const { operation, path } of operations.filter(({ path }) => path.startsWith("/v1"))) {
+      for (const [status, tags] of Object.entries(contractErrors)) {
+        const schema = operation.responses[status]?.content?.["application/json"]?.schema
+        expect(schema, `${operation.operationId} ${status}`).toBeDefined()
+        expect(refsOf(schema).sort(), `${path} ${status}`).toEqual([...tags].sort())
+      }
+    }
+    for (const tags of Object.values(contractErrors)) {
+      for (const tag of tags) {
+        const body = spec.components.schemas[tag]
+        expect(body.required.sort(), tag).toEqual(tag === "HttpApiDecodeError" ? ["_tag", "issues", "message"] : ["_tag", "message"])
+        expect(body.properties._tag.enum, tag).toEqual([tag])
+      }
+    }
+    expect(spec.components.schemas.DecodeIssue).toMatchObject({
+      required: ["path", "message"],
+      properties: { path: { type: "array", items: { type: "string" } }, message: { type: "string" } }
+    })
+  })
+
+  it("describes the list query parameters and the envelope", () => {
+    const list = spec.paths["/v1/teams"].get
+    expect(list.parameters.map((parameter: any) => [parameter.name, parameter.required])).toEqual([
+      ["organizationId", false],
+      ["cursor", false],
+      ["limit", false],
+      ["sortBy", false],
+      ["sortOrder", false]
+    ])
+    expect(spec.components.schemas.SortField.enum).toEqual(["createdAt", "updatedAt", "name"])
+    expect(spec.components.schemas.SortOrder.enum).toEqual(["asc", "desc"])
+    expect(spec.components.schemas.TeamList.required).toEqual(["data", "total", "nextCursor", "prevCursor"])
+  })
+
+  it("forbids extra properties in request bodies and gives names their bounds", () => {
+    for (const name of ["CreateOrganization", "UpdateOrganization", "CreateTeam", "UpdateTeam", "OnboardingData"]) {
+      expect(spec.components.schemas[name].additionalProperties, name).toBe(false)
+    }
+    expect(spec.components.schemas.Name).toMatchObject({ type: "string", minLength: 2, maxLength: 64 })
+  })
+
+  it("has no generated titles or descriptions such as maxLength(64)", () => {
+    const text = JSON.stringify(spec)
+    expect(text).not.toMatch(/"(title|description)":"[^"]*(maxLength|minLength|pattern)\(/)
+    expect(text).not.toMatch(/a string at (least|most)/)
+    expect(JSON.stringify([spec.paths, spec.components])).not.toMatch(/"title":/)
+  })
+})

@@ -1,0 +1,425 @@
+// The reference server of the benchmark: only node:http and pg. It serves the
+// requests of scenarios S1, S3 and S4 (and the 401 of S6) with the same SQL,
+// the same token check and the same JSON bytes as apps/server, so that the
+// ratio ours/baseline measures what the server's own stack costs.
+//
+// Mirrors: apps/server/src/Users/{Authentication,Repo,Tokens}.ts,
+// Organizations/{Repo,Policy}.ts, Teams/{Repo,Http}.ts, Pagination/{Keyset,Cursor}.ts.
+//
+// Env: PORT, HOST (default 127.0.0.1), DATABASE_URL (required).
+import { createHash } from "node:crypto"
+import { createServer } from "node:http"
+import pg from "pg"
+
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 }) // pg's default, as the server's
+pool.on("error", () => {})
+
+// ---------------------------------------------------------------- SQL (same text as the server's)
+
+const isoOf = (alias, column) => `to_char(${alias}.${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+const orgColumns = `o.id, o.name, o.billing_email, o.onboarding_data, o.payment_customer_id,
+      o.payment_subscription_id, o.payment_payment_method_id, o.payment_metered_subscription_item_id,
+      o.credits_balance::float8 AS credits_balance, o.reserved_credits::float8 AS reserved_credits,
+      o.auto_recharge_enabled, o.auto_recharge_threshold::float8 AS auto_recharge_threshold,
+      o.auto_recharge_amount::float8 AS auto_recharge_amount, o.is_subscribed, o.subscription_status,
+      o.subscription_plan, ${isoOf("o", "subscription_started_at")} AS subscription_started_at,
+      ${isoOf("o", "subscription_ends_at")} AS subscription_ends_at,
+      ${isoOf("o", "subscription_current_period_end")} AS subscription_current_period_end,
+      ${isoOf("o", "created_at")} AS created_at, ${isoOf("o", "updated_at")} AS updated_at`
+// `$1` is planDefaults.linkTracking, a parameter in the server too.
+const teamColumns = `t.id, t.organization_id, t.name, t.website,
+      coalesce(t.link_tracking_override, $1) AS link_tracking_default, t.timezone,
+      ${isoOf("t", "created_at")} AS created_at, ${isoOf("t", "updated_at")} AS updated_at`
+const planLinkTracking = true
+
+const userByTokenHash = `SELECT u.id, u.email, u.name FROM access_tokens t JOIN users u ON u.id = t.user_id
+            WHERE t.token_hash = $1`
+const orgForUser = `SELECT ${orgColumns}, m.role FROM organizations o JOIN memberships m ON m.organization_id = o.id
+            WHERE o.id = $1 AND m.user_id = $2`
+const teamById = `SELECT ${teamColumns} FROM teams t WHERE t.id = $2`
+
+// ---------------------------------------------------------------- JSON in the contract's shape and key order
+
+const onboarding = (d) => {
+  const out = { version: d.version, status: d.status, currentStep: d.currentStep, completedSteps: d.completedSteps }
+  if (d.organizationProfile !== undefined) {
+    const p = d.organizationProfile
+    out.organizationProfile = p.jobRole === undefined
+      ? { displayName: p.displayName }
+      : { displayName: p.displayName, jobRole: p.jobRole }
+  }
+  if (d.workspaceProfile !== undefined) {
+    out.workspaceProfile = { teamName: d.workspaceProfile.teamName, website: d.workspaceProfile.website }
+  }
+  if (d.goals !== undefined) out.goals = { primaryGoal: d.goals.primaryGoal, teamSize: d.goals.teamSize }
+  if (d.completedAt !== undefined) out.completedAt = d.completedAt
+  return out
+}
+
+const organization = (r) => ({
+  id: r.id,
+  name: r.name,
+  billingEmail: r.billing_email,
+  onboardingData: r.onboarding_data === null ? null : onboarding(r.onboarding_data),
+  paymentCustomerId: r.payment_customer_id,
+  paymentSubscriptionId: r.payment_subscription_id,
+  paymentPaymentMethodId: r.payment_payment_method_id,
+  paymentMeteredSubscriptionItemId: r.payment_metered_subscription_item_id,
+  creditsBalance: r.credits_balance,
+  reservedCredits: r.reserved_credits,
+  autoRechargeEnabled: r.auto_recharge_enabled,
+  autoRechargeThreshold: r.auto_recharge_threshold,
+  autoRechargeAmount: r.auto_recharge_amount,
+  isSubscribed: r.is_subscribed,
+  subscriptionStatus: r.subscription_status,
+  subscriptionPlan: r.subscription_plan,
+  subscriptionStartedAt: r.subscription_started_at,
+  subscriptionEndsAt: r.subscription_ends_at,
+  subscriptionCurrentPeriodEnd: r.subscription_current_period_end,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at
+})
+
+const team = (r) => ({
+  id: r.id,
+  organizationId: r.organization_id,
+  name: r.name,
+  website: r.website,
+  linkTrackingDefault: r.link_tracking_default,
+  timezone: r.timezone,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at
+})
+
+// ---------------------------------------------------------------- HTTP helpers
+
+class HttpError extends Error {
+  constructor(status, tag, message) {
+    super(message)
+    this.status = status
+    this.tag = tag
+  }
+}
+
+const send = (res, status, body) => {
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
+  res.end(body)
+}
+
+const sendError = (res, error) => send(res, error.status, JSON.stringify({ message: error.message, _tag: error.tag }))
+
+const readBody = (req) =>
+  new Promise((resolve, reject) => {
+    const chunks = []
+    req.on("data", (chunk) => chunks.push(chunk))
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")))
+    req.on("error", reject)
+  })
+
+// ---------------------------------------------------------------- authentication
+
+const bearer = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
+
+const authenticate = async (req) => {
+  const header = req.headers.authorization
+  if (header === undefined) {
+    throw new HttpError(401, "Unauthorized", "Missing Authorization header: send `Authorization: Bearer <token>`")
+  }
+  const token = bearer.exec(header)?.[1]
+  if (token === undefined) throw new HttpError(401, "Unauthorized", "Malformed Authorization header: expected `Bearer <token>`")
+  const hash = createHash("sha256").update(token).digest("hex")
+  const { rows } = await pool.query(userByTokenHash, [hash])
+  if (rows.length === 0) throw new HttpError(401, "Unauthorized", "Invalid or revoked access token")
+  return rows[0]
+}
+
+// ---------------------------------------------------------------- keyset pagination
+
+const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const sortFields = { createdAt: "created_at", updatedAt: "updated_at", name: "name" }
+const badCursor = () =>
+  new HttpError(400, "BadRequest", "Invalid cursor: pass nextCursor or prevCursor of a previous page unchanged")
+const checksum = (body) => createHash("sha256").update(body).digest("base64url").slice(0, 12)
+
+const encodeCursor = (position) => {
+  const body = Buffer.from(JSON.stringify(position)).toString("base64url")
+  return `${body}.${checksum(body)}`
+}
+
+const decodeCursor = (cursor, sortBy, sortOrder) => {
+  const [body, sum, ...rest] = cursor.split(".")
+  if (body === undefined || sum === undefined || rest.length > 0 || checksum(body) !== sum) throw badCursor()
+  let p
+  try {
+    p = JSON.parse(Buffer.from(body, "base64url").toString("utf8"))
+  } catch {
+    throw badCursor()
+  }
+  if (
+    typeof p !== "object" || p === null || !(p.sortBy in sortFields) || (p.sortOrder !== "asc" && p.sortOrder !== "desc") ||
+    (p.direction !== "after" && p.direction !== "before") || typeof p.value !== "string" ||
+    typeof p.id !== "string" || !uuid.test(p.id)
+  ) throw badCursor()
+  if (p.sortBy !== sortBy || p.sortOrder !== sortOrder) {
+    throw new HttpError(
+      400,
+      "BadRequest",
+      `This cursor belongs to sortBy=${p.sortBy}&sortOrder=${p.sortOrder}; repeat those parameters with it`
+    )
+  }
+  return { sortBy: p.sortBy, sortOrder: p.sortOrder, direction: p.direction, value: p.value, id: p.id }
+}
+
+const listParams = new Set(["cursor", "limit", "sortBy", "sortOrder"])
+
+const pageRequest = (params, extra) => {
+  for (const key of params.keys()) {
+    if (!listParams.has(key) && !extra.has(key)) throw new HttpError(400, "BadRequest", `Unknown parameter ${key}`)
+  }
+  const sortBy = params.get("sortBy") ?? "createdAt"
+  const sortOrder = params.get("sortOrder") ?? "desc"
+  if (!(sortBy in sortFields) || (sortOrder !== "asc" && sortOrder !== "desc")) {
+    throw new HttpError(400, "BadRequest", "Invalid sortBy or sortOrder")
+  }
+  const rawLimit = params.get("limit")
+  let limit = 25
+  if (rawLimit !== null) {
+    if (!/^[0-9]+$/.test(rawLimit) || !(Number(rawLimit) > 0) || !Number.isSafeInteger(Number(rawLimit))) {
+      throw new HttpError(400, "BadRequest", "limit must be a positive integer")
+    }
+    limit = Math.min(Number(rawLimit), 100)
+  }
+  const rawCursor = params.get("cursor")
+  return { sortBy, sortOrder, limit, cursor: rawCursor === null ? undefined : decodeCursor(rawCursor, sortBy, sortOrder) }
+}
+
+/**
+ * The keyset fragments of Pagination/Keyset.ts. `next` is the number of the
+ * next free placeholder; returns texts with their parameters.
+ */
+const keyset = (alias, request) => {
+  const column = `${alias}.${sortFields[request.sortBy]}`
+  const id = `${alias}.id`
+  const direction = request.cursor?.direction ?? "after"
+  const ascending = (request.sortOrder === "asc") === (direction === "after")
+  const beyond = (position, forward, n) => {
+    const op = forward === (request.sortOrder === "asc") ? ">" : "<"
+    const key = request.sortBy === "name" ? `$${n}` : `$${n}::timestamptz`
+    return { text: `(${column}, ${id}) ${op} (${key}, $${n + 1}::uuid)`, values: [position.value, position.id] }
+  }
+  const order = ascending ? "ASC" : "DESC"
+  return {
+    direction,
+    where: (n) => request.cursor === undefined ? { text: "TRUE", values: [] } : beyond(request.cursor, direction === "after", n),
+    orderBy: `${column} ${order}, ${id} ${order}`,
+    limit: request.limit + 1,
+    beyond
+  }
+}
+
+const toPage = async (request, page, rows, total, existsBeyond, keyOf) => {
+  const hasMoreInDirection = rows.length > request.limit
+  const pageRows = rows.slice(0, request.limit)
+  const data = page.direction === "after" ? pageRows : pageRows.reverse()
+  const cursorFor = (side, item) =>
+    encodeCursor({ sortBy: request.sortBy, sortOrder: request.sortOrder, direction: side, ...item })
+  const first = data[0]
+  const last = data[data.length - 1]
+  const startBoundary = first ? keyOf(first) : request.cursor
+  const endBoundary = last ? keyOf(last) : request.cursor
+  const hasPrev = page.direction === "before"
+    ? hasMoreInDirection
+    : startBoundary !== undefined && request.cursor !== undefined && (await existsBeyond("before", startBoundary))
+  const hasNext = page.direction === "after"
+    ? hasMoreInDirection
+    : endBoundary !== undefined && (await existsBeyond("after", endBoundary))
+  return {
+    data,
+    total,
+    nextCursor: hasNext && endBoundary ? cursorFor("after", endBoundary) : null,
+    prevCursor: hasPrev && startBoundary ? cursorFor("before", startBoundary) : null
+  }
+}
+
+const keyOfFor = (sortBy) => (item) => ({ value: item[sortBy], id: item.id })
+
+// ---------------------------------------------------------------- handlers
+
+const listOrganizations = async (user, params) => {
+  const request = pageRequest(params, new Set())
+  const page = keyset("o", request)
+  const member = "JOIN memberships m ON m.organization_id = o.id AND m.user_id = $1"
+  const where = page.where(2)
+  const [{ rows }, { rows: [{ count }] }] = await Promise.all([
+    pool.query(
+      `SELECT ${orgColumns} FROM organizations o ${member} WHERE ${where.text}
+              ORDER BY ${page.orderBy} LIMIT $${2 + where.values.length}`,
+      [user.id, ...where.values, page.limit]
+    ),
+    pool.query("SELECT count(*)::int AS count FROM memberships WHERE user_id = $1", [user.id])
+  ])
+  const existsBeyond = async (side, boundary) => {
+    const beyond = page.beyond(boundary, side === "after", 2)
+    const { rows: [row] } = await pool.query(
+      `SELECT EXISTS (SELECT 1 FROM organizations o ${member}
+              WHERE ${beyond.text}) AS exists`,
+      [user.id, ...beyond.values]
+    )
+    return row.exists
+  }
+  return toPage(request, page, rows.map(organization), count, existsBeyond, keyOfFor(request.sortBy))
+}
+
+const findOrgForUser = async (user, organizationId) => {
+  const { rows } = await pool.query(orgForUser, [organizationId, user.id])
+  if (rows.length === 0) throw new HttpError(404, "NotFound", `Organization ${organizationId} not found`)
+  return rows[0]
+}
+
+const listTeams = async (user, params) => {
+  const organizationId = params.get("organizationId") ?? undefined
+  if (organizationId !== undefined && !uuid.test(organizationId)) {
+    throw new HttpError(400, "BadRequest", "organizationId must be a UUID")
+  }
+  const request = pageRequest(params, new Set(["organizationId"]))
+  if (organizationId !== undefined) await findOrgForUser(user, organizationId)
+  const page = keyset("t", request)
+  const visibleValue = organizationId ?? user.id
+  const visible = (n) =>
+    organizationId === undefined
+      ? `t.organization_id IN (SELECT organization_id FROM memberships WHERE user_id = $${n})`
+      : `t.organization_id = $${n}`
+  const where = page.where(3)
+  const [{ rows }, { rows: [{ count }] }] = await Promise.all([
+    pool.query(
+      `SELECT ${teamColumns} FROM teams t WHERE ${visible(2)} AND ${where.text}
+              ORDER BY ${page.orderBy} LIMIT $${3 + where.values.length}`,
+      [planLinkTracking, visibleValue, ...where.values, page.limit]
+    ),
+    pool.query(`SELECT count(*)::int AS count FROM teams t WHERE ${visible(1)}`, [visibleValue])
+  ])
+  const existsBeyond = async (side, boundary) => {
+    const beyond = page.beyond(boundary, side === "after", 2)
+    const { rows: [row] } = await pool.query(
+      `SELECT EXISTS (SELECT 1 FROM teams t
+              WHERE ${visible(1)} AND ${beyond.text}) AS exists`,
+      [visibleValue, ...beyond.values]
+    )
+    return row.exists
+  }
+  return toPage(request, page, rows.map(team), count, existsBeyond, keyOfFor(request.sortBy))
+}
+
+const json = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
+const teamFields = new Set(["name", "website", "linkTrackingDefault", "timezone"])
+const codePoints = (s) => [...s].length
+const validName = (s) => typeof s === "string" && codePoints(s) >= 2 && codePoints(s) <= 64 && s.trim().length > 0
+const validUrl = (s) => {
+  if (!URL.canParse(s)) return false
+  const { protocol, hostname } = new URL(s)
+  return (protocol === "http:" || protocol === "https:") && hostname.length > 0
+}
+const timezones = new Set([...Intl.supportedValuesOf("timeZone"), "UTC"])
+
+const updateTeam = async (user, teamId, req) => {
+  const contentType = req.headers["content-type"]
+  if (contentType === undefined || !json.test(contentType)) {
+    throw new HttpError(400, "BadRequest", "The request body must be JSON: send `Content-Type: application/json`")
+  }
+  if (!uuid.test(teamId)) throw new HttpError(400, "BadRequest", "teamId must be a UUID")
+  let changes
+  try {
+    changes = JSON.parse(await readBody(req))
+  } catch {
+    throw new HttpError(400, "BadRequest", "The request body is not valid JSON")
+  }
+  if (typeof changes !== "object" || changes === null || Array.isArray(changes)) {
+    throw new HttpError(400, "BadRequest", "The body must be an object")
+  }
+  for (const key of Object.keys(changes)) {
+    if (!teamFields.has(key)) throw new HttpError(400, "BadRequest", `Unknown property ${key}`)
+  }
+  if (changes.name !== undefined && !validName(changes.name)) throw new HttpError(400, "BadRequest", "Invalid name")
+  if (changes.website !== undefined && changes.website !== null && !(typeof changes.website === "string" && validUrl(changes.website))) {
+    throw new HttpError(400, "BadRequest", "Invalid website")
+  }
+  if (changes.linkTrackingDefault !== undefined && changes.linkTrackingDefault !== null && typeof changes.linkTrackingDefault !== "boolean") {
+    throw new HttpError(400, "BadRequest", "Invalid linkTrackingDefault")
+  }
+  if (changes.timezone !== undefined && changes.timezone !== null && !timezones.has(changes.timezone)) {
+    throw new HttpError(400, "BadRequest", "Invalid timezone")
+  }
+
+  const notFound = () => new HttpError(404, "NotFound", `Team ${teamId} not found`)
+  const { rows: found } = await pool.query(teamById, [planLinkTracking, teamId])
+  if (found.length === 0) throw notFound()
+  const membership = await findOrgForUser(user, found[0].organization_id).catch((error) => {
+    throw error.status === 404 ? notFound() : error
+  })
+  if (membership.role !== "owner" && membership.role !== "admin") {
+    throw new HttpError(403, "Forbidden", "Only an admin or owner of the organization may do this")
+  }
+
+  const assignments = []
+  const values = []
+  const assign = (column, value) => {
+    values.push(value)
+    assignments.push(`${column} = $${values.length}`)
+  }
+  if (changes.name !== undefined) assign("name", changes.name)
+  if (changes.website !== undefined) assign("website", changes.website)
+  if (changes.linkTrackingDefault !== undefined) assign("link_tracking_override", changes.linkTrackingDefault)
+  if (changes.timezone !== undefined) assign("timezone", changes.timezone)
+  if (assignments.length > 0) {
+    values.push(teamId)
+    await pool.query(`UPDATE teams SET ${assignments.join(", ")}, updated_at = now() WHERE id = $${values.length}`, values)
+  }
+  const { rows } = await pool.query(teamById, [planLinkTracking, teamId])
+  if (rows.length === 0) throw notFound()
+  return team(rows[0])
+}
+
+// ---------------------------------------------------------------- routing
+
+const teamPath = /^\/v1\/teams\/([^/]+)$/
+
+const handle = async (req, res) => {
+  const q = req.url.indexOf("?")
+  const path = q === -1 ? req.url : req.url.slice(0, q)
+  if (path === "/health" && req.method === "GET") {
+    await pool.query("SELECT 1")
+    return send(res, 200, "{\"status\":\"ok\",\"database\":\"up\"}")
+  }
+  const isOrgs = path === "/v1/organizations" && req.method === "GET"
+  const isTeams = path === "/v1/teams" && req.method === "GET"
+  const teamMatch = req.method === "PATCH" ? teamPath.exec(path) : null
+  if (!isOrgs && !isTeams && teamMatch === null) {
+    return sendError(res, new HttpError(404, "NotFound", `No route for ${req.method} ${path}`))
+  }
+  const user = await authenticate(req)
+  const params = new URLSearchParams(q === -1 ? "" : req.url.slice(q + 1))
+  if (isOrgs) return send(res, 200, JSON.stringify(await listOrganizations(user, params)))
+  if (isTeams) return send(res, 200, JSON.stringify(await listTeams(user, params)))
+  return send(res, 200, JSON.stringify(await updateTeam(user, decodeURIComponent(teamMatch[1]), req)))
+}
+
+const server = createServer((req, res) => {
+  handle(req, res).catch((error) => {
+    if (error instanceof HttpError) return sendError(res, error)
+    console.error(error)
+    sendError(res, new HttpError(500, "InternalError", "Internal server error"))
+  })
+})
+
+const port = Number(process.env.PORT ?? 3001)
+const host = process.env.HOST ?? "127.0.0.1"
+server.listen(port, host, () => console.log(JSON.stringify({ message: `baseline listening on http://${host}:${port}` })))
+
+const shutdown = () => {
+  server.close()
+  server.closeAllConnections?.()
+  pool.end().finally(() => process.exit(0))
+  setTimeout(() => process.exit(0), 2000).unref()
+}
+process.once("SIGTERM", shutdown)
+process.once("SIGINT", shutdown)

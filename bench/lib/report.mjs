@@ -1,0 +1,52 @@
+// The printed table and the target checks.
+
+const fmt = (value, digits = 1) => (value === undefined || value === null || Number.isNaN(value) ? "-" : value.toFixed(digits))
+
+export const table = (rows) => {
+  const header = ["scenario", "req/s", "p50 ms", "p99 ms", "errors", "baseline req/s", "ours/baseline"]
+  const body = rows.map((r) => [
+    r.label,
+    fmt(r.rps, 0),
+    fmt(r.p50, 2),
+    fmt(r.p99, 2),
+    String(r.errors),
+    r.baseline ? fmt(r.baseline.rps, 0) : "-",
+    r.ratio !== undefined ? fmt(r.ratio, 2) : "-"
+  ])
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)))
+  const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ")
+  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)].join("\n")
+}
+
+/** The targets of the issue, each `{ target, value, pass }`. */
+export const evaluateTargets = ({ rows, memory, startup }) => {
+  const byId = new Map(rows.map((r) => [r.id, r]))
+  const targets = []
+  const add = (target, value, pass) => targets.push({ target, value, pass })
+  for (const id of ["S1", "S3", "S4"]) {
+    const r = byId.get(id)
+    if (r?.ratio !== undefined) add(`${id} throughput >= 0.8 x baseline`, `${r.ratio.toFixed(2)}`, r.ratio >= 0.8)
+  }
+  for (const r of rows) {
+    if (r.read && r.mode === "postgres") add(`${r.id} p99 <= 10 ms`, `${r.p99.toFixed(2)} ms`, r.p99 <= 10)
+  }
+  const errors = rows.reduce((sum, r) => sum + r.errors + (r.baseline?.errors ?? 0), 0)
+  add("no errors (all scenarios, ours and baseline)", String(errors), errors === 0)
+  for (const [deep, first] of [["S2o", "S1"], ["S2t", "S2t0"]]) {
+    const d = byId.get(deep)
+    const f = byId.get(first)
+    if (d && f) {
+      const ratio = d.p50 / f.p50
+      add(`${deep} p50 <= 1.2 x ${first} p50`, `${ratio.toFixed(2)}x (${d.p50.toFixed(2)} vs ${f.p50.toFixed(2)} ms)`, ratio <= 1.2)
+    }
+  }
+  if (memory.postgres) add("peak RSS < 200 MB (PostgreSQL mode, under load)", `${memory.postgres.peakMb.toFixed(0)} MB`, memory.postgres.peakMb < 200)
+  if (memory.embedded) add("peak RSS < 200 MB (embedded mode, under load)", `${memory.embedded.peakMb.toFixed(0)} MB`, memory.embedded.peakMb < 200)
+  if (startup.embeddedWarmMs !== undefined) {
+    add("start to first answer < 1.5 s (embedded, warm data folder)", `${startup.embeddedWarmMs.toFixed(0)} ms`, startup.embeddedWarmMs < 1500)
+  }
+  return targets
+}
+
+export const formatTargets = (targets) =>
+  targets.map((t) => `  ${t.pass ? "PASS" : "FAIL"}  ${t.target}: ${t.value}`).join("\n")

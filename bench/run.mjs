@@ -1,0 +1,508 @@
+#!/usr/bin/env node
+// `pnpm bench` (= pnpm build && node bench/run.mjs): the server against the
+// raw node:http + pg baseline of bench/baseline/server.mjs. See bench/README.md.
+//
+//   node bench/run.mjs            full run (~5 min): prints the table, writes bench/results/latest.json
+//   node bench/run.mjs --smoke    tiny population, 1 s per scenario (CI guard; writes results/smoke.json)
+//   node bench/run.mjs --profile --scenarios S1
+//                                 the server under `node --cpu-prof`, ours only; prints the top frames
+//
+// Exit status: 0 only if every scenario ran with zero errors and the baseline
+// answered with the same bytes as the server. Targets are reported, not enforced.
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync, existsSync, statSync } from "node:fs"
+import { cpus, totalmem, tmpdir, release } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { parseArgs } from "node:util"
+import { createDatabase, dropDatabase, queryPostgres, seedPGlite, seedPostgres, serverVersion } from "./lib/db.mjs"
+import { drive } from "./lib/load.mjs"
+import { freePort, killChildren, startServer } from "./lib/processes.mjs"
+import { formatSummary, summarise } from "./lib/profile.mjs"
+import { evaluateTargets, formatTargets, table } from "./lib/report.mjs"
+import { makeBenchUser, populations, seedSql } from "./lib/seed.mjs"
+
+const { values: flags } = parseArgs({
+  options: {
+    smoke: { type: "boolean", default: false },
+    profile: { type: "boolean", default: false },
+    scenarios: { type: "string" },
+    duration: { type: "string" },
+    rounds: { type: "string" },
+    "no-embedded": { type: "boolean", default: false },
+    help: { type: "boolean", short: "h", default: false }
+  },
+  strict: true
+})
+if (flags.help) {
+  console.log(`usage: node bench/run.mjs [--smoke] [--profile] [--scenarios S1,S3,...] [--duration SECONDS] [--rounds N] [--no-embedded]
+scenarios: S1 S2o S2t S2t0 S3 S4 S5 S6 (PostgreSQL), and S1/S4 again with the embedded database`)
+  process.exit(0)
+}
+
+const root = fileURLToPath(new URL("..", import.meta.url))
+const serverScript = join(root, "apps/server/dist/main.js")
+const baselineScript = join(root, "bench/baseline/server.mjs")
+const resultsDir = join(root, "bench/results")
+
+const smoke = flags.smoke
+const config = {
+  mode: flags.profile ? "profile" : smoke ? "smoke" : "full",
+  connections: 32,
+  durationSec: Number(flags.duration ?? (smoke ? 1 : 10)),
+  warmupSec: smoke ? 0.5 : 2,
+  // ours, baseline, ours, baseline: the best of each is reported.
+  rounds: Number(flags.rounds ?? (smoke || flags.profile ? 1 : 2)),
+  warmStarts: smoke ? 1 : 3,
+  population: smoke ? populations.smoke : populations.full,
+  embeddedPopulation: smoke ? populations.smoke : populations.embedded,
+  embedded: !flags.profile && !flags["no-embedded"]
+}
+const only = flags.scenarios ? new Set(flags.scenarios.split(",").map((s) => s.trim())) : undefined
+const wanted = (id) => only === undefined || only.has(id)
+
+const t0 = performance.now()
+const log = (message) => process.stderr.write(`[bench ${((performance.now() - t0) / 1000).toFixed(1).padStart(6)}s] ${message}\n`)
+
+// ---------------------------------------------------------------- cleanup, also on failure and Ctrl-C
+
+const state = { database: undefined, tmp: undefined }
+let cleaning
+const cleanup = () =>
+  (cleaning ??= (async () => {
+    await killChildren().catch(() => {})
+    if (state.database) {
+      await dropDatabase(state.database).then(
+        () => log(`dropped database ${state.database}`),
+        (error) => log(`could not drop database ${state.database}: ${error.message}`)
+      )
+    }
+    if (state.tmp) rmSync(state.tmp, { recursive: true, force: true })
+  })())
+
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+  process.once(signal, () => {
+    log(`${signal}: cleaning up`)
+    cleanup().finally(() => process.exit(130))
+  })
+}
+
+// ---------------------------------------------------------------- scenarios
+
+/** Scenario definitions; `fixtures` holds the ids and cursors found after seeding. */
+const scenarioDefs = (user, fixtures) => {
+  const auth = { authorization: `Bearer ${user.token}` }
+  const json = { ...auth, "content-type": "application/json" }
+  return {
+    S1: { label: "S1 GET /v1/organizations?limit=25", read: true, method: "GET", path: "/v1/organizations?limit=25", headers: auth },
+    S2o: {
+      label: `S2 organizations, deep cursor (${fixtures.deepOrgs} in)`,
+      read: true,
+      method: "GET",
+      path: `/v1/organizations?limit=25&cursor=${encodeURIComponent(fixtures.deepOrgCursor)}`,
+      headers: auth
+    },
+    S2t: {
+      label: `S2 teams?limit=100, deep cursor (${fixtures.deepTeams} in)`,
+      read: true,
+      method: "GET",
+      path: `/v1/teams?limit=100&cursor=${encodeURIComponent(fixtures.deepTeamCursor)}`,
+      headers: auth
+    },
+    S2t0: { label: "S2 teams?limit=100, first page (reference)", read: true, method: "GET", path: "/v1/teams?limit=100", headers: auth },
+    S3: {
+      label: "S3 GET /v1/teams?organizationId=",
+      read: true,
+      method: "GET",
+      path: `/v1/teams?organizationId=${fixtures.orgIds[0]}`,
+      headers: auth,
+      setup: (n) => ({ path: `/v1/teams?organizationId=${fixtures.orgIds[n % fixtures.orgIds.length]}` })
+    },
+    S4: {
+      label: "S4 PATCH /v1/teams/{teamId} {name}",
+      method: "PATCH",
+      path: `/v1/teams/${fixtures.teamIds[0]}`,
+      headers: json,
+      body: JSON.stringify({ name: "Team 0" }),
+      setup: (n) => ({
+        path: `/v1/teams/${fixtures.teamIds[n % fixtures.teamIds.length]}`,
+        body: JSON.stringify({ name: `Team ${n} renamed` })
+      })
+    },
+    S5: {
+      label: "S5 POST /v1/organizations",
+      method: "POST",
+      path: "/v1/organizations",
+      headers: json,
+      body: JSON.stringify({ name: "Org 0" }),
+      setup: (n) => ({ body: JSON.stringify({ name: `Bench created org ${n}` }) })
+    },
+    S6: {
+      label: "S6 invalid token (401)",
+      read: true,
+      method: "GET",
+      path: "/v1/organizations?limit=25",
+      // Well-formed, so that it is looked up like a real one.
+      headers: { authorization: `Bearer plt_${"x".repeat(43)}` },
+      expectStatus: 401
+    }
+  }
+}
+
+const fixtureQueries = {
+  orgIds: "SELECT organization_id AS id FROM memberships WHERE user_id = $1 ORDER BY md5(organization_id::text) LIMIT 100",
+  teamIds: `SELECT t.id FROM teams t JOIN memberships m ON m.organization_id = t.organization_id
+            WHERE m.user_id = $1 AND m.role IN ('owner', 'admin') ORDER BY md5(t.id::text) LIMIT 1000`
+}
+
+const getJson = async (server, path, token) => {
+  const res = await fetch(server.url + path, { headers: { authorization: `Bearer ${token}` } })
+  if (res.status !== 200) throw new Error(`${server.name} GET ${path}: ${res.status} ${await res.text()}`)
+  return res.json()
+}
+
+/** Follows nextCursor until `target` items lie before the cursor. */
+const cursorAt = async (server, path, token, target) => {
+  let position = 0
+  let cursor
+  while (position < target) {
+    const limit = Math.min(100, target - position)
+    const page = await getJson(server, `${path}?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, token)
+    if (!page.nextCursor) throw new Error(`${path}: the list ends before ${target} items`)
+    cursor = page.nextCursor
+    position += page.data.length
+  }
+  return cursor
+}
+
+// ---------------------------------------------------------------- parity: the baseline answers with the same bytes
+
+const raw = async (server, request) => {
+  const res = await fetch(server.url + request.path, { method: request.method, headers: request.headers, body: request.body })
+  return { status: res.status, body: await res.text() }
+}
+
+const firstDifference = (a, b) => {
+  let i = 0
+  while (i < a.length && a[i] === b[i]) i++
+  return `at byte ${i}: ours …${a.slice(Math.max(0, i - 40), i + 60)}… baseline …${b.slice(Math.max(0, i - 40), i + 60)}…`
+}
+
+const parityCheck = async (ours, baseline, defs, teamId) => {
+  const failures = []
+  const compare = async (name, request, mask = (s) => s) => {
+    const a = await raw(ours, request)
+    const b = await raw(baseline, request)
+    const [ma, mb] = [mask(a.body), mask(b.body)]
+    if (a.status !== b.status || ma !== mb) {
+      failures.push(`${name}: status ${a.status} vs ${b.status}; ${ma === mb ? "same body" : firstDifference(ma, mb)}`)
+    }
+  }
+  for (const id of ["S1", "S2o", "S2t", "S2t0", "S3", "S6"]) await compare(id, defs[id])
+  // The same change through both: only updatedAt (set by now()) may differ.
+  const patch = { ...defs.S4, path: `/v1/teams/${teamId}`, body: JSON.stringify({ name: "Parity check" }) }
+  await compare("S4", patch, (s) => s.replace(/"updatedAt":"[^"]*"/g, "\"updatedAt\":\"…\""))
+  return failures
+}
+
+// ---------------------------------------------------------------- measuring
+
+const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+const measure = async (server, def, durationSec) => {
+  const result = await drive({ baseUrl: server.url, scenario: def, connections: config.connections, durationSec })
+  await pause(smoke ? 100 : 500)
+  return result
+}
+
+const describe = (r) =>
+  `${r.rps.toFixed(0)} req/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, errors ${r.errors}` +
+  (r.errors ? ` (statuses ${JSON.stringify(r.statuses)}, socket errors ${r.socketErrors})` : "")
+
+const best = (runs) => runs.reduce((a, b) => (b.rps > a.rps ? b : a))
+const sumErrors = (runs) => runs.reduce((sum, r) => sum + r.errors, 0)
+
+const warmUp = async (server, defs, ids) => {
+  for (const id of ids) await drive({ baseUrl: server.url, scenario: defs[id], connections: config.connections, durationSec: config.warmupSec })
+}
+
+/** Polls VmRSS during the run (the peak is also read from VmHWM at the end). */
+const watchMemory = (server) => {
+  let peak = 0
+  const timer = setInterval(() => {
+    const { rssMb } = server.memory()
+    if (rssMb > peak) peak = rssMb
+  }, 100)
+  return () => {
+    clearInterval(timer)
+    const { hwmMb, rssMb } = server.memory()
+    return { peakMb: Math.max(peak, hwmMb || 0), vmHwmMb: hwmMb, polledPeakRssMb: peak, endRssMb: rssMb }
+  }
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]
+
+// ---------------------------------------------------------------- phases
+
+const serverEnv = (port, extra) => ({ PORT: String(port), NODE_ENV: "production", LOG_LEVEL: "Warn", ...extra })
+
+const postgresPhase = async (results) => {
+  const database = await createDatabase()
+  state.database = database.name
+  results.machine.postgres = await serverVersion(database.url)
+  log(`database ${database.name}`)
+
+  // Migrations: the built server migrates at start.
+  let server = await startServer({
+    name: "server (migrating)",
+    script: serverScript,
+    env: serverEnv(await freePort(), { DATABASE_URL: database.url }),
+    logFile: join(state.tmp, "server-migrate.log")
+  })
+  results.startup.postgresFirstStartMs = server.startMs
+  await server.stop()
+
+  const user = makeBenchUser()
+  let t = performance.now()
+  await seedPostgres(database.url, seedSql(config.population, user))
+  results.population.postgres = { ...config.population, seedMs: Math.round(performance.now() - t) }
+  log(`seeded ${JSON.stringify(config.population)} in ${((performance.now() - t) / 1000).toFixed(1)} s`)
+
+  const profileDir = join(resultsDir, "profiles")
+  if (flags.profile) mkdirSync(profileDir, { recursive: true })
+  server = await startServer({
+    name: "server",
+    script: serverScript,
+    env: serverEnv(await freePort(), { DATABASE_URL: database.url }),
+    nodeArgs: flags.profile ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [],
+    logFile: join(state.tmp, "server.log")
+  })
+  results.startup.postgresStartMs = server.startMs
+  const stopWatching = watchMemory(server)
+  const baseline = flags.profile
+    ? undefined
+    : await startServer({
+      name: "baseline",
+      script: baselineScript,
+      env: { PORT: String(await freePort()), DATABASE_URL: database.url },
+      logFile: join(state.tmp, "baseline.log")
+    })
+  log(`server pid ${server.pid} on ${server.url} (first answer after ${server.startMs.toFixed(0)} ms)` +
+    (baseline ? `, baseline pid ${baseline.pid} on ${baseline.url}` : ""))
+
+  // Fixtures: ids from the database, deep cursors by walking the list as a client would.
+  const orgIds = (await queryPostgres(database.url, fixtureQueries.orgIds, [user.id])).map((r) => r.id)
+  const teamIds = (await queryPostgres(database.url, fixtureQueries.teamIds, [user.id])).map((r) => r.id)
+  const deepOrgs = Math.round(config.population.benchOrgs * 0.9)
+  const deepTeams = Math.round(config.population.benchOrgs * config.population.teamsPerBenchOrg * 0.9)
+  const fixtures = {
+    orgIds,
+    teamIds,
+    deepOrgs,
+    deepTeams,
+    deepOrgCursor: await cursorAt(server, "/v1/organizations", user.token, deepOrgs),
+    deepTeamCursor: await cursorAt(server, "/v1/teams", user.token, deepTeams)
+  }
+  const defs = scenarioDefs(user, fixtures)
+
+  if (baseline) {
+    const failures = await parityCheck(server, baseline, defs, teamIds[teamIds.length - 1])
+    results.parity = { ok: failures.length === 0, failures }
+    if (failures.length) for (const f of failures) log(`PARITY FAILURE ${f}`)
+    else log("parity: the baseline answers S1, S2, S3, S4 and S6 with the same bytes as the server")
+  }
+
+  const ids = ["S1", "S2o", "S2t", "S2t0", "S3", "S4", "S5", "S6"].filter(wanted)
+  const compared = ["S1", "S3", "S4"].filter((id) => ids.includes(id) && baseline)
+  log(`warming up (${config.warmupSec} s per scenario)`)
+  await warmUp(server, defs, ids.filter((id) => id !== "S5"))
+  if (baseline) await warmUp(baseline, defs, compared)
+
+  const rows = []
+  const row = (id, ours, base) => {
+    const b = base ? best(base) : undefined
+    const o = best(ours)
+    rows.push({
+      id,
+      mode: "postgres",
+      label: defs[id].label,
+      read: Boolean(defs[id].read),
+      rps: o.rps,
+      p50: o.p50,
+      p99: o.p99,
+      errors: sumErrors(ours),
+      runs: ours,
+      ...(b ? { baseline: { rps: b.rps, p50: b.p50, p99: b.p99, errors: sumErrors(base), runs: base }, ratio: o.rps / b.rps } : {})
+    })
+  }
+  // Alternating: ours, baseline, ours, baseline, so that drift affects both.
+  for (const id of compared) {
+    const ours = []
+    const base = []
+    for (let round = 0; round < config.rounds; round++) {
+      ours.push(await measure(server, defs[id], config.durationSec))
+      log(`${id} ours     ${describe(ours.at(-1))}`)
+      base.push(await measure(baseline, defs[id], config.durationSec))
+      log(`${id} baseline ${describe(base.at(-1))}`)
+    }
+    row(id, ours, base)
+  }
+  // S5 grows the benchmark user's organizations, so it runs after every list.
+  for (const id of ids.filter((id) => !compared.includes(id))) {
+    const runs = []
+    for (let round = 0; round < (id === "S5" ? 1 : config.rounds); round++) {
+      runs.push(await measure(server, defs[id], config.durationSec))
+      log(`${id} ours     ${describe(runs.at(-1))}`)
+    }
+    row(id, runs)
+  }
+  const order = ["S1", "S2o", "S2t", "S2t0", "S3", "S4", "S5", "S6"]
+  rows.sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id))
+
+  results.memory.postgres = stopWatching()
+  log(`server peak RSS ${results.memory.postgres.peakMb.toFixed(0)} MB`)
+  const ended = await server.stop()
+  if (ended.code !== 0) log(`server ended with ${JSON.stringify(ended)}; log: ${join(state.tmp, "server.log")}\n${server.logTail()}`)
+  if (baseline) await baseline.stop()
+
+  if (flags.profile) {
+    const files = readdirSync(profileDir).filter((f) => f.endsWith(".cpuprofile"))
+      .map((f) => join(profileDir, f)).sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)
+    if (files.length) {
+      results.profile = { file: files[0], ...summarise(files[0], 25) }
+      console.log(`\nCPU profile ${files[0]}\n${formatSummary(results.profile)}\n`)
+    } else log("no .cpuprofile was written (did the server exit normally?)")
+  }
+
+  await dropDatabase(database.name)
+  log(`dropped database ${database.name}`)
+  state.database = undefined
+  return rows
+}
+
+const embeddedPhase = async (results) => {
+  const dataDir = join(state.tmp, "embedded-data")
+  const logFile = join(state.tmp, "server-embedded.log")
+  const env = async () => serverEnv(await freePort(), { DATA_DIR: dataDir })
+
+  // Cold: an empty folder, so the first start creates the database and migrates.
+  let server = await startServer({ name: "server (embedded, cold)", script: serverScript, env: await env(), logFile })
+  results.startup.embeddedColdMs = server.startMs
+  results.memory.embeddedColdStartPeakMb = server.memory().hwmMb
+  await server.stop()
+  log(`embedded cold start: first answer after ${server.startMs.toFixed(0)} ms`)
+
+  const user = makeBenchUser()
+  let t = performance.now()
+  const seed = seedSql(config.embeddedPopulation, user)
+  const fixtures = await seedPGlite(dataDir, seed, async (db) => ({
+    orgIds: (await db.query(fixtureQueries.orgIds, [user.id])).rows.map((r) => r.id),
+    teamIds: (await db.query(fixtureQueries.teamIds, [user.id])).rows.map((r) => r.id)
+  }))
+  results.population.embedded = { ...config.embeddedPopulation, seedMs: Math.round(performance.now() - t) }
+  log(`seeded the embedded database ${JSON.stringify(config.embeddedPopulation)} in ${((performance.now() - t) / 1000).toFixed(1)} s`)
+
+  // Warm: the same folder again; the last start is the one benchmarked.
+  const warm = []
+  for (let i = 0; i < config.warmStarts; i++) {
+    server = await startServer({ name: "server (embedded)", script: serverScript, env: await env(), logFile })
+    warm.push(server.startMs)
+    if (i < config.warmStarts - 1) await server.stop()
+  }
+  results.startup.embeddedWarmRunsMs = warm
+  results.startup.embeddedWarmMs = median(warm)
+  log(`embedded warm starts: ${warm.map((ms) => ms.toFixed(0)).join(", ")} ms`)
+
+  const defs = scenarioDefs(user, { ...fixtures, deepOrgs: 0, deepTeams: 0, deepOrgCursor: "", deepTeamCursor: "" })
+  const stopWatching = watchMemory(server)
+  const ids = ["S1", "S4"].filter(wanted)
+  await warmUp(server, defs, ids)
+  const rows = []
+  for (const id of ids) {
+    const runs = []
+    for (let round = 0; round < config.rounds; round++) {
+      runs.push(await measure(server, defs[id], config.durationSec))
+      log(`${id} embedded ${describe(runs.at(-1))}`)
+    }
+    const o = best(runs)
+    rows.push({
+      id: `${id}-embedded`,
+      mode: "embedded",
+      label: `${defs[id].label} [embedded]`,
+      read: Boolean(defs[id].read),
+      rps: o.rps,
+      p50: o.p50,
+      p99: o.p99,
+      errors: sumErrors(runs),
+      runs
+    })
+  }
+  results.memory.embedded = stopWatching()
+  log(`embedded server peak RSS ${results.memory.embedded.peakMb.toFixed(0)} MB`)
+  await server.stop()
+  return rows
+}
+
+// ---------------------------------------------------------------- main
+
+const main = async () => {
+  if (!existsSync(serverScript)) throw new Error(`${serverScript} is missing: run \`pnpm bench\` (it builds first) or \`pnpm build\``)
+  state.tmp = mkdtempSync(join(tmpdir(), "postline-bench-"))
+  mkdirSync(resultsDir, { recursive: true })
+  const results = {
+    generatedAt: new Date().toISOString(),
+    mode: config.mode,
+    machine: {
+      cpu: cpus()[0]?.model ?? "unknown",
+      cores: cpus().length,
+      memoryMb: Math.round(totalmem() / 2 ** 20),
+      node: process.version,
+      kernel: release()
+    },
+    config: { connections: config.connections, durationSec: config.durationSec, warmupSec: config.warmupSec, rounds: config.rounds },
+    population: {},
+    startup: {},
+    memory: {},
+    parity: undefined,
+    scenarios: [],
+    targets: []
+  }
+  log(`${config.mode} run: ${config.connections} connections, ${config.durationSec} s per scenario, ${config.rounds} round(s)`)
+  const rows = await postgresPhase(results)
+  if (config.embedded) rows.push(...(await embeddedPhase(results)))
+  results.scenarios = rows
+  results.targets = evaluateTargets({ rows, memory: results.memory, startup: results.startup })
+  results.elapsedSec = Math.round((performance.now() - t0) / 100) / 10
+
+  const m = results.machine
+  console.log(`\nPostline benchmark (${config.mode}): ${m.cpu}, ${m.cores} cores, Node ${m.node}, PostgreSQL ${m.postgres}; ` +
+    `${config.connections} connections, ${config.durationSec} s per scenario, best of ${config.rounds}\n`)
+  console.log(table(rows))
+  const s = results.startup
+  const mem = results.memory
+  console.log("")
+  if (mem.postgres) console.log(`peak RSS under load: ${mem.postgres.peakMb.toFixed(0)} MB (PostgreSQL mode)` + (mem.embedded ? `, ${mem.embedded.peakMb.toFixed(0)} MB (embedded mode)` : ""))
+  console.log(`start to first answer: PostgreSQL ${s.postgresStartMs?.toFixed(0)} ms (first start with migrations ${s.postgresFirstStartMs?.toFixed(0)} ms)` +
+    (s.embeddedWarmMs !== undefined ? `; embedded ${s.embeddedWarmMs.toFixed(0)} ms warm (median of ${s.embeddedWarmRunsMs.length}), ${s.embeddedColdMs.toFixed(0)} ms cold (new data folder)` : ""))
+  if (results.parity) console.log(`parity with the baseline: ${results.parity.ok ? "same bytes" : `FAILED\n  ${results.parity.failures.join("\n  ")}`}`)
+  console.log(`\ntargets:\n${formatTargets(results.targets)}`)
+
+  const file = join(resultsDir, config.mode === "full" ? "latest.json" : `${config.mode}.json`)
+  writeFileSync(file, JSON.stringify(results, null, 2) + "\n")
+  console.log(`\nwrote ${file} (${results.elapsedSec} s)`)
+
+  const errors = rows.reduce((sum, r) => sum + r.errors + (r.baseline?.errors ?? 0), 0)
+  return errors === 0 && (results.parity?.ok ?? true) ? 0 : 1
+}
+
+main().then(
+  async (code) => {
+    await cleanup()
+    if (code !== 0) log("FAILED: errors in some scenario, or the baseline's bytes differ (see above)")
+    process.exit(code)
+  },
+  async (error) => {
+    log(`FAILED: ${error.stack ?? error}`)
+    await cleanup()
+    process.exit(1)
+  }
+)
