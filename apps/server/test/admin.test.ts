@@ -28,7 +28,7 @@ const admin = (args: ReadonlyArray<string>, env: Record<string, string>) =>
   })
 
 /** Database settings for a fresh database of this project's kind. */
-const freshDatabase = testDatabaseKind === "postgres"
+const freshDatabase: Effect.Effect<Record<string, string>, never, Scope.Scope> = testDatabaseKind === "postgres"
   ? Effect.map(scopedPostgresDatabase, ({ url }) => ({ DATABASE_URL: url }))
   : Effect.acquireRelease(
     Effect.sync(() => mkdtempSync(Path.join(tmpdir(), "postline-admin-"))),

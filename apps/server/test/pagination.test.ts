@@ -116,7 +116,7 @@ layer(TestServer, { excludeTestServices: true, timeout: 120_000 })("pagination",
       }
     }))
 
-  it.effect.each([
+  it.effect.each<[string, Record<string, string>, Array<string>]>([
     ["limit=0", { limit: "0" }, ["limit"]],
     ["limit=-1", { limit: "-1" }, ["limit"]],
     ["limit=1.5", { limit: "1.5" }, ["limit"]],
