@@ -1,20 +1,31 @@
 import { expect, it, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Deferred, Effect, Fiber } from "effect"
+import { Cause, Deferred, Effect, Fiber, Logger } from "effect"
 import { layerEmbedded } from "../src/Database/Sql.js"
-import { raw, signUp, TestServer } from "./support/TestServer.js"
+import { makeTestServer, raw, signUp } from "./support/TestServer.js"
 import { testDatabaseKind } from "./support/TestDatabase.js"
 
-layer(TestServer, { excludeTestServices: true })("database failures", (it) => {
-  it.effect("answer 500 InternalError with a generic message and no details", () =>
+const errorLog: Array<string> = []
+const capturingLogger = Logger.replace(
+  Logger.defaultLogger,
+  Logger.make(({ cause, logLevel, message }) => {
+    if (logLevel._tag === "Error") errorLog.push(`${String(message)} ${Cause.pretty(cause, { renderErrorCause: true })}`)
+  })
+)
+
+layer(makeTestServer(capturingLogger), { excludeTestServices: true })("database failures", (it) => {
+  it.effect("answer 500 InternalError with a generic message; the details go to the log only", () =>
     Effect.gen(function*() {
       const alice = yield* signUp()
       const sql = yield* SqlClient.SqlClient
       yield* sql`ALTER TABLE organizations RENAME TO organizations_gone`
+      errorLog.length = 0
       const response = yield* raw({ method: "GET", path: "/v1/organizations", token: alice.token })
       yield* sql`ALTER TABLE organizations_gone RENAME TO organizations`
       expect(response.status).toBe(500)
       expect(response.body).toEqual({ _tag: "InternalError", message: "Internal server error" })
+      expect(errorLog.join("\n")).toContain(`relation "organizations" does not exist`)
+      expect(errorLog.join("\n")).not.toContain(alice.token)
     }))
 
   it.effect("leave no partial write: an organization is never created without its admin", () =>

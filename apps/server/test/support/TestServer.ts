@@ -7,14 +7,17 @@ import { HttpLive } from "../../src/Http/Api.js"
 import { UsersRepo } from "../../src/Users/Repo.js"
 import { TestDatabase } from "./TestDatabase.js"
 
-/** The real HTTP stack, in-process, over a fresh database. */
-export const TestServer = HttpLive.pipe(
-  Layer.provideMerge(NodeHttpServer.layerTest),
-  Layer.provideMerge(UsersRepo.Default),
-  Layer.provideMerge(TestDatabase),
-  // Request logs would drown the test output; failures are logged as errors.
-  Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
-)
+/** The real HTTP stack, in-process, over a fresh database, logging through `logging`. */
+export const makeTestServer = (logging: Layer.Layer<never>) =>
+  HttpLive.pipe(
+    Layer.provideMerge(NodeHttpServer.layerTest),
+    Layer.provideMerge(UsersRepo.Default),
+    Layer.provideMerge(TestDatabase),
+    Layer.provide(logging)
+  )
+
+// Request logs would drown the test output; failures are logged as errors.
+export const TestServer = makeTestServer(Logger.minimumLogLevel(LogLevel.Warning))
 
 const clientFor = (token: string) =>
   HttpApiClient.make(PostlineApi, {
