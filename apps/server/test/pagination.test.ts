@@ -211,6 +211,37 @@ layer(TestServer, { excludeTestServices: true, timeout: 120_000 })("pagination",
       }
     }))
 
+  it.effect("keeps the order in step with renames, updates and new members", () =>
+    Effect.gen(function*() {
+      const alice = yield* signUp()
+      const bob = yield* signUp()
+      const names = ["delta", "alpha", "charlie", "bravo"]
+      const orgs = yield* Effect.forEach(names, (name) => alice.client.organizations.createOrganization({ payload: { name } }))
+      const teams = yield* Effect.forEach(
+        names,
+        (name) => alice.client.teams.createTeam({ payload: { organizationId: orgs[0].id, name } })
+      )
+      yield* alice.client.organizations.updateOrganization({ path: { organizationId: orgs[0].id }, payload: { name: "zulu" } })
+      yield* alice.client.teams.updateTeam({ path: { teamId: teams[1].id }, payload: { name: "yankee" } })
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`INSERT INTO memberships (user_id, organization_id, role) VALUES (${bob.user.id}, ${orgs[0].id}, 'member')`
+
+      const byName = yield* alice.client.organizations.listOrganizations({ urlParams: { sortBy: "name", sortOrder: "asc" } })
+      expect(byName.data.map((org) => org.name)).toEqual(["alpha", "bravo", "charlie", "zulu"])
+      const byUpdate = yield* alice.client.organizations.listOrganizations({ urlParams: { sortBy: "updatedAt" } })
+      expect(byUpdate.data[0].name).toBe("zulu")
+      const teamsByName = yield* alice.client.teams.listTeams({ urlParams: { sortBy: "name", sortOrder: "asc" } })
+      expect(teamsByName.data.map((team) => team.name)).toEqual(["bravo", "charlie", "delta", "yankee"])
+      const teamsByUpdate = yield* alice.client.teams.listTeams({ urlParams: { sortBy: "updatedAt" } })
+      expect(teamsByUpdate.data[0].name).toBe("yankee")
+
+      const bobsOrganizations = yield* bob.client.organizations.listOrganizations({ urlParams: { sortBy: "name" } })
+      expect(bobsOrganizations.data.map((org) => org.name)).toEqual(["zulu"])
+      const bobsTeams = yield* bob.client.teams.listTeams({ urlParams: { sortBy: "name", sortOrder: "asc" } })
+      expect(bobsTeams).toMatchObject({ total: 4 })
+      expect(bobsTeams.data.map((team) => team.name)).toEqual(["bravo", "charlie", "delta", "yankee"])
+    }))
+
   it.effect("gives an empty page with null cursors to a caller with no organizations", () =>
     Effect.gen(function*() {
       const loner = yield* signUp()

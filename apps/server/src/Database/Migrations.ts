@@ -1,12 +1,13 @@
 import { Migrator } from "@effect/sql"
 import { Layer } from "effect"
 import initial from "./migrations/0001_initial.js"
+import listAccessPaths from "./migrations/0002_list_access_paths.js"
 
 const run = Migrator.make({})
 
 /** Brings the schema up to date; static imports keep the bundle free of a file-system loader. */
 export const runMigrations = run({
-  loader: Migrator.fromRecord({ "0001_initial": initial }),
+  loader: Migrator.fromRecord({ "0001_initial": initial, "0002_list_access_paths": listAccessPaths }),
   table: "postline_migrations"
 })
 

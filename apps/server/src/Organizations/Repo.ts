@@ -1,10 +1,17 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Organization, type OrganizationId, type UpdateOrganization, type UserId } from "@postline/domain"
 import { Effect, Option, Schema } from "effect"
-import { keyset, type PageRequest, toPage } from "../Pagination/Keyset.js"
+import { keyset, type PageRequest, type SortColumns, toPage } from "../Pagination/Keyset.js"
 
 export const Role = Schema.Literal("owner", "admin", "member")
 export type Role = typeof Role.Type
+
+const membershipSortColumns: SortColumns = {
+  createdAt: "m.organization_created_at",
+  updatedAt: "m.organization_updated_at",
+  name: "m.organization_name",
+  id: "m.organization_id"
+}
 
 /** An organization with the caller's role in it. */
 const OrganizationWithRole = Schema.extend(Organization, Schema.Struct({ role: Role }))
@@ -27,12 +34,13 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
 
     const decodeOrganizations = Schema.decodeUnknown(Schema.Array(Organization))
 
+    /** Pages walk the user's memberships, which carry their organization's sort keys. */
     const listForUser = (userId: UserId, request: PageRequest) =>
       Effect.gen(function*() {
-        const page = keyset(sql, "o", request)
-        const member = sql`JOIN memberships m ON m.organization_id = o.id AND m.user_id = ${userId}`
+        const page = keyset(sql, membershipSortColumns, request)
         const [rows, [{ count }]] = yield* Effect.all([
-          sql`SELECT ${columns} FROM organizations o ${member} WHERE ${page.where}
+          sql`SELECT ${columns} FROM memberships m JOIN organizations o ON o.id = m.organization_id
+              WHERE m.user_id = ${userId} AND ${page.where}
               ORDER BY ${page.orderBy} LIMIT ${page.limit}`.pipe(Effect.flatMap(decodeOrganizations)),
           sql<{ count: number }>`SELECT count(*)::int AS count FROM memberships WHERE user_id = ${userId}`
         ], { concurrency: "unbounded" })
@@ -41,8 +49,10 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
           rows,
           total: count,
           existsBeyond: (side, boundary) =>
-            sql<{ exists: boolean }>`SELECT EXISTS (SELECT 1 FROM organizations o ${member}
-              WHERE ${page.beyond(boundary, side === "after")}) AS exists`.pipe(Effect.map(([row]) => row.exists))
+            sql<{ exists: boolean }>`SELECT EXISTS (SELECT 1 FROM memberships m
+              WHERE m.user_id = ${userId} AND ${page.beyond(boundary, side === "after")}) AS exists`.pipe(
+              Effect.map(([row]) => row.exists)
+            )
         })
       }).pipe(Effect.orDie)
 

@@ -33,16 +33,26 @@ interface Keyed {
   readonly name: string
 }
 
-const columns: Record<SortField, string> = { createdAt: "created_at", updatedAt: "updated_at", name: "name" }
+/** The columns, qualified, that hold each sort key and the tie-breaking id. */
+export type SortColumns = Record<SortField | "id", string>
+
+/** The sort columns of a table aliased `alias` with the usual column names. */
+export const sortColumnsOf = (alias: string): SortColumns => ({
+  createdAt: `${alias}.created_at`,
+  updatedAt: `${alias}.updated_at`,
+  name: `${alias}.name`,
+  id: `${alias}.id`
+})
 
 /**
- * Keyset pagination over `(sort column, id)`: every page, the thousandth as the
- * first, is one index range scan. Sorting and comparing always use the same
- * column pair, so the order is total and pages never overlap or skip.
+ * Keyset pagination over `(sort column, id)`: with an index on them, every
+ * page, the thousandth as the first, is one index range scan. Sorting and
+ * comparing always use the same column pair, so the order is total and pages
+ * never overlap or skip.
  */
-export const keyset = (sql: Statement.Constructor, alias: string, request: PageRequest) => {
-  const column = sql.literal(`${alias}.${columns[request.sortBy]}`)
-  const id = sql.literal(`${alias}.id`)
+export const keyset = (sql: Statement.Constructor, columns: SortColumns, request: PageRequest) => {
+  const column = sql.literal(columns[request.sortBy])
+  const id = sql.literal(columns.id)
   const key = (value: string) => request.sortBy === "name" ? sql`${value}` : sql`${value}::timestamptz`
   const direction = directionOf(request)
   // Walking backwards reads in the opposite order and flips the rows afterwards.

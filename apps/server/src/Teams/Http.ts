@@ -27,8 +27,10 @@ export const TeamsHttpLive = HttpApiBuilder.group(PostlineApi, "teams", (handler
       .handle("listTeams", ({ urlParams: { organizationId, ...query } }) =>
         Effect.gen(function*() {
           const user = yield* CurrentUser
-          if (organizationId !== undefined) yield* policy.requireMember(organizationId)
-          return yield* repo.listForUser(user.id, organizationId, yield* pageRequest(query))
+          const request = yield* pageRequest(query)
+          if (organizationId === undefined) return yield* repo.listForUser(user.id, request)
+          yield* policy.requireMember(organizationId)
+          return yield* repo.listOfOrganization(organizationId, request)
         }))
       .handle("createTeam", ({ payload }) =>
         Effect.zipRight(policy.requireManager(payload.organizationId), repo.create(payload)))

@@ -1,8 +1,11 @@
-import { SqlClient, SqlSchema } from "@effect/sql"
+import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { type CreateTeam, type OrganizationId, Team, type TeamId, type UpdateTeam, type UserId } from "@postline/domain"
 import { Effect, Schema } from "effect"
-import { keyset, type PageRequest, toPage } from "../Pagination/Keyset.js"
+import { keyset, type PageRequest, type SortColumns, sortColumnsOf, toPage } from "../Pagination/Keyset.js"
 import { planDefaults } from "./PlanDefaults.js"
+
+const teamSortColumns = sortColumnsOf("t")
+const accessSortColumns: SortColumns = { ...sortColumnsOf("a"), id: "a.team_id" }
 
 export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
   effect: Effect.gen(function*() {
@@ -17,29 +20,35 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
 
     const decodeTeams = Schema.decodeUnknown(Schema.Array(Team))
 
-    /** Teams of the organizations the user belongs to, optionally of one of them. */
-    const listForUser = (userId: UserId, organizationId: OrganizationId | undefined, request: PageRequest) =>
+    /**
+     * One page of teams from `source` (rows aliased `a`, sorted by `sortColumns`,
+     * joined to their team by `a.team_id` or being the team themselves).
+     */
+    const listFrom = (source: Statement.Fragment, sortColumns: SortColumns, request: PageRequest) =>
       Effect.gen(function*() {
-        const page = keyset(sql, "t", request)
-        const visible = organizationId === undefined
-          ? sql`t.organization_id IN (SELECT organization_id FROM memberships WHERE user_id = ${userId})`
-          : sql`t.organization_id = ${organizationId}`
+        const page = keyset(sql, sortColumns, request)
         const [rows, [{ count }]] = yield* Effect.all([
-          sql`SELECT ${columns} FROM teams t WHERE ${visible} AND ${page.where}
+          sql`SELECT ${columns} FROM ${source} AND ${page.where}
               ORDER BY ${page.orderBy} LIMIT ${page.limit}`.pipe(Effect.flatMap(decodeTeams)),
-          sql<{ count: number }>`SELECT count(*)::int AS count FROM teams t WHERE ${visible}`
+          sql<{ count: number }>`SELECT count(*)::int AS count FROM ${source}`
         ], { concurrency: "unbounded" })
         return yield* toPage({
           request,
           rows,
           total: count,
           existsBeyond: (side, boundary) =>
-            sql<{ exists: boolean }>`SELECT EXISTS (SELECT 1 FROM teams t
-              WHERE ${visible} AND ${page.beyond(boundary, side === "after")}) AS exists`.pipe(
-              Effect.map(([row]) => row.exists)
-            )
+            sql<{ exists: boolean }>`SELECT EXISTS (SELECT 1 FROM ${source}
+              AND ${page.beyond(boundary, side === "after")}) AS exists`.pipe(Effect.map(([row]) => row.exists))
         })
       }).pipe(Effect.orDie)
+
+    /** The teams of one organization, by its own indexes. */
+    const listOfOrganization = (organizationId: OrganizationId, request: PageRequest) =>
+      listFrom(sql`teams t WHERE t.organization_id = ${organizationId}`, teamSortColumns, request)
+
+    /** The teams of every organization the user belongs to, through their access rows. */
+    const listForUser = (userId: UserId, request: PageRequest) =>
+      listFrom(sql`team_access a JOIN teams t ON t.id = a.team_id WHERE a.user_id = ${userId}`, accessSortColumns, request)
 
     const selectById = (id: string) => sql`SELECT ${columns} FROM teams t WHERE t.id = ${id}`
     const findById = SqlSchema.findOne({ Request: Schema.String, Result: Team, execute: selectById })
@@ -73,6 +82,7 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
 
     return {
       listForUser,
+      listOfOrganization,
       findById: (id: TeamId) => findById(id).pipe(Effect.orDie),
       create,
       update
