@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
 import { execFile } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -34,6 +34,24 @@ const freshDatabase: Effect.Effect<Record<string, string>, never, Scope.Scope> =
     Effect.sync(() => mkdtempSync(Path.join(tmpdir(), "postline-admin-"))),
     (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
   ).pipe(Effect.map((dir) => ({ DATA_DIR: dir })))
+
+describe("the data folder lock", () => {
+  it.scoped("takes over a lock left by a dead process or by an earlier life of its own pid", () =>
+    Effect.gen(function*() {
+      const dir = yield* Effect.acquireRelease(
+        Effect.sync(() => mkdtempSync(Path.join(tmpdir(), "postline-lock-"))),
+        (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+      )
+      for (const stale of [String(process.pid), "999999999", "garbage"]) {
+        writeFileSync(Path.join(dir, "postline.lock"), stale)
+        const scope = yield* Scope.make()
+        yield* lockDataDir(dir).pipe(Scope.extend(scope))
+        expect(readFileSync(Path.join(dir, "postline.lock"), "utf8")).toBe(String(process.pid))
+        yield* Scope.close(scope, Exit.void)
+        expect(existsSync(Path.join(dir, "postline.lock"))).toBe(false)
+      }
+    }))
+})
 
 describe("pnpm admin", () => {
   it.scoped("creates a user and prints only {id, email, token} as JSON; a duplicate email fails", () =>

@@ -123,7 +123,16 @@ layer(TestServer, { excludeTestServices: true })("errors and authentication", (i
     it.effect("answers a missing or non-JSON content type with 400 BadRequest", () =>
       Effect.gen(function*() {
         const alice = yield* signUp()
-        for (const contentType of [undefined, "text/plain", "application/x-www-form-urlencoded", "multipart/form-data"]) {
+        for (
+          const contentType of [
+            undefined,
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data",
+            "application/vnd.api+json",
+            "application/jsonx"
+          ]
+        ) {
           const response = yield* raw({
             method: "POST",
             path: "/v1/organizations",
@@ -146,6 +155,28 @@ layer(TestServer, { excludeTestServices: true })("errors and authentication", (i
         })
         expect(withCharset.status).toBe(201)
         expect((yield* alice.client.organizations.listOrganizations({ urlParams: {} })).total).toBe(1)
+        const patch = yield* raw({
+          method: "PATCH",
+          path: `/v1/organizations/${withCharset.body.id}`,
+          token: alice.token,
+          body: JSON.stringify({ name: "Other" }),
+          headers: { "content-type": "text/plain" }
+        })
+        expect(patch.status).toBe(400)
+        expect(patch.body._tag).toBe("BadRequest")
+      }))
+
+    it.effect("refuses a body larger than 1 MiB with 400 BadRequest", () =>
+      Effect.gen(function*() {
+        const alice = yield* signUp()
+        const response = yield* raw({
+          method: "POST",
+          path: "/v1/organizations",
+          token: alice.token,
+          json: { name: "Acme", padding: "x".repeat(1024 * 1024) }
+        })
+        expect(response.status).toBe(400)
+        expect(response.body).toEqual({ _tag: "BadRequest", message: "The request body must not exceed 1048576 bytes" })
       }))
 
     it.effect("reports every issue, with string paths and a one-line message free of schema names", () =>

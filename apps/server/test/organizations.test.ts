@@ -108,7 +108,9 @@ layer(TestServer, { excludeTestServices: true })("organizations", (it) => {
       ["65 characters", "a".repeat(65)],
       ["65 code points", "😀".repeat(65)],
       ["blank", "   "],
-      ["empty", ""]
+      ["zero-width spaces", "\u200b\u200b\u200b"],
+      ["empty", ""],
+      ["a NUL character", "ab\u0000cd"]
     ])("rejects a name of %s with 400 HttpApiDecodeError and writes nothing", ([, name]) =>
       Effect.gen(function*() {
         const alice = yield* signUp()
@@ -271,7 +273,35 @@ layer(TestServer, { excludeTestServices: true })("organizations", (it) => {
         { onboardingData: { ...validOnboarding, goals: { primaryGoal: "vibe_marketing", teamSize: "1-5", x: 1 } } },
         ["onboardingData", "goals", "x"]
       ],
-      ["a name too short", { name: "x" }, ["name"]]
+      ["a name too short", { name: "x" }, ["name"]],
+      [
+        "an extra property in workspaceProfile",
+        { onboardingData: { ...validOnboarding, workspaceProfile: { teamName: "Team", website: null, x: 1 } } },
+        ["onboardingData", "workspaceProfile", "x"]
+      ],
+      [
+        "an unknown jobRole",
+        { onboardingData: { ...validOnboarding, organizationProfile: { displayName: "Acme", jobRole: "ceo" } } },
+        ["onboardingData", "organizationProfile", "jobRole"]
+      ],
+      [
+        "an unknown primaryGoal",
+        { onboardingData: { ...validOnboarding, goals: { primaryGoal: "fame", teamSize: "1-5" } } },
+        ["onboardingData", "goals", "primaryGoal"]
+      ],
+      ["completedSteps that is not an array", { onboardingData: { ...validOnboarding, completedSteps: "goals" } }, [
+        "onboardingData",
+        "completedSteps"
+      ]],
+      ["a completedAt that is not a string", { onboardingData: { ...validOnboarding, completedAt: 5 } }, [
+        "onboardingData",
+        "completedAt"
+      ]],
+      ["a completedAt with a NUL character", { onboardingData: { ...validOnboarding, completedAt: "2026\u0000" } }, [
+        "onboardingData",
+        "completedAt"
+      ]],
+      ["onboardingData that is a string", { onboardingData: "done" }, ["onboardingData"]]
     ])("rejects %s with 400 at the offending path and changes nothing", ([, json, path]) =>
       Effect.gen(function*() {
         const alice = yield* signUp()

@@ -109,7 +109,16 @@ layer(TestServer, { excludeTestServices: true, timeout: 120_000 })("pagination",
       }
       expect(defaultPage.data.map((org) => org.id)).toEqual(expectedOrder(full, "createdAt", "desc").slice(0, 25))
 
-      for (const [limit, size] of [["1", 1], ["100", 100], ["101", 100], ["1000", 100], ["0025", 25]] as const) {
+      for (
+        const [limit, size] of [
+          ["1", 1],
+          ["100", 100],
+          ["101", 100],
+          ["1000", 100],
+          ["99999999999999999999", 100],
+          ["0025", 25]
+        ] as const
+      ) {
         const response = yield* raw({ method: "GET", path: listPath({ limit }), token: alice.token })
         expect(response.status, limit).toBe(200)
         expect(response.body.data.length, limit).toBe(size)
@@ -126,7 +135,8 @@ layer(TestServer, { excludeTestServices: true, timeout: 120_000 })("pagination",
     ["sortBy=id", { sortBy: "id" }, ["sortBy"]],
     ["sortBy=creditsBalance", { sortBy: "creditsBalance" }, ["sortBy"]],
     ["sortOrder=up", { sortOrder: "up" }, ["sortOrder"]],
-    ["an unknown parameter", { page: "2" }, ["page"]]
+    ["an unknown parameter", { page: "2" }, ["page"]],
+    ["limit=0000", { limit: "0000" }, ["limit"]]
   ])("rejects %s with 400 HttpApiDecodeError", ([, query, path]) =>
     Effect.gen(function*() {
       const alice = yield* signUp()
@@ -165,6 +175,74 @@ layer(TestServer, { excludeTestServices: true, timeout: 120_000 })("pagination",
       }
       const same = yield* raw({ method: "GET", path: listPath({ sortBy: "name", cursor }), token: alice.token })
       expect(same.status).toBe(200)
+
+      const twice = yield* raw({ method: "GET", path: `/v1/organizations?cursor=${cursor}&cursor=${cursor}`, token: alice.token })
+      expect(twice.status).toBe(400)
+      expect(twice.body.issues).toEqual([{ path: ["cursor"], message: "must be a single cursor string" }])
+    }))
+
+  it.effect("binds a cursor to its list and caller: elsewhere it gives 400 BadRequest", () =>
+    Effect.gen(function*() {
+      const alice = yield* signUp()
+      const bob = yield* signUp()
+      yield* seedOrganizations(alice.user.id, 5)
+      yield* seedOrganizations(bob.user.id, 5)
+      const organization = yield* alice.client.organizations.createOrganization({ payload: { name: "With teams" } })
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`INSERT INTO teams (organization_id, name) SELECT ${organization.id}, 'team' || n FROM generate_series(1, 5) n`
+      const organizations = yield* alice.client.organizations.listOrganizations({ urlParams: { limit: 2 } })
+      const teams = yield* alice.client.teams.listTeams({ urlParams: { limit: 2 } })
+      const teamsOfOne = yield* alice.client.teams.listTeams({ urlParams: { limit: 2, organizationId: organization.id } })
+      for (
+        const [label, token, path] of [
+          ["another caller", bob.token, listPath({ limit: "2", cursor: organizations.nextCursor! })],
+          ["a teams cursor on organizations", alice.token, listPath({ limit: "2", cursor: teams.nextCursor! })],
+          ["an organizations cursor on teams", alice.token, `/v1/teams?cursor=${organizations.nextCursor}`],
+          ["one organization's teams cursor on all teams", alice.token, `/v1/teams?cursor=${teamsOfOne.nextCursor}`],
+          [
+            "all teams' cursor on one organization's teams",
+            alice.token,
+            `/v1/teams?organizationId=${organization.id}&cursor=${teams.nextCursor}`
+          ]
+        ] as const
+      ) {
+        const response = yield* raw({ method: "GET", path, token })
+        expect(response.status, label).toBe(400)
+        expect(response.body._tag, label).toBe("BadRequest")
+      }
+      const own = yield* raw({ method: "GET", path: `/v1/teams?organizationId=${organization.id.toUpperCase()}&cursor=${teamsOfOne.nextCursor}`, token: alice.token })
+      expect(own.status).toBe(200)
+    }))
+
+  it.effect("from an empty page, prevCursor leads back to the items before it", () =>
+    Effect.gen(function*() {
+      const alice = yield* signUp()
+      const orgs = yield* Effect.forEach(["one", "two", "three"], (name) =>
+        alice.client.organizations.createOrganization({ payload: { name } }))
+      const first = yield* alice.client.organizations.listOrganizations({ urlParams: { sortBy: "updatedAt", limit: 2 } })
+      expect(first.data.map((org) => org.name)).toEqual(["three", "two"])
+      // "one" moves to the front, so the page after "two" is now empty.
+      yield* alice.client.organizations.updateOrganization({ path: { organizationId: orgs[0].id }, payload: { name: "uno" } })
+      const empty = yield* alice.client.organizations.listOrganizations({
+        urlParams: { sortBy: "updatedAt", limit: 2, cursor: first.nextCursor! }
+      })
+      expect(empty.data).toEqual([])
+      expect(empty.nextCursor).toBeNull()
+      expect(empty.prevCursor).not.toBeNull()
+      const back = yield* alice.client.organizations.listOrganizations({
+        urlParams: { sortBy: "updatedAt", limit: 2, cursor: empty.prevCursor! }
+      })
+      expect(back.data.map((org) => org.name)).toEqual(["uno", "three"])
+      expect(back.prevCursor).toBeNull()
+    }))
+
+  it.effect("sorts names by code point, the same on every database", () =>
+    Effect.gen(function*() {
+      const alice = yield* signUp()
+      const names = ["beta", "Alpha", "Ärger", "alpha", "_under", "Zulu", "zebra", "Émile", "10 things", "9 lives"]
+      yield* Effect.forEach(names, (name) => alice.client.organizations.createOrganization({ payload: { name } }))
+      const list = yield* alice.client.organizations.listOrganizations({ urlParams: { sortBy: "name", sortOrder: "asc" } })
+      expect(list.data.map((org) => org.name)).toEqual([...names].sort())
     }))
 
   it.effect("pages through teams of several organizations both ways, and of one organization", () =>

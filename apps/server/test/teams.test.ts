@@ -68,6 +68,7 @@ layer(TestServer, { excludeTestServices: true })("teams", (it) => {
             { organizationId: organization.id, name: "x" },
             { organizationId: organization.id, name: "Team", website: "ftp://acme.example" },
             { organizationId: organization.id, name: "Team", timezone: "Mars/Olympus" },
+            { organizationId: organization.id, name: "Te\u0000am" },
             { organizationId: "nope", name: "Team" },
             { name: "Team" }
           ]
@@ -105,10 +106,13 @@ layer(TestServer, { excludeTestServices: true })("teams", (it) => {
         const team = yield* client.teams.createTeam({ payload: { organizationId: organization.id, name: "Team" } })
         const patch = (json: unknown) => raw({ method: "PATCH", path: `/v1/teams/${team.id}`, token, json })
 
-        const renamed = yield* patch({ name: "Renamed", website: "http://acme.example", timezone: "America/New_York" })
+        const website = "https://acme.example:8443/Brand/?q=1#Top"
+        const renamed = yield* patch({ name: "Renamed", website, timezone: "America/New_York" })
         expect(renamed.status).toBe(200)
         expect(Object.keys(renamed.body).sort()).toEqual(teamKeys)
-        expect(renamed.body).toMatchObject({ name: "Renamed", website: "http://acme.example", timezone: "America/New_York" })
+        expect(renamed.body).toMatchObject({ name: "Renamed", website, timezone: "America/New_York" })
+        expect(renamed.body.createdAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
+        expect(renamed.body.updatedAt > team.updatedAt || renamed.body.updatedAt === team.updatedAt).toBe(true)
 
         const cleared = yield* patch({ website: null, timezone: null })
         expect(cleared.body).toMatchObject({ name: "Renamed", website: null, timezone: null })
@@ -139,6 +143,7 @@ layer(TestServer, { excludeTestServices: true })("teams", (it) => {
       "Europe/Kyiv",
       "America/Argentina/Buenos_Aires",
       "UTC",
+      "Etc/UTC",
       ...Intl.supportedValuesOf("timeZone").slice(0, 3)
     ])("accepts the timezone %s and stores it as sent", (timezone) =>
       Effect.gen(function*() {
@@ -148,7 +153,19 @@ layer(TestServer, { excludeTestServices: true })("teams", (it) => {
         expect(updated.timezone).toBe(timezone)
       }))
 
-    it.effect.each(["Mars/Olympus", "asia/kolkata", "US/Eastern", "EST", "GMT+5", "", "Europe"])(
+    it.effect.each([
+      "Mars/Olympus",
+      "asia/kolkata",
+      "Asia/KOLKATA",
+      "Europe/PARIS",
+      "US/Eastern",
+      "EST",
+      "GMT+5",
+      "Etc/GMT+5",
+      "",
+      "Europe",
+      "Europe/Paris\u0000"
+    ])(
       "rejects the timezone %j with 400 and changes nothing",
       (timezone) =>
         Effect.gen(function*() {
@@ -169,6 +186,13 @@ layer(TestServer, { excludeTestServices: true })("teams", (it) => {
     it.effect.each([
       ["a relative URL", { website: "/about" }, ["website"]],
       ["a javascript: URL", { website: "javascript:alert(1)" }, ["website"]],
+      ["a URL without slashes", { website: "https:example.com" }, ["website"]],
+      ["a URL with one slash", { website: "http:/example.com" }, ["website"]],
+      ["a URL with spaces around it", { website: " https://example.com " }, ["website"]],
+      ["a URL with a newline", { website: "https://exa\nmple.com" }, ["website"]],
+      ["a URL with a NUL character", { website: "https://example.com/\u0000" }, ["website"]],
+      ["a URL without a host", { website: "http://" }, ["website"]],
+      ["a URL longer than 2048 characters", { website: `https://example.com/${"a".repeat(2030)}` }, ["website"]],
       ["a non-boolean linkTrackingDefault", { linkTrackingDefault: "yes" }, ["linkTrackingDefault"]],
       ["a 65-character name", { name: "n".repeat(65) }, ["name"]],
       ["organizationId (not updatable)", { organizationId: crypto.randomUUID() }, ["organizationId"]],
@@ -209,6 +233,8 @@ layer(TestServer, { excludeTestServices: true })("teams", (it) => {
 
         const byOwner = yield* owner.client.teams.updateTeam({ path: { teamId: team.id }, payload: json })
         expect(byOwner.name).toBe("Changed")
+        const created = yield* owner.client.teams.createTeam({ payload: { organizationId: organization.id, name: "Owner's" } })
+        expect(created.organizationId).toBe(organization.id)
       }))
   })
 

@@ -18,11 +18,18 @@ export const Uuid = Schema.String.pipe(
   Schema.pattern(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/)
 ).annotations(invalidUnless("must be a UUID (8-4-4-4-12 hexadecimal digits)"))
 
+/** A string PostgreSQL can store: text and jsonb refuse the NUL character. */
+export const Text = Schema.String.pipe(Schema.filter((s) => !s.includes("\u0000")))
+
 const codePoints = (s: string) => [...s].length
 
+// White space and the invisible characters that make a name look blank.
+const invisible = /[\p{White_Space}\u200B-\u200D\u2060\uFEFF]/gu
+const isBlank = (s: string) => s.replace(invisible, "").length === 0
+
 /** Names of organizations, teams and onboarding profiles: 2 to 64 code points, not blank. */
-export const Name = Schema.String.pipe(
-  Schema.filter((s) => codePoints(s) >= 2 && codePoints(s) <= 64 && s.trim().length > 0, {
+export const Name = Text.pipe(
+  Schema.filter((s) => codePoints(s) >= 2 && codePoints(s) <= 64 && !isBlank(s), {
     jsonSchema: { minLength: 2, maxLength: 64 }
   })
 ).annotations({
@@ -31,16 +38,19 @@ export const Name = Schema.String.pipe(
   ...invalidUnless("must be a string of 2 to 64 characters, not blank")
 })
 
-const isHttpUrl = (s: string) => {
-  if (!URL.canParse(s)) return false
-  const { protocol, hostname } = new URL(s)
-  return (protocol === "http:" || protocol === "https:") && hostname.length > 0
-}
+export const maxUrlLength = 2048
+
+// The URL parser forgives spaces, missing slashes and control characters; a
+// website must need no forgiving, so it is stored exactly as sent.
+const httpUrlShape = /^https?:\/\/[^\s\u0000-\u001F\u007F]+$/i
+
+const isHttpUrl = (s: string) =>
+  s.length <= maxUrlLength && httpUrlShape.test(s) && URL.canParse(s) && new URL(s).hostname.length > 0
 
 /** An absolute http(s) URL. */
 export const WebsiteUrl = Schema.String.pipe(
-  Schema.filter(isHttpUrl, { jsonSchema: { format: "uri" } })
-).annotations({ identifier: "WebsiteUrl", description: "An absolute http or https URL" })
+  Schema.filter(isHttpUrl, { jsonSchema: { format: "uri", maxLength: maxUrlLength } })
+).annotations({ identifier: "WebsiteUrl", description: `An absolute http or https URL of at most ${maxUrlLength} characters` })
 
 /** ISO 8601 UTC timestamp, as the contract types it: a plain string. */
 export const Timestamp = Schema.String.annotations({

@@ -4,14 +4,14 @@ import { invalidUnless, oneOf, optional } from "./Fields.js"
 export const DefaultPageSize = 25
 export const MaxPageSize = 100
 
-/** A page size: a string of a positive integer; values above 100 are capped. */
+/** A page size: a string of a positive integer; values above 100 are capped where the page is read. */
 const pageLimitDescription = `Page size, a positive integer; default ${DefaultPageSize}, capped at ${MaxPageSize}`
 
 export const PageLimit = Schema.compose(
   Schema.String.pipe(Schema.pattern(/^[0-9]+$/)).annotations({ description: pageLimitDescription }),
   Schema.NumberFromString
 ).pipe(
-  Schema.filter((n) => Number.isSafeInteger(n) && n > 0)
+  Schema.filter((n) => n > 0)
 ).annotations({
   ...invalidUnless("must be a positive integer"),
   identifier: "PageLimit",
@@ -25,7 +25,8 @@ export const SortOrder = oneOf("asc", "desc").annotations({
 
 export const Cursor = Schema.String.annotations({
   identifier: "Cursor",
-  description: "Opaque cursor from nextCursor or prevCursor of a previous page"
+  description: "Opaque cursor from nextCursor or prevCursor of a previous page",
+  ...invalidUnless("must be a single cursor string")
 })
 
 /** The fields both lists sort by; ties are broken by id. */

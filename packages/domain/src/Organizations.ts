@@ -2,7 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication } from "./Authentication.js"
 import { JsonBody } from "./JsonBody.js"
-import { invalidUnless, Name, oneOf, optional, strict, Timestamp, Uuid } from "./Fields.js"
+import { invalidUnless, Name, oneOf, optional, strict, Text, Timestamp, Uuid } from "./Fields.js"
 import { ListEnvelope, listQueryFields } from "./Lists.js"
 
 export const OrganizationId = Uuid.pipe(Schema.brand("OrganizationId")).annotations({
@@ -55,7 +55,7 @@ export const OnboardingData = Schema.Struct({
     })
   ),
   workspaceProfile: optional(
-    Schema.Struct({ teamName: Name, website: Schema.NullOr(Schema.String).annotations(stringOrNull) }).annotations({
+    Schema.Struct({ teamName: Name, website: Schema.NullOr(Text).annotations(stringOrNull) }).annotations({
       ...strict,
       identifier: "OnboardingWorkspaceProfile"
     })
@@ -66,7 +66,7 @@ export const OnboardingData = Schema.Struct({
       teamSize: oneOf("1-5", "6-20", "21-50", "51+")
     }).annotations({ ...strict, identifier: "OnboardingGoals" })
   ),
-  completedAt: optional(Schema.NullOr(Timestamp).annotations(stringOrNull))
+  completedAt: optional(Schema.NullOr(Text).annotations({ ...stringOrNull, description: "ISO 8601 timestamp" }))
 }).annotations({ ...strict, identifier: "OnboardingData" })
 export type OnboardingData = typeof OnboardingData.Type
 

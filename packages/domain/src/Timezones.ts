@@ -1,29 +1,56 @@
 import { Schema } from "effect"
 
-const supported = new Set(Intl.supportedValuesOf("timeZone"))
+const listed = new Set(Intl.supportedValuesOf("timeZone"))
 
-// Canonical IANA names live in these areas; links such as `US/Eastern` or `EST` do not.
-const canonicalShape =
-  /^(Africa|America|Antarctica|Arctic|Asia|Atlantic|Australia|Europe|Indian|Pacific)(\/[A-Z][A-Za-z0-9_+-]*)+$/
+/**
+ * Canonical IANA names (tzdata 2025) whose zones ICU still lists under an
+ * older name: users send `Asia/Kolkata`, Node 20 lists `Asia/Calcutta`.
+ */
+const renamedZones = [
+  "Africa/Asmara",
+  "America/Argentina/Buenos_Aires",
+  "America/Argentina/Catamarca",
+  "America/Argentina/Cordoba",
+  "America/Argentina/Jujuy",
+  "America/Argentina/Mendoza",
+  "America/Atikokan",
+  "America/Indiana/Indianapolis",
+  "America/Kentucky/Louisville",
+  "America/Nuuk",
+  "Asia/Ho_Chi_Minh",
+  "Asia/Kathmandu",
+  "Asia/Kolkata",
+  "Asia/Yangon",
+  "Atlantic/Faroe",
+  "Europe/Kyiv",
+  "Pacific/Chuuk",
+  "Pacific/Kanton",
+  "Pacific/Pohnpei"
+]
 
-const resolve = (name: string): string | undefined => {
+const resolvesToListed = (name: string) => {
   try {
-    return new Intl.DateTimeFormat("en-US", { timeZone: name }).resolvedOptions().timeZone
+    return listed.has(new Intl.DateTimeFormat("en-US", { timeZone: name }).resolvedOptions().timeZone)
   } catch {
-    return undefined
+    return false
   }
 }
 
 /**
- * A name the runtime lists in `Intl.supportedValuesOf("timeZone")`, a canonical
- * IANA name that the runtime resolves to a listed one (the list may hold the old
- * `Asia/Calcutta` where users send `Asia/Kolkata`), or `UTC`.
+ * The names a team may use, spelled exactly so: every zone the runtime lists,
+ * the current names of those it lists under an old one, and `UTC` (`Etc/UTC`),
+ * which every runtime supports though the list leaves it out.
  */
-export const isSupportedTimezone = (name: string): boolean => {
-  if (supported.has(name) || name === "UTC") return true
-  if (!canonicalShape.test(name)) return false
-  const resolved = resolve(name)
-  return resolved !== undefined && supported.has(resolved)
-}
+const supported: ReadonlySet<string> = new Set([
+  ...listed,
+  ...renamedZones.filter(resolvesToListed),
+  "UTC",
+  "Etc/UTC"
+])
 
-export const Timezone = Schema.String.pipe(Schema.filter(isSupportedTimezone)).annotations({ identifier: "Timezone", description: "IANA timezone name, such as Europe/Paris or UTC" })
+export const isSupportedTimezone = (name: string): boolean => supported.has(name)
+
+export const Timezone = Schema.String.pipe(Schema.filter(isSupportedTimezone, { jsonSchema: {} })).annotations({
+  identifier: "Timezone",
+  description: "IANA timezone name, such as Europe/Paris, Asia/Kolkata or UTC"
+})

@@ -20,7 +20,8 @@ const tryLock = (file: string): boolean => {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error
     const holder = Number(Fs.readFileSync(file, "utf8"))
-    if (Number.isInteger(holder) && holder > 0 && isAlive(holder)) return false
+    // Our own pid in the file means an earlier life of this pid crashed (a container restarting as pid 1).
+    if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder)) return false
     // A lock left by a process that died: take it over.
     Fs.rmSync(file, { force: true })
     return tryLock(file)

@@ -5,6 +5,7 @@ import { HealthHttpLive } from "../Health/Http.js"
 import { OrganizationsHttpLive } from "../Organizations/Http.js"
 import { OrganizationPolicy } from "../Organizations/Policy.js"
 import { OrganizationsRepo } from "../Organizations/Repo.js"
+import { Cursors } from "../Pagination/Cursor.js"
 import { TeamsHttpLive } from "../Teams/Http.js"
 import { TeamsRepo } from "../Teams/Repo.js"
 import { AuthenticationLive } from "../Users/Authentication.js"
@@ -15,7 +16,13 @@ import { JsonBodyLive } from "./JsonBody.js"
 const ApiLive = HttpApiBuilder.api(PostlineApi).pipe(
   Layer.provide([OrganizationsHttpLive, TeamsHttpLive, HealthHttpLive]),
   Layer.provide([AuthenticationLive, JsonBodyLive]),
-  Layer.provide([OrganizationPolicy.Default, OrganizationsRepo.Default, TeamsRepo.Default, UsersRepo.Default])
+  Layer.provide([
+    OrganizationPolicy.Default,
+    OrganizationsRepo.Default,
+    TeamsRepo.Default,
+    UsersRepo.Default,
+    Cursors.Default
+  ])
 )
 
 /**

@@ -1,6 +1,7 @@
 import { HttpApiBuilder, HttpApiError, HttpServerError, HttpServerRequest } from "@effect/platform"
 import { BadRequest, DecodeIssue, HttpApiDecodeError, InternalError, NotFound, PostlineApi } from "@postline/domain"
 import { Cause, Effect, Option } from "effect"
+import { maxBodyBytes } from "./JsonBody.js"
 
 type PlatformIssue = HttpApiError.HttpApiDecodeError["issues"][number]
 
@@ -30,7 +31,7 @@ const isRequestBodyError = (defect: unknown) =>
  * anything unexpected becomes a 500 whose details go to the log only.
  */
 export const ErrorBodiesLive = HttpApiBuilder.middleware(PostlineApi, (app) =>
-  Effect.catchAllCause(app, (cause) =>
+  Effect.catchAllCause(HttpServerRequest.withMaxBodySize(app, Option.some(maxBodyBytes)), (cause) =>
     Effect.gen(function*() {
       const failure = Cause.failureOption(cause)
       if (Option.isSome(failure)) {

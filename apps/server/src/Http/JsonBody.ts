@@ -3,7 +3,11 @@ import { BadRequest, JsonBody } from "@postline/domain"
 import { Effect, Layer } from "effect"
 
 const bodyMethods = new Set(["POST", "PUT", "PATCH"])
-const json = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
+
+/** Request bodies are small JSON objects; a declared larger one is refused unread. */
+export const maxBodyBytes = 1024 * 1024
+// Exactly the type the body reader parses as JSON: `+json` types would be read as bytes.
+const json = /^application\/json\s*(?:;|$)/i
 
 export const JsonBodyLive = Layer.succeed(
   JsonBody,
@@ -13,6 +17,9 @@ export const JsonBodyLive = Layer.succeed(
     const contentType = request.headers["content-type"]
     if (contentType === undefined || !json.test(contentType)) {
       return yield* new BadRequest({ message: "The request body must be JSON: send `Content-Type: application/json`" })
+    }
+    if (Number(request.headers["content-length"] ?? 0) > maxBodyBytes) {
+      return yield* new BadRequest({ message: `The request body must not exceed ${maxBodyBytes} bytes` })
     }
   })
 )

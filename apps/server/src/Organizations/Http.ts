@@ -13,7 +13,7 @@ export const OrganizationsHttpLive = HttpApiBuilder.group(PostlineApi, "organiza
       .handle("listOrganizations", ({ urlParams }) =>
         Effect.gen(function*() {
           const user = yield* CurrentUser
-          return yield* repo.listForUser(user.id, yield* pageRequest(urlParams))
+          return yield* repo.listForUser(user.id, yield* pageRequest(`organizations of user ${user.id}`, urlParams))
         }))
       .handle("createOrganization", ({ payload }) =>
         Effect.flatMap(CurrentUser, (user) => repo.createForUser(user.id, payload.name)))

@@ -1,23 +1,27 @@
 import type { Statement } from "@effect/sql"
 import { DefaultPageSize, type ListQuery, MaxPageSize, type SortField } from "@postline/domain"
 import { Effect, Option } from "effect"
-import { type CursorPosition, decodeCursor, encodeCursor } from "./Cursor.js"
+import { type CursorPosition, Cursors, type CursorScope } from "./Cursor.js"
 
-/** A validated list request: defaults applied, limit capped, cursor checked against the sort. */
+/** A validated list request: defaults applied, limit capped, cursor checked against the list and sort. */
 export interface PageRequest {
+  readonly scope: CursorScope
   readonly sortBy: SortField
   readonly sortOrder: "asc" | "desc"
   readonly limit: number
   readonly cursor: Option.Option<CursorPosition>
 }
 
-export const pageRequest = (query: ListQuery) => {
-  const sort = { sortBy: query.sortBy ?? "createdAt", sortOrder: query.sortOrder ?? "desc" } as const
-  const limit = Math.min(query.limit ?? DefaultPageSize, MaxPageSize)
-  return query.cursor === undefined
-    ? Effect.succeed<PageRequest>({ ...sort, limit, cursor: Option.none() })
-    : Effect.map(decodeCursor(query.cursor, sort), (cursor): PageRequest => ({ ...sort, limit, cursor: Option.some(cursor) }))
-}
+/** Reads the list query of the list named by `scope`. */
+export const pageRequest = (scope: CursorScope, query: ListQuery) =>
+  Effect.gen(function*() {
+    const sort = { sortBy: query.sortBy ?? "createdAt", sortOrder: query.sortOrder ?? "desc" } as const
+    const limit = Math.min(query.limit ?? DefaultPageSize, MaxPageSize)
+    const cursor = query.cursor === undefined
+      ? Option.none()
+      : Option.some(yield* (yield* Cursors).decode(scope, query.cursor, sort))
+    return { scope, ...sort, limit, cursor } satisfies PageRequest
+  })
 
 export interface Page<A> {
   readonly data: ReadonlyArray<A>
@@ -81,7 +85,12 @@ export const keyset = (sql: Statement.Constructor, columns: SortColumns, request
 const directionOf = (request: PageRequest) =>
   Option.match(request.cursor, { onNone: () => "after" as const, onSome: (cursor) => cursor.direction })
 
-const keyOf = (sortBy: SortField, item: Keyed) => ({ value: item[sortBy], id: item.id })
+interface Position {
+  readonly value: string
+  readonly id: string
+}
+
+const keyOf = (sortBy: SortField, item: Keyed): Position => ({ value: item[sortBy], id: item.id })
 
 /**
  * Assembles a page from the rows fetched with `keyset(...)`. `existsBeyond`
@@ -93,15 +102,16 @@ export const toPage = <A extends Keyed, E, R>(options: {
   readonly rows: ReadonlyArray<A>
   readonly total: number
   readonly existsBeyond: (side: "before" | "after", boundary: { readonly value: string; readonly id: string }) => Effect.Effect<boolean, E, R>
-}): Effect.Effect<Page<A>, E, R> =>
+}): Effect.Effect<Page<A>, E, R | Cursors> =>
   Effect.gen(function*() {
+    const cursors = yield* Cursors
     const { request, rows, total } = options
     const direction = directionOf(request)
     const hasMoreInDirection = rows.length > request.limit
     const pageRows = rows.slice(0, request.limit)
     const data = direction === "after" ? pageRows : [...pageRows].reverse()
-    const cursorFor = (side: "before" | "after", item: { readonly value: string; readonly id: string }) =>
-      encodeCursor({ sortBy: request.sortBy, sortOrder: request.sortOrder, direction: side, ...item })
+    const cursorFor = (direction: "before" | "after", { id, value }: Position) =>
+      cursors.encode(request.scope, { sortBy: request.sortBy, sortOrder: request.sortOrder, direction, value, id })
 
     const first = data[0]
     const last = data[data.length - 1]

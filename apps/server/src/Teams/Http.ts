@@ -27,9 +27,11 @@ export const TeamsHttpLive = HttpApiBuilder.group(PostlineApi, "teams", (handler
       .handle("listTeams", ({ urlParams: { organizationId, ...query } }) =>
         Effect.gen(function*() {
           const user = yield* CurrentUser
-          const request = yield* pageRequest(query)
-          if (organizationId === undefined) return yield* repo.listForUser(user.id, request)
+          if (organizationId === undefined) {
+            return yield* repo.listForUser(user.id, yield* pageRequest(`teams of user ${user.id}`, query))
+          }
           yield* policy.requireMember(organizationId)
+          const request = yield* pageRequest(`teams of organization ${organizationId.toLowerCase()} for user ${user.id}`, query)
           return yield* repo.listOfOrganization(organizationId, request)
         }))
       .handle("createTeam", ({ payload }) =>

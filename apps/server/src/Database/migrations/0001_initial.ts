@@ -2,9 +2,14 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 // Timestamps keep milliseconds only, so that the values in keyset cursors
-// round-trip exactly through JavaScript.
+// round-trip exactly through JavaScript. Names sort by code point (collation
+// "C"), the same on every server whatever its locale.
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE server_secrets (name text PRIMARY KEY, value text NOT NULL)`
+  yield* sql`
+    INSERT INTO server_secrets (name, value)
+    VALUES ('cursor', replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''))`
   yield* sql`
     CREATE TABLE users (
       id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -23,7 +28,7 @@ export default Effect.gen(function*() {
   yield* sql`
     CREATE TABLE organizations (
       id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
-      name text NOT NULL,
+      name text COLLATE "C" NOT NULL,
       billing_email text,
       onboarding_data jsonb,
       payment_customer_id text,
@@ -59,7 +64,7 @@ export default Effect.gen(function*() {
     CREATE TABLE teams (
       id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
       organization_id uuid NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
-      name text NOT NULL,
+      name text COLLATE "C" NOT NULL,
       website text,
       link_tracking_override boolean,
       timezone text,

@@ -12,7 +12,7 @@ export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`
     ALTER TABLE memberships
-      ADD COLUMN organization_name text,
+      ADD COLUMN organization_name text COLLATE "C",
       ADD COLUMN organization_created_at timestamptz(3),
       ADD COLUMN organization_updated_at timestamptz(3)`
   yield* sql`
@@ -51,7 +51,7 @@ export default Effect.gen(function*() {
       user_id uuid NOT NULL,
       organization_id uuid NOT NULL,
       team_id uuid NOT NULL REFERENCES teams (id) ON DELETE CASCADE,
-      name text NOT NULL,
+      name text COLLATE "C" NOT NULL,
       created_at timestamptz(3) NOT NULL,
       updated_at timestamptz(3) NOT NULL,
       PRIMARY KEY (user_id, team_id),
