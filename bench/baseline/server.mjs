@@ -7,7 +7,7 @@
 // Organizations/{Repo,Policy}.ts, Teams/{Repo,Http}.ts, Pagination/{Keyset,Cursor}.ts.
 //
 // Env: PORT, HOST (default 127.0.0.1), DATABASE_URL (required).
-import { createHash } from "node:crypto"
+import { createHash, createHmac, timingSafeEqual } from "node:crypto"
 import { createServer } from "node:http"
 import pg from "pg"
 
@@ -136,19 +136,25 @@ const authenticate = async (req) => {
 // ---------------------------------------------------------------- keyset pagination
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-const sortFields = { createdAt: "created_at", updatedAt: "updated_at", name: "name" }
+const sortFields = new Set(["createdAt", "updatedAt", "name"])
 const badCursor = () =>
-  new HttpError(400, "BadRequest", "Invalid cursor: pass nextCursor or prevCursor of a previous page unchanged")
-const checksum = (body) => createHash("sha256").update(body).digest("base64url").slice(0, 12)
+  new HttpError(400, "BadRequest", "Invalid cursor: pass nextCursor or prevCursor of a previous page of this list, unchanged")
 
-const encodeCursor = (position) => {
+// Cursors are signed with the installation's secret and the list ("scope") they belong to.
+let cursorSecret
+const sign = (scope, body) => createHmac("sha256", cursorSecret).update(scope).update("\n").update(body).digest().subarray(0, 16)
+
+const encodeCursor = (scope, position) => {
   const body = Buffer.from(JSON.stringify(position)).toString("base64url")
-  return `${body}.${checksum(body)}`
+  return `${body}.${sign(scope, body).toString("base64url")}`
 }
 
-const decodeCursor = (cursor, sortBy, sortOrder) => {
-  const [body, sum, ...rest] = cursor.split(".")
-  if (body === undefined || sum === undefined || rest.length > 0 || checksum(body) !== sum) throw badCursor()
+const decodeCursor = (scope, cursor, sortBy, sortOrder) => {
+  const [body, signature, ...rest] = cursor.split(".")
+  if (body === undefined || signature === undefined || rest.length > 0) throw badCursor()
+  const expected = sign(scope, body)
+  const given = Buffer.from(signature, "base64url")
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw badCursor()
   let p
   try {
     p = JSON.parse(Buffer.from(body, "base64url").toString("utf8"))
@@ -156,7 +162,7 @@ const decodeCursor = (cursor, sortBy, sortOrder) => {
     throw badCursor()
   }
   if (
-    typeof p !== "object" || p === null || !(p.sortBy in sortFields) || (p.sortOrder !== "asc" && p.sortOrder !== "desc") ||
+    typeof p !== "object" || p === null || !sortFields.has(p.sortBy) || (p.sortOrder !== "asc" && p.sortOrder !== "desc") ||
     (p.direction !== "after" && p.direction !== "before") || typeof p.value !== "string" ||
     typeof p.id !== "string" || !uuid.test(p.id)
   ) throw badCursor()
@@ -172,34 +178,61 @@ const decodeCursor = (cursor, sortBy, sortOrder) => {
 
 const listParams = new Set(["cursor", "limit", "sortBy", "sortOrder"])
 
-const pageRequest = (params, extra) => {
+/** Checks the list query (as the server's URL-parameter schema does, before the handler runs). */
+const checkListParams = (params, extra) => {
   for (const key of params.keys()) {
     if (!listParams.has(key) && !extra.has(key)) throw new HttpError(400, "BadRequest", `Unknown parameter ${key}`)
   }
+}
+
+/** Reads the list query of the list named by `scope`. */
+const pageRequest = (scope, params) => {
   const sortBy = params.get("sortBy") ?? "createdAt"
   const sortOrder = params.get("sortOrder") ?? "desc"
-  if (!(sortBy in sortFields) || (sortOrder !== "asc" && sortOrder !== "desc")) {
+  if (!sortFields.has(sortBy) || (sortOrder !== "asc" && sortOrder !== "desc")) {
     throw new HttpError(400, "BadRequest", "Invalid sortBy or sortOrder")
   }
   const rawLimit = params.get("limit")
   let limit = 25
   if (rawLimit !== null) {
-    if (!/^[0-9]+$/.test(rawLimit) || !(Number(rawLimit) > 0) || !Number.isSafeInteger(Number(rawLimit))) {
+    if (!/^[0-9]+$/.test(rawLimit) || !(Number(rawLimit) > 0)) {
       throw new HttpError(400, "BadRequest", "limit must be a positive integer")
     }
     limit = Math.min(Number(rawLimit), 100)
   }
   const rawCursor = params.get("cursor")
-  return { sortBy, sortOrder, limit, cursor: rawCursor === null ? undefined : decodeCursor(rawCursor, sortBy, sortOrder) }
+  return {
+    scope,
+    sortBy,
+    sortOrder,
+    limit,
+    cursor: rawCursor === null ? undefined : decodeCursor(scope, rawCursor, sortBy, sortOrder)
+  }
 }
+
+/** The qualified columns holding each sort key and the tie-breaking id. */
+const sortColumnsOf = (alias) => ({
+  createdAt: `${alias}.created_at`,
+  updatedAt: `${alias}.updated_at`,
+  name: `${alias}.name`,
+  id: `${alias}.id`
+})
+const membershipSortColumns = {
+  createdAt: "m.organization_created_at",
+  updatedAt: "m.organization_updated_at",
+  name: "m.organization_name",
+  id: "m.organization_id"
+}
+const teamSortColumns = sortColumnsOf("t")
+const accessSortColumns = { ...sortColumnsOf("a"), id: "a.team_id" }
 
 /**
  * The keyset fragments of Pagination/Keyset.ts. `next` is the number of the
  * next free placeholder; returns texts with their parameters.
  */
-const keyset = (alias, request) => {
-  const column = `${alias}.${sortFields[request.sortBy]}`
-  const id = `${alias}.id`
+const keyset = (columns, request) => {
+  const column = columns[request.sortBy]
+  const id = columns.id
   const direction = request.cursor?.direction ?? "after"
   const ascending = (request.sortOrder === "asc") === (direction === "after")
   const beyond = (position, forward, n) => {
@@ -221,8 +254,8 @@ const toPage = async (request, page, rows, total, existsBeyond, keyOf) => {
   const hasMoreInDirection = rows.length > request.limit
   const pageRows = rows.slice(0, request.limit)
   const data = page.direction === "after" ? pageRows : pageRows.reverse()
-  const cursorFor = (side, item) =>
-    encodeCursor({ sortBy: request.sortBy, sortOrder: request.sortOrder, direction: side, ...item })
+  const cursorFor = (direction, { id, value }) =>
+    encodeCursor(request.scope, { sortBy: request.sortBy, sortOrder: request.sortOrder, direction, value, id })
   const first = data[0]
   const last = data[data.length - 1]
   const startBoundary = first ? keyOf(first) : request.cursor
@@ -245,14 +278,16 @@ const keyOfFor = (sortBy) => (item) => ({ value: item[sortBy], id: item.id })
 
 // ---------------------------------------------------------------- handlers
 
+/** Pages walk the user's memberships, which carry their organization's sort keys. */
 const listOrganizations = async (user, params) => {
-  const request = pageRequest(params, new Set())
-  const page = keyset("o", request)
-  const member = "JOIN memberships m ON m.organization_id = o.id AND m.user_id = $1"
+  checkListParams(params, new Set())
+  const request = pageRequest(`organizations of user ${user.id}`, params)
+  const page = keyset(membershipSortColumns, request)
   const where = page.where(2)
   const [{ rows }, { rows: [{ count }] }] = await Promise.all([
     pool.query(
-      `SELECT ${orgColumns} FROM organizations o ${member} WHERE ${where.text}
+      `SELECT ${orgColumns} FROM memberships m JOIN organizations o ON o.id = m.organization_id
+              WHERE m.user_id = $1 AND ${where.text}
               ORDER BY ${page.orderBy} LIMIT $${2 + where.values.length}`,
       [user.id, ...where.values, page.limit]
     ),
@@ -261,8 +296,8 @@ const listOrganizations = async (user, params) => {
   const existsBeyond = async (side, boundary) => {
     const beyond = page.beyond(boundary, side === "after", 2)
     const { rows: [row] } = await pool.query(
-      `SELECT EXISTS (SELECT 1 FROM organizations o ${member}
-              WHERE ${beyond.text}) AS exists`,
+      `SELECT EXISTS (SELECT 1 FROM memberships m
+              WHERE m.user_id = $1 AND ${beyond.text}) AS exists`,
       [user.id, ...beyond.values]
     )
     return row.exists
@@ -276,41 +311,50 @@ const findOrgForUser = async (user, organizationId) => {
   return rows[0]
 }
 
-const listTeams = async (user, params) => {
-  const organizationId = params.get("organizationId") ?? undefined
-  if (organizationId !== undefined && !uuid.test(organizationId)) {
-    throw new HttpError(400, "BadRequest", "organizationId must be a UUID")
-  }
-  const request = pageRequest(params, new Set(["organizationId"]))
-  if (organizationId !== undefined) await findOrgForUser(user, organizationId)
-  const page = keyset("t", request)
-  const visibleValue = organizationId ?? user.id
-  const visible = (n) =>
-    organizationId === undefined
-      ? `t.organization_id IN (SELECT organization_id FROM memberships WHERE user_id = $${n})`
-      : `t.organization_id = $${n}`
+/**
+ * One page of teams from `source(n)` (a FROM ... WHERE text whose one
+ * parameter, `value`, is placeholder $n), sorted by `columns`.
+ */
+const listTeamsFrom = async (source, value, columns, request) => {
+  const page = keyset(columns, request)
   const where = page.where(3)
   const [{ rows }, { rows: [{ count }] }] = await Promise.all([
     pool.query(
-      `SELECT ${teamColumns} FROM teams t WHERE ${visible(2)} AND ${where.text}
+      `SELECT ${teamColumns} FROM ${source(2)} AND ${where.text}
               ORDER BY ${page.orderBy} LIMIT $${3 + where.values.length}`,
-      [planLinkTracking, visibleValue, ...where.values, page.limit]
+      [planLinkTracking, value, ...where.values, page.limit]
     ),
-    pool.query(`SELECT count(*)::int AS count FROM teams t WHERE ${visible(1)}`, [visibleValue])
+    pool.query(`SELECT count(*)::int AS count FROM ${source(1)}`, [value])
   ])
   const existsBeyond = async (side, boundary) => {
     const beyond = page.beyond(boundary, side === "after", 2)
     const { rows: [row] } = await pool.query(
-      `SELECT EXISTS (SELECT 1 FROM teams t
-              WHERE ${visible(1)} AND ${beyond.text}) AS exists`,
-      [visibleValue, ...beyond.values]
+      `SELECT EXISTS (SELECT 1 FROM ${source(1)}
+              AND ${beyond.text}) AS exists`,
+      [value, ...beyond.values]
     )
     return row.exists
   }
   return toPage(request, page, rows.map(team), count, existsBeyond, keyOfFor(request.sortBy))
 }
 
-const json = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i
+const listTeams = async (user, params) => {
+  checkListParams(params, new Set(["organizationId"]))
+  const organizationId = params.get("organizationId") ?? undefined
+  if (organizationId === undefined) {
+    // The teams of every organization the user belongs to, through their access rows.
+    const request = pageRequest(`teams of user ${user.id}`, params)
+    const source = (n) => `team_access a JOIN teams t ON t.id = a.team_id WHERE a.user_id = $${n}`
+    return listTeamsFrom(source, user.id, accessSortColumns, request)
+  }
+  if (!uuid.test(organizationId)) throw new HttpError(400, "BadRequest", "organizationId must be a UUID")
+  await findOrgForUser(user, organizationId)
+  const request = pageRequest(`teams of organization ${organizationId.toLowerCase()} for user ${user.id}`, params)
+  const source = (n) => `teams t WHERE t.organization_id = $${n}`
+  return listTeamsFrom(source, organizationId, teamSortColumns, request)
+}
+
+const json = /^application\/json\s*(?:;|$)/i
 const teamFields = new Set(["name", "website", "linkTrackingDefault", "timezone"])
 const codePoints = (s) => [...s].length
 const validName = (s) => typeof s === "string" && codePoints(s) >= 2 && codePoints(s) <= 64 && s.trim().length > 0
@@ -413,6 +457,8 @@ const server = createServer((req, res) => {
 
 const port = Number(process.env.PORT ?? 3001)
 const host = process.env.HOST ?? "127.0.0.1"
+const { rows: [secret] } = await pool.query("SELECT value FROM server_secrets WHERE name = 'cursor'")
+cursorSecret = secret.value
 server.listen(port, host, () => console.log(JSON.stringify({ message: `baseline listening on http://${host}:${port}` })))
 
 const shutdown = () => {

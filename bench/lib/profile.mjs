@@ -2,7 +2,7 @@
 // self time by module. Frames of the esbuild bundle (apps/server/dist/main.js)
 // are attributed to their source module through the `// path` comments that
 // esbuild writes before each module.
-import { readFileSync } from "node:fs"
+import { existsSync, readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 
 const bundleModules = new Map()
@@ -30,12 +30,13 @@ const shorten = (module) =>
     .replace(/^node_modules\/\.pnpm\/[^/]+\/node_modules\//, "")
     .replace(/^node_modules\//, "")
 
-const sourceOf = (url, lineNumber) => {
+const sourceOf = (url, lineNumber, bundle) => {
   if (!url) return ""
   if (url.startsWith("node:")) return url
   const file = url.startsWith("file://") ? fileURLToPath(url) : url
   if (file.endsWith("/dist/main.js") || file.endsWith("/dist/admin.js")) {
-    const starts = modulesOf(file)
+    // The bundle as it was when profiled, if a copy was kept (it may have been rebuilt since).
+    const starts = modulesOf(bundle && file.endsWith("/dist/main.js") ? bundle : file)
     let lo = 0
     let hi = starts.length - 1
     let found
@@ -46,14 +47,15 @@ const sourceOf = (url, lineNumber) => {
         lo = mid + 1
       } else hi = mid - 1
     }
-    return found ? shorten(found.module) : "dist/main.js"
+    return found ? `${shorten(found.module)} @dist/main.js` : "dist/main.js"
   }
   const nm = file.lastIndexOf("/node_modules/")
   return nm >= 0 ? file.slice(nm + "/node_modules/".length).replace(/^\.pnpm\/[^/]+\/node_modules\//, "") : file
 }
 
 /** Package-level bucket of a source path. */
-const packageOf = (source, functionName) => {
+const packageOf = (source_, functionName) => {
+  const source = source_.replace(/ @dist\/main\.js$/, "")
   if (!source) return functionName.startsWith("(") ? functionName : "(native/V8)"
   if (source.startsWith("node:")) return "node:internal"
   const m = /^(@[^/]+\/[^/]+|[^/]+)/.exec(source)
@@ -62,9 +64,27 @@ const packageOf = (source, functionName) => {
   return m ? m[1] : source
 }
 
-export const summarise = (profilePath, top = 20) => {
+/** `bundle`: a copy of apps/server/dist/main.js as it was when profiled (default: a sibling `<profile>.main.js`). */
+export const summarise = (profilePath, top = 20, bundle = existsSync(`${profilePath}.main.js`) ? `${profilePath}.main.js` : undefined) => {
   const profile = JSON.parse(readFileSync(profilePath, "utf8"))
   const byId = new Map(profile.nodes.map((node) => [node.id, node]))
+  const parentOf = new Map()
+  for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id)
+  const labelOf = (node) => {
+    const { functionName, url, lineNumber } = node.callFrame
+    return `${functionName || "(anonymous)"} (${sourceOf(url, lineNumber, bundle)}:${lineNumber + 1})`
+  }
+  /** The nearest caller that is not anonymous/native glue, to tell who pays for a hot native frame. */
+  const callerOf = (id) => {
+    let parent = parentOf.get(id)
+    for (let depth = 0; parent !== undefined && depth < 12; depth++) {
+      const node = byId.get(parent)
+      const { url, functionName } = node.callFrame
+      if (url && functionName && !url.startsWith("node:")) return labelOf(node)
+      parent = parentOf.get(parent)
+    }
+    return parent !== undefined ? labelOf(byId.get(parent)) : "(root)"
+  }
   const selfUs = new Map()
   for (let i = 0; i < profile.samples.length; i++) {
     const id = profile.samples[i]
@@ -74,6 +94,7 @@ export const summarise = (profilePath, top = 20) => {
   let idle = 0
   const frames = new Map()
   const packages = new Map()
+  const modules = new Map()
   for (const [id, us] of selfUs) {
     const node = byId.get(id)
     const { functionName, url, lineNumber, columnNumber } = node.callFrame
@@ -83,13 +104,17 @@ export const summarise = (profilePath, top = 20) => {
       idle += us
       continue
     }
-    const source = sourceOf(url, lineNumber)
+    const source = sourceOf(url, lineNumber, bundle)
     const key = `${name} ${source}:${lineNumber + 1}:${columnNumber + 1}`
-    const frame = frames.get(key) ?? { name, source, line: lineNumber + 1, us: 0 }
+    const frame = frames.get(key) ?? { name, source, line: lineNumber + 1, us: 0, callers: new Map() }
     frame.us += us
+    const caller = callerOf(id)
+    frame.callers.set(caller, (frame.callers.get(caller) ?? 0) + us)
     frames.set(key, frame)
     const pkg = packageOf(source, name)
     packages.set(pkg, (packages.get(pkg) ?? 0) + us)
+    const module = source ? source.replace(/ @dist\/main\.js$/, "") : name.startsWith("(") ? name : "(native/V8)"
+    modules.set(module, (modules.get(module) ?? 0) + us)
   }
   const busy = total - idle
   const pct = (us) => (busy > 0 ? (100 * us) / busy : 0)
@@ -101,9 +126,12 @@ export const summarise = (profilePath, top = 20) => {
       selfPct: pct(f.us),
       selfMs: f.us / 1000,
       function: f.name,
-      source: `${f.source}:${f.line}`
+      source: `${f.source}:${f.line}`,
+      callers: [...f.callers.entries()].sort((a, b) => b[1] - a[1]).slice(0, 3)
+        .map(([caller, us]) => ({ caller, pctOfFrame: f.us > 0 ? (100 * us) / f.us : 0 }))
     })),
-    packages: [...packages.entries()].sort((a, b) => b[1] - a[1]).map(([name, us]) => ({ package: name, selfPct: pct(us) }))
+    packages: [...packages.entries()].sort((a, b) => b[1] - a[1]).map(([name, us]) => ({ package: name, selfPct: pct(us) })),
+    modules: [...modules.entries()].sort((a, b) => b[1] - a[1]).slice(0, 25).map(([name, us]) => ({ module: name, selfPct: pct(us) }))
   }
 }
 
@@ -116,8 +144,15 @@ export const formatSummary = (summary) => {
   for (const f of summary.frames) {
     lines.push(`${f.selfPct.toFixed(1).padStart(7)} ${f.selfMs.toFixed(0).padStart(9)}  ${f.function}  (${f.source})`)
   }
+  lines.push("", "  callers of the top 5 frames:")
+  for (const f of summary.frames.slice(0, 5)) {
+    lines.push(`    ${f.function} (${f.source}):`)
+    for (const c of f.callers) lines.push(`      ${c.pctOfFrame.toFixed(0).padStart(3)}%  ${c.caller}`)
+  }
   lines.push("", "  by package:")
   for (const p of summary.packages.slice(0, 12)) lines.push(`${p.selfPct.toFixed(1).padStart(7)}  ${p.package}`)
+  lines.push("", "  by module:")
+  for (const m of summary.modules.slice(0, 20)) lines.push(`${m.selfPct.toFixed(1).padStart(7)}  ${m.module}`)
   return lines.join("\n")
 }
 

@@ -3,7 +3,7 @@
 const fmt = (value, digits = 1) => (value === undefined || value === null || Number.isNaN(value) ? "-" : value.toFixed(digits))
 
 export const table = (rows) => {
-  const header = ["scenario", "req/s", "p50 ms", "p99 ms", "errors", "baseline req/s", "ours/baseline"]
+  const header = ["scenario", "req/s", "p50 ms", "p99 ms", "errors", "baseline req/s", "baseline p99", "ours/baseline", "server CPU ms/req", "db CPU ms/req", "others' CPU"]
   const body = rows.map((r) => [
     r.label,
     fmt(r.rps, 0),
@@ -11,7 +11,11 @@ export const table = (rows) => {
     fmt(r.p99, 2),
     String(r.errors),
     r.baseline ? fmt(r.baseline.rps, 0) : "-",
-    r.ratio !== undefined ? fmt(r.ratio, 2) : "-"
+    r.baseline ? fmt(r.baseline.p99, 2) : "-",
+    r.ratio !== undefined ? fmt(r.ratio, 2) : "-",
+    `${fmt(r.serverCpuMsPerRequest, 2)}${r.baseline ? ` / ${fmt(r.baseline.serverCpuMsPerRequest, 2)}` : ""}`,
+    r.mode === "postgres" ? fmt(r.dbCpuMsPerRequest, 2) : "-",
+    `${fmt(r.foreignCpuPct, 0)}%`
   ])
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)))
   const line = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ")

@@ -102,20 +102,7 @@ INSERT INTO organizations (id, name, billing_email, onboarding_data, payment_cus
   FROM seed_orgs s
   ORDER BY s.created_at;
 
--- Everyone else's organizations: an owner and (usually) one more member.
-INSERT INTO memberships (user_id, organization_id, role, created_at, updated_at)
-  SELECT ${otherUser("s.i - 1")}, s.id, 'owner', s.created_at, s.created_at FROM seed_orgs s WHERE NOT s.bench;
-INSERT INTO memberships (user_id, organization_id, role, created_at, updated_at)
-  SELECT ${otherUser("s.i * 13")}, s.id, 'member', s.created_at, s.created_at FROM seed_orgs s WHERE NOT s.bench
-  ON CONFLICT DO NOTHING;
--- The benchmark user's organizations, each shared with one other user.
-INSERT INTO memberships (user_id, organization_id, role, created_at, updated_at)
-  SELECT '${user.id}'::uuid, s.id, CASE s.i % 10 WHEN 0 THEN 'admin' WHEN 5 THEN 'member' ELSE 'owner' END,
-         s.created_at, s.created_at
-  FROM seed_orgs s WHERE s.bench;
-INSERT INTO memberships (user_id, organization_id, role, created_at, updated_at)
-  SELECT ${otherUser("s.i * 7")}, s.id, 'member', s.created_at, s.created_at FROM seed_orgs s WHERE s.bench;
-
+-- Teams before memberships: each membership's triggers then derive its rows in one statement.
 INSERT INTO teams (organization_id, name, website, link_tracking_override, timezone, created_at, updated_at)
   SELECT t.organization_id, t.name, t.website, t.link_tracking_override, t.timezone, t.created_at,
          t.created_at + random() * (now() - t.created_at)
@@ -130,6 +117,14 @@ INSERT INTO teams (organization_id, name, website, link_tracking_override, timez
     CROSS JOIN LATERAL generate_series(1, CASE WHEN s.bench THEN ${pop.teamsPerBenchOrg} ELSE ${pop.teamsPerOtherOrg} END) k
   ) t
   ORDER BY t.created_at;
+
+-- Everyone else's organizations have one owner each; the benchmark user's have it alone.
+INSERT INTO memberships (user_id, organization_id, role, created_at, updated_at)
+  SELECT ${otherUser("s.i - 1")}, s.id, 'owner', s.created_at, s.created_at FROM seed_orgs s WHERE NOT s.bench;
+INSERT INTO memberships (user_id, organization_id, role, created_at, updated_at)
+  SELECT '${user.id}'::uuid, s.id, CASE s.i % 10 WHEN 0 THEN 'admin' WHEN 5 THEN 'member' ELSE 'owner' END,
+         s.created_at, s.created_at
+  FROM seed_orgs s WHERE s.bench;
 
 DROP TABLE seed_orgs;
 `
