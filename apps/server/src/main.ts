@@ -1,27 +1,30 @@
-import { HttpServer } from "@effect/platform"
+import { HttpMiddleware, HttpServer } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Config, Effect, Layer, Logger, LogLevel } from "effect"
 import { createServer } from "node:http"
 import { DatabaseLive } from "./Database/Database.js"
-import { HttpLive } from "./Http/Api.js"
+import { makeHttpLive } from "./Http/Api.js"
 
 const ServerLive = NodeHttpServer.layerConfig(createServer, {
   port: Config.port("PORT").pipe(Config.withDefault(3000)),
   host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0"))
 })
 
-const LoggingLive = Layer.unwrapEffect(
-  Effect.map(
-    Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info)),
-    (level) => Layer.merge(Logger.json, Logger.minimumLogLevel(level))
-  )
+/** JSON logs from `LOG_LEVEL` up; at INFO and below, an access log line per request. */
+const AppLive = Layer.unwrapEffect(
+  Effect.map(Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info)), (level) =>
+    makeHttpLive({ accessLog: LogLevel.lessThanEqual(level, LogLevel.Info) }).pipe(
+      HttpServer.withLogAddress,
+      Layer.provide(ServerLive),
+      Layer.provide(DatabaseLive),
+      Layer.provide(Layer.merge(Logger.json, Logger.minimumLogLevel(level)))
+    ))
 )
 
-HttpLive.pipe(
-  HttpServer.withLogAddress,
-  Layer.provide(ServerLive),
-  Layer.provide(DatabaseLive),
-  Layer.provide(LoggingLive),
+AppLive.pipe(
+  // No trace exporter is configured: spans would be built and dropped on every request and statement.
+  HttpMiddleware.withTracerDisabledWhen(() => true),
+  Layer.provide(Layer.setTracerEnabled(false)),
   Layer.launch,
   NodeRuntime.runMain({ disablePrettyLogger: true })
 )

@@ -27,12 +27,14 @@ const ApiLive = HttpApiBuilder.api(PostlineApi).pipe(
 
 /**
  * The whole HTTP application: the API, its error bodies, `/openapi.json` and
- * `/docs`. Needs an `HttpServer` and a `SqlClient`.
+ * `/docs`, with an access log line per request or without. Needs an
+ * `HttpServer` and a `SqlClient`.
  */
-export const HttpLive = HttpApiBuilder.serve(HttpMiddleware.logger).pipe(
-  Layer.provide(ErrorBodiesLive),
-  Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
-  Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
-  Layer.provide(ApiLive)
-)
+export const makeHttpLive = (options: { readonly accessLog: boolean }) =>
+  (options.accessLog ? HttpApiBuilder.serve(HttpMiddleware.logger) : HttpApiBuilder.serve()).pipe(
+    Layer.provide(ErrorBodiesLive),
+    Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
+    Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
+    Layer.provide(ApiLive)
+  )
 

@@ -18,7 +18,12 @@ export const OrganizationsHttpLive = HttpApiBuilder.group(PostlineApi, "organiza
       .handle("createOrganization", ({ payload }) =>
         Effect.flatMap(CurrentUser, (user) => repo.createForUser(user.id, payload.name)))
       .handle("getOrganization", ({ path }) =>
-        Effect.map(policy.requireMember(path.organizationId), ({ organization }) => organization))
+        Effect.gen(function*() {
+          const user = yield* CurrentUser
+          const organization = yield* repo.findForUser(user.id, path.organizationId)
+          if (organization._tag === "None") return yield* policy.notFound(path.organizationId)
+          return organization.value
+        }))
       .handle("updateOrganization", ({ path, payload }) =>
         Effect.zipRight(policy.requireManager(path.organizationId), repo.update(path.organizationId, payload)))
   }))

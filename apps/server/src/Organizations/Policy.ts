@@ -4,6 +4,12 @@ import { OrganizationsRepo, type Role } from "./Repo.js"
 
 const managers: ReadonlySet<Role> = new Set(["owner", "admin"])
 
+/** Passes for an admin or owner; 403 for other roles. */
+const requireManagerRole = (role: Role) =>
+  managers.has(role) ? Effect.void : new Forbidden({ message: "Only an admin or owner of the organization may do this" })
+
+const notFound = (organizationId: OrganizationId) => new NotFound({ message: `Organization ${organizationId} not found` })
+
 /**
  * Who may see and change an organization and its teams. Non-members learn
  * nothing, not even that the organization exists; members who do not manage
@@ -13,23 +19,19 @@ export class OrganizationPolicy extends Effect.Service<OrganizationPolicy>()("Or
   effect: Effect.gen(function*() {
     const repo = yield* OrganizationsRepo
 
+    /** The caller's role in the organization; 404 for a non-member. */
     const requireMember = (organizationId: OrganizationId) =>
       Effect.gen(function*() {
         const user = yield* CurrentUser
-        const found = yield* repo.findForUser(user.id, organizationId)
-        if (found._tag === "None") {
-          return yield* new NotFound({ message: `Organization ${organizationId} not found` })
-        }
-        return found.value
+        const role = yield* repo.roleOf(user.id, organizationId)
+        if (role._tag === "None") return yield* notFound(organizationId)
+        return role.value
       })
 
-    const requireManager = (organizationId: OrganizationId) =>
-      Effect.tap(requireMember(organizationId), ({ role }) =>
-        managers.has(role)
-          ? Effect.void
-          : new Forbidden({ message: "Only an admin or owner of the organization may do this" }))
+    /** Passes for an admin or owner; 403 for other members, 404 for non-members. */
+    const requireManager = (organizationId: OrganizationId) => Effect.flatMap(requireMember(organizationId), requireManagerRole)
 
-    return { requireMember, requireManager } as const
+    return { requireMember, requireManager, requireManagerRole, notFound } as const
   }),
   dependencies: [OrganizationsRepo.Default]
 }) {}

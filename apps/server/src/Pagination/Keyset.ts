@@ -1,4 +1,4 @@
-import type { Statement } from "@effect/sql"
+import type { SqlClient, SqlError, Statement } from "@effect/sql"
 import { DefaultPageSize, type ListQuery, MaxPageSize, type SortField } from "@postline/domain"
 import { Effect, Option } from "effect"
 import { type CursorPosition, Cursors, type CursorScope } from "./Cursor.js"
@@ -53,37 +53,51 @@ export const sortColumnsOf = (alias: string): SortColumns => ({
  * page, the thousandth as the first, is one index range scan. Sorting and
  * comparing always use the same column pair, so the order is total and pages
  * never overlap or skip.
+ *
+ * A page costs two statements, run together: the page's rows (one more than
+ * asked, to learn whether more follow), and the total with whether anything
+ * lies on the cursor's other side.
  */
-export const keyset = (sql: Statement.Constructor, columns: SortColumns, request: PageRequest) => {
-  const column = sql.literal(columns[request.sortBy])
-  const id = sql.literal(columns.id)
-  const key = (value: string) => request.sortBy === "name" ? sql`${value}` : sql`${value}::timestamptz`
-  const direction = directionOf(request)
-  // Walking backwards reads in the opposite order and flips the rows afterwards.
-  const ascending = (request.sortOrder === "asc") === (direction === "after")
-
-  const beyond = (position: { readonly value: string; readonly id: string }, forward: boolean) =>
-    sql`(${column}, ${id}) ${sql.literal(forward === (request.sortOrder === "asc") ? ">" : "<")} (${
-      key(position.value)
-    }, ${position.id}::uuid)`
-
-  const order = sql.literal(ascending ? "ASC" : "DESC")
-  return {
-    /** Condition selecting the rows of this page's side of the cursor. */
-    where: Option.match(request.cursor, {
+export const paginate = <A extends Keyed>(options: {
+  readonly sql: SqlClient.SqlClient
+  readonly request: PageRequest
+  readonly columns: SortColumns
+  /** The page's columns. */
+  readonly select: Statement.Fragment
+  /** `FROM … WHERE …` of the rows with their details, for the page. */
+  readonly rowsFrom: Statement.Fragment
+  /** `FROM … WHERE …` of the same rows' sort keys alone, for counting. */
+  readonly keysFrom: Statement.Fragment
+}): Effect.Effect<Page<A>, SqlError.SqlError, Cursors> =>
+  Effect.gen(function*() {
+    const { columns, request, sql } = options
+    const column = sql.literal(columns[request.sortBy])
+    const id = sql.literal(columns.id)
+    const direction = Option.match(request.cursor, { onNone: () => "after" as const, onSome: (c) => c.direction })
+    // Walking backwards reads in the opposite order and flips the rows afterwards.
+    const order = sql.literal((request.sortOrder === "asc") === (direction === "after") ? "ASC" : "DESC")
+    const key = (value: string) => request.sortBy === "name" ? sql`${value}` : sql`${value}::timestamptz`
+    const onPageSide = Option.match(request.cursor, {
       onNone: () => sql`TRUE`,
-      onSome: (cursor) => beyond(cursor, cursor.direction === "after")
-    }),
-    orderBy: sql`${column} ${order}, ${id} ${order}`,
-    /** One row more than the page, to learn whether more follow. */
-    limit: request.limit + 1,
-    /** Condition selecting rows after (`forward`) or before a position, in list order. */
-    beyond
-  }
-}
+      onSome: ({ id: cursorId, value }) =>
+        sql`(${column}, ${id}) ${sql.literal((direction === "after") === (request.sortOrder === "asc") ? ">" : "<")} (${
+          key(value)
+        }, ${cursorId}::uuid)`
+    })
 
-const directionOf = (request: PageRequest) =>
-  Option.match(request.cursor, { onNone: () => "after" as const, onSome: (cursor) => cursor.direction })
+    const [rows, [meta]] = yield* Effect.all([
+      sql<A>`SELECT ${options.select} ${options.rowsFrom} AND ${onPageSide}
+             ORDER BY ${column} ${order}, ${id} ${order} LIMIT ${request.limit + 1}`,
+      sql<{ total: number; otherSide: boolean }>`SELECT
+        (SELECT count(*)::int ${options.keysFrom}) AS total,
+        ${
+        Option.isSome(request.cursor)
+          ? sql`EXISTS (SELECT 1 ${options.keysFrom} AND NOT ${onPageSide})`
+          : sql`FALSE`
+      } AS other_side`
+    ], { concurrency: "unbounded" })
+    return yield* toPage(request, direction, rows, meta)
+  })
 
 interface Position {
   readonly value: string
@@ -92,44 +106,32 @@ interface Position {
 
 const keyOf = (sortBy: SortField, item: Keyed): Position => ({ value: item[sortBy], id: item.id })
 
-/**
- * Assembles a page from the rows fetched with `keyset(...)`. `existsBeyond`
- * answers whether any row lies on the far side of a boundary; it is asked only
- * where the fetched rows cannot tell.
- */
-export const toPage = <A extends Keyed, E, R>(options: {
-  readonly request: PageRequest
-  readonly rows: ReadonlyArray<A>
-  readonly total: number
-  readonly existsBeyond: (side: "before" | "after", boundary: { readonly value: string; readonly id: string }) => Effect.Effect<boolean, E, R>
-}): Effect.Effect<Page<A>, E, R | Cursors> =>
-  Effect.gen(function*() {
-    const cursors = yield* Cursors
-    const { request, rows, total } = options
-    const direction = directionOf(request)
-    const hasMoreInDirection = rows.length > request.limit
+const toPage = <A extends Keyed>(
+  request: PageRequest,
+  direction: "after" | "before",
+  rows: ReadonlyArray<A>,
+  meta: { readonly total: number; readonly otherSide: boolean }
+) =>
+  Effect.map(Cursors, (cursors): Page<A> => {
+    const moreAhead = rows.length > request.limit
     const pageRows = rows.slice(0, request.limit)
-    const data = direction === "after" ? pageRows : [...pageRows].reverse()
-    const cursorFor = (direction: "before" | "after", { id, value }: Position) =>
-      cursors.encode(request.scope, { sortBy: request.sortBy, sortOrder: request.sortOrder, direction, value, id })
+    const data = direction === "after" ? pageRows : pageRows.reverse()
+    const cursorFor = (side: "before" | "after", { id, value }: Position) =>
+      cursors.encode(request.scope, { sortBy: request.sortBy, sortOrder: request.sortOrder, direction: side, value, id })
 
-    const first = data[0]
-    const last = data[data.length - 1]
     // With an empty page, the cursor's own position is the boundary on both sides.
-    const startBoundary = first ? keyOf(request.sortBy, first) : Option.getOrUndefined(request.cursor)
-    const endBoundary = last ? keyOf(request.sortBy, last) : Option.getOrUndefined(request.cursor)
-
-    const hasPrev = direction === "before"
-      ? hasMoreInDirection
-      : startBoundary !== undefined && Option.isSome(request.cursor) && (yield* options.existsBeyond("before", startBoundary))
-    const hasNext = direction === "after"
-      ? hasMoreInDirection
-      : endBoundary !== undefined && (yield* options.existsBeyond("after", endBoundary))
+    const cursor = Option.getOrUndefined(request.cursor)
+    const start = data.length > 0 ? keyOf(request.sortBy, data[0]) : cursor
+    const end = data.length > 0 ? keyOf(request.sortBy, data[data.length - 1]) : cursor
+    // Nothing lies between the cursor and the page, so "anything on the cursor's
+    // other side" is "anything beyond the page's boundary on that side".
+    const hasPrev = direction === "before" ? moreAhead : meta.otherSide
+    const hasNext = direction === "after" ? moreAhead : meta.otherSide
 
     return {
       data,
-      total,
-      nextCursor: hasNext && endBoundary ? cursorFor("after", endBoundary) : null,
-      prevCursor: hasPrev && startBoundary ? cursorFor("before", startBoundary) : null
+      total: meta.total,
+      nextCursor: hasNext && end ? cursorFor("after", end) : null,
+      prevCursor: hasPrev && start ? cursorFor("before", start) : null
     }
   })

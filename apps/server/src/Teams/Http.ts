@@ -10,17 +10,15 @@ export const TeamsHttpLive = HttpApiBuilder.group(PostlineApi, "teams", (handler
     const repo = yield* TeamsRepo
     const policy = yield* OrganizationPolicy
 
-    const notFound = (teamId: TeamId) => new NotFound({ message: `Team ${teamId} not found` })
-
-    /** The team, if the caller may see it; a team of a foreign organization is as absent as a missing one. */
-    const findVisible = (teamId: TeamId, check: "requireMember" | "requireManager") =>
+    /** The team and the caller's role in its organization; a team of a foreign organization is as absent as a missing one. */
+    const findVisible = (teamId: TeamId) =>
       Effect.gen(function*() {
-        const team = yield* repo.findById(teamId)
-        if (team._tag === "None") return yield* notFound(teamId)
-        yield* policy[check](team.value.organizationId).pipe(
-          Effect.catchTag("NotFound", () => notFound(teamId))
-        )
-        return team.value
+        const user = yield* CurrentUser
+        const found = yield* repo.findWithRole(teamId, user.id)
+        if (found._tag === "None" || found.value.role === null) {
+          return yield* new NotFound({ message: `Team ${teamId} not found` })
+        }
+        return { team: found.value.team, role: found.value.role }
       })
 
     return handlers
@@ -36,7 +34,11 @@ export const TeamsHttpLive = HttpApiBuilder.group(PostlineApi, "teams", (handler
         }))
       .handle("createTeam", ({ payload }) =>
         Effect.zipRight(policy.requireManager(payload.organizationId), repo.create(payload)))
-      .handle("getTeam", ({ path }) => findVisible(path.teamId, "requireMember"))
+      .handle("getTeam", ({ path }) => Effect.map(findVisible(path.teamId), ({ team }) => team))
       .handle("updateTeam", ({ path, payload }) =>
-        Effect.zipRight(findVisible(path.teamId, "requireManager"), repo.update(path.teamId, payload)))
+        Effect.gen(function*() {
+          const { role, team } = yield* findVisible(path.teamId)
+          yield* policy.requireManagerRole(role)
+          return yield* repo.update(team, payload)
+        }))
   }))

@@ -3,13 +3,13 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { PostlineApi } from "@postline/domain"
 import { Effect, Layer, Logger, LogLevel } from "effect"
 import { randomUUID } from "node:crypto"
-import { HttpLive } from "../../src/Http/Api.js"
+import { makeHttpLive } from "../../src/Http/Api.js"
 import { UsersRepo } from "../../src/Users/Repo.js"
 import { TestDatabase } from "./TestDatabase.js"
 
 /** The real HTTP stack, in-process, over a fresh database, logging through `logging`. */
 export const makeTestServer = (logging: Layer.Layer<never>) =>
-  HttpLive.pipe(
+  makeHttpLive({ accessLog: false }).pipe(
     Layer.provideMerge(NodeHttpServer.layerTest),
     Layer.provideMerge(UsersRepo.Default),
     Layer.provideMerge(TestDatabase),
