@@ -56,6 +56,7 @@ layer(TestServer, { excludeTestServices: true })("errors and authentication", (i
           const response = yield* raw({ method, path, headers, json })
           expect(response.status, `${method} ${path}`).toBe(401)
           expect(response.body).toEqual(errorBody("Unauthorized"))
+          expect(response.headers.get("www-authenticate")).toBe(`Bearer realm="postline"`)
         }
         const after = yield* alice.client.organizations.listOrganizations({ urlParams: {} })
         expect(after.data.map((o) => o.name)).toEqual(["Acme"])

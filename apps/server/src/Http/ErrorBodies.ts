@@ -1,6 +1,14 @@
-import { HttpApiBuilder, HttpApiError, HttpServerError, HttpServerRequest } from "@effect/platform"
-import { BadRequest, DecodeIssue, HttpApiDecodeError, InternalError, NotFound, PostlineApi } from "@postline/domain"
-import { Cause, Effect, Option } from "effect"
+import { HttpApiBuilder, HttpApiError, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import {
+  BadRequest,
+  DecodeIssue,
+  HttpApiDecodeError,
+  InternalError,
+  NotFound,
+  PostlineApi,
+  Unauthorized
+} from "@postline/domain"
+import { Cause, Effect, Option, Schema } from "effect"
 import { maxBodyBytes } from "./JsonBody.js"
 
 type PlatformIssue = HttpApiError.HttpApiDecodeError["issues"][number]
@@ -22,6 +30,13 @@ const toContractDecodeError = (error: HttpApiError.HttpApiDecodeError) => {
   return new HttpApiDecodeError({ message: `Invalid request: ${summary.join("; ")}`, issues })
 }
 
+// RFC 6750: a 401 names the scheme the caller should use.
+const challenge = (error: Unauthorized) =>
+  Effect.map(Effect.orDie(encodeUnauthorized(error)), (body) =>
+    HttpServerResponse.unsafeJson(body, { status: 401, headers: { "www-authenticate": "Bearer realm=\"postline\"" } }))
+
+const encodeUnauthorized = Schema.encode(Unauthorized)
+
 const isRequestBodyError = (defect: unknown) =>
   HttpServerError.isServerError(defect) && defect._tag === "RequestError"
 
@@ -38,6 +53,7 @@ export const ErrorBodiesLive = HttpApiBuilder.middleware(PostlineApi, (app) =>
         // The router's error type does not name what the platform itself raises.
         const error: unknown = failure.value
         if (error instanceof HttpApiError.HttpApiDecodeError) return yield* toContractDecodeError(error)
+        if (error instanceof Unauthorized) return yield* challenge(error)
         if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") {
           const request = yield* HttpServerRequest.HttpServerRequest
           return yield* new NotFound({ message: `No route for ${request.method} ${request.url.split("?")[0]}` })

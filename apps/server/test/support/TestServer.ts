@@ -35,6 +35,7 @@ export const signUp = (name = "Test User") =>
 export interface RawResponse {
   readonly status: number
   readonly contentType: string | null
+  readonly headers: { get(name: string): string | null }
   readonly body: any
 }
 
@@ -69,6 +70,7 @@ export const raw = (options: {
     return {
       status: response.status,
       contentType,
+      headers: response.headers,
       body: contentType?.startsWith("application/json") ? JSON.parse(text) : text
     } satisfies RawResponse
   })
