@@ -67,10 +67,11 @@ export const raw = (options: {
     )
     const text = yield* Effect.promise(() => response.text())
     const contentType = response.headers.get("content-type")
-    return {
+    const result: RawResponse = {
       status: response.status,
       contentType,
       headers: response.headers,
       body: contentType?.startsWith("application/json") ? JSON.parse(text) : text
-    } satisfies RawResponse
+    }
+    return result
   })
