@@ -26,17 +26,19 @@ const orgColumns = `o.id, o.name, o.billing_email, o.onboarding_data, o.payment_
       ${isoOf("o", "subscription_ends_at")} AS subscription_ends_at,
       ${isoOf("o", "subscription_current_period_end")} AS subscription_current_period_end,
       ${isoOf("o", "created_at")} AS created_at, ${isoOf("o", "updated_at")} AS updated_at`
-// `$1` is planDefaults.linkTracking, a parameter in the server too.
-const teamColumns = `t.id, t.organization_id, t.name, t.website,
-      coalesce(t.link_tracking_override, $1) AS link_tracking_default, t.timezone,
+// `$n` is planDefaults.linkTracking, a parameter in the server too.
+const teamColumns = (n) => `t.id, t.organization_id, t.name, t.website,
+      coalesce(t.link_tracking_override, $${n}) AS link_tracking_default, t.timezone,
       ${isoOf("t", "created_at")} AS created_at, ${isoOf("t", "updated_at")} AS updated_at`
 const planLinkTracking = true
 
 const userByTokenHash = `SELECT u.id, u.email, u.name FROM access_tokens t JOIN users u ON u.id = t.user_id
             WHERE t.token_hash = $1`
-const orgForUser = `SELECT ${orgColumns}, m.role FROM organizations o JOIN memberships m ON m.organization_id = o.id
-            WHERE o.id = $1 AND m.user_id = $2`
-const teamById = `SELECT ${teamColumns} FROM teams t WHERE t.id = $2`
+const roleOf = "SELECT role FROM memberships WHERE user_id = $1 AND organization_id = $2"
+// Teams/Repo.ts findWithRole: the team and the caller's role in its organization, if any.
+const teamWithRole = `SELECT ${teamColumns(1)}, m.role FROM teams t
+        LEFT JOIN memberships m ON m.organization_id = t.organization_id AND m.user_id = $2
+        WHERE t.id = $3`
 
 // ---------------------------------------------------------------- JSON in the contract's shape and key order
 
@@ -101,12 +103,15 @@ class HttpError extends Error {
   }
 }
 
-const send = (res, status, body) => {
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
+const send = (res, status, body, headers) => {
+  res.writeHead(status, { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(body) })
   res.end(body)
 }
 
-const sendError = (res, error) => send(res, error.status, JSON.stringify({ message: error.message, _tag: error.tag }))
+// RFC 6750: a 401 names the scheme the caller should use (Http/ErrorBodies.ts).
+const challenge = { "www-authenticate": "Bearer realm=\"postline\"" }
+const sendError = (res, error) =>
+  send(res, error.status, JSON.stringify({ message: error.message, _tag: error.tag }), error.status === 401 ? challenge : undefined)
 
 const readBody = (req) =>
   new Promise((resolve, reject) => {
@@ -227,54 +232,65 @@ const teamSortColumns = sortColumnsOf("t")
 const accessSortColumns = { ...sortColumnsOf("a"), id: "a.team_id" }
 
 /**
- * The keyset fragments of Pagination/Keyset.ts. `next` is the number of the
- * next free placeholder; returns texts with their parameters.
+ * One page as Pagination/Keyset.ts `paginate` reads it: two statements run
+ * together, the page's rows (one more than asked) and a "meta" statement with
+ * the total and whether anything lies on the cursor's other side.
+ * `rowsFrom(n)` / `keysFrom(n)` are `FROM … WHERE …` texts whose one
+ * parameter, `value`, is placeholder $n; `select` uses `selectValues` first.
  */
-const keyset = (columns, request) => {
+const paginate = async (request, columns, { select, selectValues, rowsFrom, keysFrom, value }) => {
   const column = columns[request.sortBy]
   const id = columns.id
-  const direction = request.cursor?.direction ?? "after"
-  const ascending = (request.sortOrder === "asc") === (direction === "after")
-  const beyond = (position, forward, n) => {
-    const op = forward === (request.sortOrder === "asc") ? ">" : "<"
-    const key = request.sortBy === "name" ? `$${n}` : `$${n}::timestamptz`
-    return { text: `(${column}, ${id}) ${op} (${key}, $${n + 1}::uuid)`, values: [position.value, position.id] }
-  }
-  const order = ascending ? "ASC" : "DESC"
-  return {
-    direction,
-    where: (n) => request.cursor === undefined ? { text: "TRUE", values: [] } : beyond(request.cursor, direction === "after", n),
-    orderBy: `${column} ${order}, ${id} ${order}`,
-    limit: request.limit + 1,
-    beyond
-  }
-}
+  const cursor = request.cursor
+  const direction = cursor?.direction ?? "after"
+  // Walking backwards reads in the opposite order and flips the rows afterwards.
+  const order = (request.sortOrder === "asc") === (direction === "after") ? "ASC" : "DESC"
+  const op = (direction === "after") === (request.sortOrder === "asc") ? ">" : "<"
+  const onPageSide = (n) =>
+    cursor === undefined
+      ? { text: "TRUE", values: [] }
+      : {
+        text: `(${column}, ${id}) ${op} (${request.sortBy === "name" ? `$${n}` : `$${n}::timestamptz`}, $${n + 1}::uuid)`,
+        values: [cursor.value, cursor.id]
+      }
 
-const toPage = async (request, page, rows, total, existsBeyond, keyOf) => {
-  const hasMoreInDirection = rows.length > request.limit
+  const s = selectValues.length
+  const rowsWhere = onPageSide(s + 2)
+  const metaWhere = onPageSide(3)
+  const [{ rows }, { rows: [meta] }] = await Promise.all([
+    pool.query(
+      `SELECT ${select} ${rowsFrom(s + 1)} AND ${rowsWhere.text}
+             ORDER BY ${column} ${order}, ${id} ${order} LIMIT $${s + 2 + rowsWhere.values.length}`,
+      [...selectValues, value, ...rowsWhere.values, request.limit + 1]
+    ),
+    pool.query(
+      `SELECT
+        (SELECT count(*)::int ${keysFrom(1)}) AS total,
+        ${cursor === undefined ? "FALSE" : `EXISTS (SELECT 1 ${keysFrom(2)} AND NOT ${metaWhere.text})`} AS other_side`,
+      cursor === undefined ? [value] : [value, value, ...metaWhere.values]
+    )
+  ])
+
+  const moreAhead = rows.length > request.limit
   const pageRows = rows.slice(0, request.limit)
-  const data = page.direction === "after" ? pageRows : pageRows.reverse()
-  const cursorFor = (direction, { id, value }) =>
-    encodeCursor(request.scope, { sortBy: request.sortBy, sortOrder: request.sortOrder, direction, value, id })
-  const first = data[0]
-  const last = data[data.length - 1]
-  const startBoundary = first ? keyOf(first) : request.cursor
-  const endBoundary = last ? keyOf(last) : request.cursor
-  const hasPrev = page.direction === "before"
-    ? hasMoreInDirection
-    : startBoundary !== undefined && request.cursor !== undefined && (await existsBeyond("before", startBoundary))
-  const hasNext = page.direction === "after"
-    ? hasMoreInDirection
-    : endBoundary !== undefined && (await existsBeyond("after", endBoundary))
+  const data = direction === "after" ? pageRows : pageRows.reverse()
+  const keyOf = (row) => ({ value: row[sortKeyColumn[request.sortBy]], id: row.id })
+  const cursorFor = (side, { id, value }) =>
+    encodeCursor(request.scope, { sortBy: request.sortBy, sortOrder: request.sortOrder, direction: side, value, id })
+  // With an empty page, the cursor's own position is the boundary on both sides.
+  const start = data.length > 0 ? keyOf(data[0]) : cursor
+  const end = data.length > 0 ? keyOf(data[data.length - 1]) : cursor
+  const hasPrev = direction === "before" ? moreAhead : meta.other_side
+  const hasNext = direction === "after" ? moreAhead : meta.other_side
   return {
     data,
-    total,
-    nextCursor: hasNext && endBoundary ? cursorFor("after", endBoundary) : null,
-    prevCursor: hasPrev && startBoundary ? cursorFor("before", startBoundary) : null
+    total: meta.total,
+    nextCursor: hasNext && end ? cursorFor("after", end) : null,
+    prevCursor: hasPrev && start ? cursorFor("before", start) : null
   }
 }
 
-const keyOfFor = (sortBy) => (item) => ({ value: item[sortBy], id: item.id })
+const sortKeyColumn = { createdAt: "created_at", updatedAt: "updated_at", name: "name" }
 
 // ---------------------------------------------------------------- handlers
 
@@ -282,76 +298,51 @@ const keyOfFor = (sortBy) => (item) => ({ value: item[sortBy], id: item.id })
 const listOrganizations = async (user, params) => {
   checkListParams(params, new Set())
   const request = pageRequest(`organizations of user ${user.id}`, params)
-  const page = keyset(membershipSortColumns, request)
-  const where = page.where(2)
-  const [{ rows }, { rows: [{ count }] }] = await Promise.all([
-    pool.query(
-      `SELECT ${orgColumns} FROM memberships m JOIN organizations o ON o.id = m.organization_id
-              WHERE m.user_id = $1 AND ${where.text}
-              ORDER BY ${page.orderBy} LIMIT $${2 + where.values.length}`,
-      [user.id, ...where.values, page.limit]
-    ),
-    pool.query("SELECT count(*)::int AS count FROM memberships WHERE user_id = $1", [user.id])
-  ])
-  const existsBeyond = async (side, boundary) => {
-    const beyond = page.beyond(boundary, side === "after", 2)
-    const { rows: [row] } = await pool.query(
-      `SELECT EXISTS (SELECT 1 FROM memberships m
-              WHERE m.user_id = $1 AND ${beyond.text}) AS exists`,
-      [user.id, ...beyond.values]
-    )
-    return row.exists
-  }
-  return toPage(request, page, rows.map(organization), count, existsBeyond, keyOfFor(request.sortBy))
+  const page = await paginate(request, membershipSortColumns, {
+    select: orgColumns,
+    selectValues: [],
+    rowsFrom: (n) => `FROM memberships m JOIN organizations o ON o.id = m.organization_id WHERE m.user_id = $${n}`,
+    keysFrom: (n) => `FROM memberships m WHERE m.user_id = $${n}`,
+    value: user.id
+  })
+  return { ...page, data: page.data.map(organization) }
 }
 
-const findOrgForUser = async (user, organizationId) => {
-  const { rows } = await pool.query(orgForUser, [organizationId, user.id])
+/** The caller's role in the organization (Organizations/Repo.ts roleOf); 404 for a non-member. */
+const requireMember = async (user, organizationId) => {
+  const { rows } = await pool.query(roleOf, [user.id, organizationId])
   if (rows.length === 0) throw new HttpError(404, "NotFound", `Organization ${organizationId} not found`)
-  return rows[0]
-}
-
-/**
- * One page of teams from `source(n)` (a FROM ... WHERE text whose one
- * parameter, `value`, is placeholder $n), sorted by `columns`.
- */
-const listTeamsFrom = async (source, value, columns, request) => {
-  const page = keyset(columns, request)
-  const where = page.where(3)
-  const [{ rows }, { rows: [{ count }] }] = await Promise.all([
-    pool.query(
-      `SELECT ${teamColumns} FROM ${source(2)} AND ${where.text}
-              ORDER BY ${page.orderBy} LIMIT $${3 + where.values.length}`,
-      [planLinkTracking, value, ...where.values, page.limit]
-    ),
-    pool.query(`SELECT count(*)::int AS count FROM ${source(1)}`, [value])
-  ])
-  const existsBeyond = async (side, boundary) => {
-    const beyond = page.beyond(boundary, side === "after", 2)
-    const { rows: [row] } = await pool.query(
-      `SELECT EXISTS (SELECT 1 FROM ${source(1)}
-              AND ${beyond.text}) AS exists`,
-      [value, ...beyond.values]
-    )
-    return row.exists
-  }
-  return toPage(request, page, rows.map(team), count, existsBeyond, keyOfFor(request.sortBy))
+  return rows[0].role
 }
 
 const listTeams = async (user, params) => {
   checkListParams(params, new Set(["organizationId"]))
   const organizationId = params.get("organizationId") ?? undefined
+  let page
   if (organizationId === undefined) {
     // The teams of every organization the user belongs to, through their access rows.
     const request = pageRequest(`teams of user ${user.id}`, params)
-    const source = (n) => `team_access a JOIN teams t ON t.id = a.team_id WHERE a.user_id = $${n}`
-    return listTeamsFrom(source, user.id, accessSortColumns, request)
+    page = await paginate(request, accessSortColumns, {
+      select: teamColumns(1),
+      selectValues: [planLinkTracking],
+      rowsFrom: (n) => `FROM team_access a JOIN teams t ON t.id = a.team_id WHERE a.user_id = $${n}`,
+      keysFrom: (n) => `FROM team_access a WHERE a.user_id = $${n}`,
+      value: user.id
+    })
+  } else {
+    if (!uuid.test(organizationId)) throw new HttpError(400, "BadRequest", "organizationId must be a UUID")
+    await requireMember(user, organizationId)
+    const request = pageRequest(`teams of organization ${organizationId.toLowerCase()} for user ${user.id}`, params)
+    const from = (n) => `FROM teams t WHERE t.organization_id = $${n}`
+    page = await paginate(request, teamSortColumns, {
+      select: teamColumns(1),
+      selectValues: [planLinkTracking],
+      rowsFrom: from,
+      keysFrom: from,
+      value: organizationId
+    })
   }
-  if (!uuid.test(organizationId)) throw new HttpError(400, "BadRequest", "organizationId must be a UUID")
-  await findOrgForUser(user, organizationId)
-  const request = pageRequest(`teams of organization ${organizationId.toLowerCase()} for user ${user.id}`, params)
-  const source = (n) => `teams t WHERE t.organization_id = $${n}`
-  return listTeamsFrom(source, organizationId, teamSortColumns, request)
+  return { ...page, data: page.data.map(team) }
 }
 
 const json = /^application\/json\s*(?:;|$)/i
@@ -395,12 +386,9 @@ const updateTeam = async (user, teamId, req) => {
   }
 
   const notFound = () => new HttpError(404, "NotFound", `Team ${teamId} not found`)
-  const { rows: found } = await pool.query(teamById, [planLinkTracking, teamId])
-  if (found.length === 0) throw notFound()
-  const membership = await findOrgForUser(user, found[0].organization_id).catch((error) => {
-    throw error.status === 404 ? notFound() : error
-  })
-  if (membership.role !== "owner" && membership.role !== "admin") {
+  const { rows: [found] } = await pool.query(teamWithRole, [planLinkTracking, user.id, teamId])
+  if (found === undefined || found.role === null) throw notFound()
+  if (found.role !== "owner" && found.role !== "admin") {
     throw new HttpError(403, "Forbidden", "Only an admin or owner of the organization may do this")
   }
 
@@ -414,13 +402,16 @@ const updateTeam = async (user, teamId, req) => {
   if (changes.website !== undefined) assign("website", changes.website)
   if (changes.linkTrackingDefault !== undefined) assign("link_tracking_override", changes.linkTrackingDefault)
   if (changes.timezone !== undefined) assign("timezone", changes.timezone)
-  if (assignments.length > 0) {
-    values.push(teamId)
-    await pool.query(`UPDATE teams SET ${assignments.join(", ")}, updated_at = now() WHERE id = $${values.length}`, values)
-  }
-  const { rows } = await pool.query(teamById, [planLinkTracking, teamId])
-  if (rows.length === 0) throw notFound()
-  return team(rows[0])
+  // With no changes, the team is returned as it is.
+  if (assignments.length === 0) return team(found)
+  values.push(teamId, planLinkTracking)
+  const { rows: [updated] } = await pool.query(
+    `UPDATE teams t SET ${assignments.join(", ")}, updated_at = now()
+        WHERE t.id = $${values.length - 1} RETURNING ${teamColumns(values.length)}`,
+    values
+  )
+  if (updated === undefined) throw notFound()
+  return team(updated)
 }
 
 // ---------------------------------------------------------------- routing
