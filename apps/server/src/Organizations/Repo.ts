@@ -18,8 +18,7 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    // The exact shape of the contract's Organization, so rows need no reshaping;
-    // the response schema checks them on the way out.
+    // The exact JSON form of the contract's Organization: rows are sent as they come.
     const iso = (column: string) => sql.literal(`to_char(o.${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`)
     const columns = sql`o.id, o.name, o.billing_email, o.onboarding_data, o.payment_customer_id,
       o.payment_subscription_id, o.payment_payment_method_id, o.payment_metered_subscription_item_id,

@@ -1,5 +1,6 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { CurrentUser, NotFound, PostlineApi, type TeamId } from "@postline/domain"
+import { CurrentUser, NotFound, PostlineApi, Team, type TeamId, TeamList } from "@postline/domain"
+import { asEncoded } from "../Http/Encoded.js"
 import { Effect } from "effect"
 import { OrganizationPolicy } from "../Organizations/Policy.js"
 import { pageRequest } from "../Pagination/Keyset.js"
@@ -26,19 +27,23 @@ export const TeamsHttpLive = HttpApiBuilder.group(PostlineApi, "teams", (handler
         Effect.gen(function*() {
           const user = yield* CurrentUser
           if (organizationId === undefined) {
-            return yield* repo.listForUser(user.id, yield* pageRequest(`teams of user ${user.id}`, query))
+            const request = yield* pageRequest(`teams of user ${user.id}`, query)
+            return asEncoded(TeamList)(yield* repo.listForUser(user.id, request))
           }
           yield* policy.requireMember(organizationId)
           const request = yield* pageRequest(`teams of organization ${organizationId.toLowerCase()} for user ${user.id}`, query)
-          return yield* repo.listOfOrganization(organizationId, request)
+          return asEncoded(TeamList)(yield* repo.listOfOrganization(organizationId, request))
         }))
       .handle("createTeam", ({ payload }) =>
-        Effect.zipRight(policy.requireManager(payload.organizationId), repo.create(payload)))
-      .handle("getTeam", ({ path }) => Effect.map(findVisible(path.teamId), ({ team }) => team))
+        policy.requireManager(payload.organizationId).pipe(
+          Effect.zipRight(repo.create(payload)),
+          Effect.map(asEncoded(Team, { status: 201 }))
+        ))
+      .handle("getTeam", ({ path }) => Effect.map(findVisible(path.teamId), ({ team }) => asEncoded(Team)(team)))
       .handle("updateTeam", ({ path, payload }) =>
         Effect.gen(function*() {
           const { role, team } = yield* findVisible(path.teamId)
           yield* policy.requireManagerRole(role)
-          return yield* repo.update(team, payload)
+          return asEncoded(Team)(yield* repo.update(team, payload))
         }))
   }))

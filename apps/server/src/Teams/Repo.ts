@@ -13,9 +13,8 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    // The exact shape of the contract's Team, so rows need no reshaping; the
-    // response schema checks them on the way out. linkTrackingDefault is the
-    // team's override, else the plan default.
+    // The exact JSON form of the contract's Team: rows are sent as they come.
+    // linkTrackingDefault is the team's override, else the plan default.
     const iso = (column: string) => sql.literal(`to_char(t.${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`)
     const columns = sql`t.id, t.organization_id, t.name, t.website,
       coalesce(t.link_tracking_override, ${planDefaults.linkTracking}) AS link_tracking_default, t.timezone,
