@@ -70,17 +70,17 @@ INSERT INTO organizations (id, name, billing_email, onboarding_data, payment_cus
   SELECT s.id, s.name,
     CASE WHEN s.i % 2 = 0 THEN 'billing+' || s.i || '@example.com' END,
     CASE s.i % 3
-      WHEN 0 THEN jsonb_build_object(
+      WHEN 0 THEN json_build_object(
         'version', 1, 'status', 'completed', 'currentStep', 'completed',
-        'completedSteps', jsonb_build_array('organization_profile', 'job_role', 'workspace_setup', 'goals', 'mcp_cli_setup', 'spend_cap'),
-        'organizationProfile', jsonb_build_object('displayName', left(s.name, 64), 'jobRole', 'founder_or_owner'),
-        'workspaceProfile', jsonb_build_object('teamName', 'Main team', 'website', NULL),
-        'goals', jsonb_build_object('primaryGoal', 'social_media_marketing', 'teamSize', '6-20'),
+        'completedSteps', json_build_array('organization_profile', 'job_role', 'workspace_setup', 'goals', 'mcp_cli_setup', 'spend_cap'),
+        'organizationProfile', json_build_object('displayName', left(s.name, 64), 'jobRole', 'founder_or_owner'),
+        'workspaceProfile', json_build_object('teamName', 'Main team', 'website', NULL),
+        'goals', json_build_object('primaryGoal', 'social_media_marketing', 'teamSize', '6-20'),
         'completedAt', to_char(s.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
-      WHEN 1 THEN jsonb_build_object(
+      WHEN 1 THEN json_build_object(
         'version', 1, 'status', 'in_progress', 'currentStep', 'goals',
-        'completedSteps', jsonb_build_array('organization_profile', 'job_role', 'workspace_setup'),
-        'workspaceProfile', jsonb_build_object('teamName', 'Main team', 'website', 'https://example.com'))
+        'completedSteps', json_build_array('organization_profile', 'job_role', 'workspace_setup'),
+        'workspaceProfile', json_build_object('teamName', 'Main team', 'website', 'https://example.com'))
     END,
     CASE WHEN s.i % 4 = 0 THEN 'cus_' || substr(md5('cus' || s.i), 1, 14) END,
     CASE WHEN s.i % 4 = 0 THEN 'sub_' || substr(md5('sub' || s.i), 1, 14) END,

@@ -204,6 +204,8 @@ layer(TestServer, { excludeTestServices: true })("organizations", (it) => {
           updatedAt: expect.stringMatching(isoUtc)
         })
         expect(response.body.updatedAt > org.updatedAt).toBe(true)
+        // Sent back byte for byte, in the order it was written.
+        expect(JSON.stringify(response.body.onboardingData)).toBe(JSON.stringify(validOnboarding))
 
         const cleared = yield* alice.client.organizations.updateOrganization({
           path: { organizationId: org.id },

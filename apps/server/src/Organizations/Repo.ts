@@ -66,7 +66,7 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
       const assignments = [
         changes.name !== undefined ? sql`name = ${changes.name}` : undefined,
         changes.onboardingData !== undefined
-          ? sql`onboarding_data = ${changes.onboardingData === null ? null : JSON.stringify(changes.onboardingData)}::jsonb`
+          ? sql`onboarding_data = ${changes.onboardingData === null ? null : JSON.stringify(changes.onboardingData)}::json`
           : undefined
       ].filter((fragment) => fragment !== undefined)
       return (assignments.length === 0

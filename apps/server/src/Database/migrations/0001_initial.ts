@@ -1,6 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
+// onboarding_data is json, not jsonb, so that it keeps the key order it was
+// written in (the schema's) and is sent back byte for byte.
 // Timestamps keep milliseconds only, so that the values in keyset cursors
 // round-trip exactly through JavaScript. Names sort by code point (collation
 // "C"), the same on every server whatever its locale.
@@ -30,7 +32,7 @@ export default Effect.gen(function*() {
       id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
       name text COLLATE "C" NOT NULL,
       billing_email text,
-      onboarding_data jsonb,
+      onboarding_data json,
       payment_customer_id text,
       payment_subscription_id text,
       payment_payment_method_id text,
