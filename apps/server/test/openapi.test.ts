@@ -32,6 +32,10 @@ describe("the OpenAPI document", () => {
     expect(operations.map(({ method, operation, path }) => `${operation.operationId} ${method.toUpperCase()} ${path}`).sort())
       .toEqual([
         "health.health GET /health",
+        "members.addMember POST /v1/organizations/{organizationId}/members",
+        "members.listMembers GET /v1/organizations/{organizationId}/members",
+        "members.removeMember DELETE /v1/organizations/{organizationId}/members/{userId}",
+        "members.updateMember PATCH /v1/organizations/{organizationId}/members/{userId}",
         "organizations.createOrganization POST /v1/organizations",
         "organizations.getOrganization GET /v1/organizations/{organizationId}",
         "organizations.listOrganizations GET /v1/organizations",
@@ -86,7 +90,9 @@ describe("the OpenAPI document", () => {
   })
 
   it("forbids extra properties in request bodies and gives names their bounds", () => {
-    for (const name of ["CreateOrganization", "UpdateOrganization", "CreateTeam", "UpdateTeam", "OnboardingData"]) {
+    for (
+      const name of ["CreateOrganization", "UpdateOrganization", "CreateTeam", "UpdateTeam", "OnboardingData", "AddMember", "UpdateMember"]
+    ) {
       expect(spec.components.schemas[name].additionalProperties, name).toBe(false)
     }
     expect(spec.components.schemas.Name).toMatchObject({ type: "string", minLength: 2, maxLength: 64 })

@@ -11,6 +11,7 @@ import {
   Unauthorized
 } from "./Errors.js"
 import { HealthGroup } from "./Health.js"
+import { MembersGroup } from "./Members.js"
 import { OrganizationsGroup } from "./Organizations.js"
 import { TeamsGroup } from "./Teams.js"
 
@@ -45,6 +46,7 @@ const dropBuiltinFromUnion = (value: { anyOf: Array<{ $ref?: string }> }) => {
 export class PostlineApi extends HttpApi.make("postline")
   .add(OrganizationsGroup)
   .add(TeamsGroup)
+  .add(MembersGroup)
   .add(HealthGroup)
   .addError(HttpApiDecodeError)
   .addError(BadRequest)

@@ -2,6 +2,8 @@ import { HttpApiBuilder, HttpApiScalar, HttpMiddleware } from "@effect/platform"
 import { PostlineApi } from "@postline/domain"
 import { Layer } from "effect"
 import { HealthHttpLive } from "../Health/Http.js"
+import { MembersHttpLive } from "../Members/Http.js"
+import { MembersRepo } from "../Members/Repo.js"
 import { OrganizationsHttpLive } from "../Organizations/Http.js"
 import { OrganizationPolicy } from "../Organizations/Policy.js"
 import { OrganizationsRepo } from "../Organizations/Repo.js"
@@ -14,12 +16,13 @@ import { ErrorBodiesLive } from "./ErrorBodies.js"
 import { JsonBodyLive } from "./JsonBody.js"
 
 const ApiLive = HttpApiBuilder.api(PostlineApi).pipe(
-  Layer.provide([OrganizationsHttpLive, TeamsHttpLive, HealthHttpLive]),
+  Layer.provide([OrganizationsHttpLive, TeamsHttpLive, MembersHttpLive, HealthHttpLive]),
   Layer.provide([AuthenticationLive, JsonBodyLive]),
   Layer.provide([
     OrganizationPolicy.Default,
     OrganizationsRepo.Default,
     TeamsRepo.Default,
+    MembersRepo.Default,
     UsersRepo.Default,
     Cursors.Default
   ])

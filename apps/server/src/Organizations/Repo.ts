@@ -38,6 +38,7 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
         sql,
         request,
         columns: membershipSortColumns,
+        idOf: (organization) => organization.id,
         select: columns,
         rowsFrom: sql`FROM memberships m JOIN organizations o ON o.id = m.organization_id WHERE m.user_id = ${userId}`,
         keysFrom: sql`FROM memberships m WHERE m.user_id = ${userId}`

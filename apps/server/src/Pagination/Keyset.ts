@@ -31,7 +31,6 @@ export interface Page<A> {
 }
 
 interface Keyed {
-  readonly id: string
   readonly createdAt: string
   readonly updatedAt: string
   readonly name: string
@@ -62,6 +61,8 @@ export const paginate = <A extends Keyed>(options: {
   readonly sql: SqlClient.SqlClient
   readonly request: PageRequest
   readonly columns: SortColumns
+  /** The item's tie-breaking id, the value of `columns.id`. */
+  readonly idOf: (item: A) => string
   /** The page's columns. */
   readonly select: Statement.Fragment
   /** `FROM … WHERE …` of the rows with their details, for the page. */
@@ -96,7 +97,7 @@ export const paginate = <A extends Keyed>(options: {
           : sql`FALSE`
       } AS other_side`
     ], { concurrency: "unbounded" })
-    return yield* toPage(request, direction, rows, meta)
+    return yield* toPage(request, direction, rows, meta, options.idOf)
   })
 
 interface Position {
@@ -104,13 +105,12 @@ interface Position {
   readonly id: string
 }
 
-const keyOf = (sortBy: SortField, item: Keyed): Position => ({ value: item[sortBy], id: item.id })
-
 const toPage = <A extends Keyed>(
   request: PageRequest,
   direction: "after" | "before",
   rows: ReadonlyArray<A>,
-  meta: { readonly total: number; readonly otherSide: boolean }
+  meta: { readonly total: number; readonly otherSide: boolean },
+  idOf: (item: A) => string
 ) =>
   Effect.map(Cursors, (cursors): Page<A> => {
     const moreAhead = rows.length > request.limit
@@ -119,10 +119,11 @@ const toPage = <A extends Keyed>(
     const cursorFor = (side: "before" | "after", { id, value }: Position) =>
       cursors.encode(request.scope, { sortBy: request.sortBy, sortOrder: request.sortOrder, direction: side, value, id })
 
+    const keyOf = (item: A): Position => ({ value: item[request.sortBy], id: idOf(item) })
     // With an empty page, the cursor's own position is the boundary on both sides.
     const cursor = Option.getOrUndefined(request.cursor)
-    const start = data.length > 0 ? keyOf(request.sortBy, data[0]) : cursor
-    const end = data.length > 0 ? keyOf(request.sortBy, data[data.length - 1]) : cursor
+    const start = data.length > 0 ? keyOf(data[0]) : cursor
+    const end = data.length > 0 ? keyOf(data[data.length - 1]) : cursor
     // Nothing lies between the cursor and the page, so "anything on the cursor's
     // other side" is "anything beyond the page's boundary on that side".
     const hasPrev = direction === "before" ? moreAhead : meta.otherSide

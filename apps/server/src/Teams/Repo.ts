@@ -26,6 +26,7 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
         sql,
         request,
         columns: accessSortColumns,
+        idOf: (team) => team.id,
         select: columns,
         rowsFrom: sql`FROM team_access a JOIN teams t ON t.id = a.team_id WHERE a.user_id = ${userId}`,
         keysFrom: sql`FROM team_access a WHERE a.user_id = ${userId}`
@@ -34,7 +35,15 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
     /** The teams of one organization, by its own indexes. */
     const listOfOrganization = (organizationId: OrganizationId, request: PageRequest) => {
       const from = sql`FROM teams t WHERE t.organization_id = ${organizationId}`
-      return paginate<Team>({ sql, request, columns: teamSortColumns, select: columns, rowsFrom: from, keysFrom: from })
+      return paginate<Team>({
+        sql,
+        request,
+        columns: teamSortColumns,
+        idOf: (team) => team.id,
+        select: columns,
+        rowsFrom: from,
+        keysFrom: from
+      })
         .pipe(Effect.orDie)
     }
 
