@@ -2,11 +2,14 @@ import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer, Logger, LogLevel } from "effect"
 import { parseArgs } from "node:util"
 import { DatabaseLive } from "./Database/Database.js"
+import { minPasswordLength } from "./Users/Passwords.js"
 import { UsersRepo } from "./Users/Repo.js"
 
 const usage = `Usage:
   pnpm admin users create --email <email> --name <name>
-      Creates a user and a personal access token; prints {"id","email","token"} as JSON.`
+      Creates a user and a personal access token; prints {"id","email","token"} as JSON.
+  pnpm admin users set-password --email <email>  < password
+      Reads a password from standard input (one line) and stores its scrypt hash.`
 
 class UsageError extends Error {}
 
@@ -25,10 +28,40 @@ const createUser = (args: Array<string>) =>
     yield* Console.log(JSON.stringify({ id: user.id, email: user.email, token }))
   })
 
-const [resource, action, ...rest] = process.argv.slice(2)
+const readStandardInput = Effect.promise(async () => {
+  const chunks: Array<Buffer> = []
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks).toString("utf8")
+})
 
-const program = resource === "users" && action === "create"
-  ? createUser(rest).pipe(Effect.provide(UsersRepo.Default))
+const setPassword = (args: Array<string>) =>
+  Effect.gen(function*() {
+    const { values } = yield* Effect.try({
+      try: () => parseArgs({ args, options: { email: { type: "string" } }, strict: true }),
+      catch: (error) => new UsageError((error as Error).message)
+    })
+    const email = values.email?.trim()
+    if (!email) return yield* Effect.fail(new UsageError("--email is required"))
+    // One line: a trailing newline from `echo` or a terminal is not part of the password.
+    const password = (yield* readStandardInput).replace(/\r?\n$/, "")
+    if ([...password].length < minPasswordLength || password.includes("\n")) {
+      return yield* Effect.fail(new UsageError(`The password must be one line of at least ${minPasswordLength} characters`))
+    }
+    const users = yield* UsersRepo
+    if (!(yield* users.setPassword(email, password))) return yield* Effect.fail(new Error(`No user with email ${email}`))
+    yield* Console.error(`Password set for ${email}`)
+  })
+
+const commands: Record<string, (args: Array<string>) => Effect.Effect<void, Error, UsersRepo>> = {
+  "users create": createUser,
+  "users set-password": setPassword
+}
+
+const [resource, action, ...rest] = process.argv.slice(2)
+const command = commands[`${resource} ${action}`]
+
+const program = command
+  ? command(rest).pipe(Effect.provide(UsersRepo.Default))
   : Effect.fail(new UsageError(`Unknown command: ${[resource, action].filter(Boolean).join(" ") || "(none)"}`))
 
 program.pipe(

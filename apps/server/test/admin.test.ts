@@ -5,8 +5,31 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { PGlite } from "@electric-sql/pglite"
+import Pg from "pg"
 import { lockDataDir } from "../src/Database/DataDirLock.js"
+import { verifyPassword } from "../src/Users/Passwords.js"
 import { scopedPostgresDatabase, testDatabaseKind } from "./support/TestDatabase.js"
+
+/** The stored hash, read straight from the database the admin command used. */
+const passwordHashOf = async (env: Record<string, string>, email: string) => {
+  const query = `SELECT password_hash FROM users WHERE email = '${email}'`
+  if (env.DATABASE_URL) {
+    const client = new Pg.Client({ connectionString: env.DATABASE_URL })
+    await client.connect()
+    try {
+      return (await client.query(query)).rows[0]?.password_hash as string | undefined
+    } finally {
+      await client.end()
+    }
+  }
+  const db = await PGlite.create(env.DATA_DIR!)
+  try {
+    return (await db.query<{ password_hash: string }>(query)).rows[0]?.password_hash
+  } finally {
+    await db.close()
+  }
+}
 
 const serverDir = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "..")
 
@@ -17,14 +40,15 @@ interface Run {
 }
 
 /** Runs the admin command as `pnpm admin` does, against the given database settings. */
-const admin = (args: ReadonlyArray<string>, env: Record<string, string>) =>
+const admin = (args: ReadonlyArray<string>, env: Record<string, string>, input = "") =>
   Effect.async<Run>((resume) => {
-    execFile(
+    const child = execFile(
       process.execPath,
       ["--import", "tsx", "src/admin.ts", ...args],
       { cwd: serverDir, env: { PATH: process.env.PATH ?? "", ...env } },
       (error, stdout, stderr) => resume(Effect.succeed({ code: error ? (error.code as number) ?? 1 : 0, stdout, stderr }))
     )
+    child.stdin?.end(input)
   })
 
 /** Database settings for a fresh database of this project's kind. */
@@ -69,6 +93,30 @@ describe("pnpm admin", () => {
       expect(duplicate.code).not.toBe(0)
       expect(duplicate.stdout).toBe("")
       expect(duplicate.stderr).toContain("A user with email ALICE@example.com already exists")
+    }), 60_000)
+
+  it.scoped("sets a password from standard input, stored only as a salted scrypt hash", () =>
+    Effect.gen(function*() {
+      const env = yield* freshDatabase
+      const created = yield* admin(["users", "create", "--email", "carol@example.com", "--name", "Carol"], env)
+      expect(created.code, created.stderr).toBe(0)
+      const set = yield* admin(["users", "set-password", "--email", "Carol@example.com"], env, "correct horse\n")
+      expect(set.code, set.stderr).toBe(0)
+      expect(set.stdout).toBe("")
+
+      const short = yield* admin(["users", "set-password", "--email", "carol@example.com"], env, "short\n")
+      expect(short.code).not.toBe(0)
+      expect(short.stderr).toContain("at least 8 characters")
+      const unknown = yield* admin(["users", "set-password", "--email", "nobody@example.com"], env, "long enough\n")
+      expect(unknown.code).not.toBe(0)
+      expect(unknown.stderr).toContain("No user with email nobody@example.com")
+
+      const stored = yield* Effect.promise(() => passwordHashOf(env, "carol@example.com"))
+      expect(stored).toMatch(/^scrypt\$32768\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{86}$/)
+      expect(stored).not.toContain("correct horse")
+      expect(yield* Effect.promise(() => verifyPassword("correct horse", stored!))).toBe(true)
+      expect(yield* Effect.promise(() => verifyPassword("correct horse\n", stored!))).toBe(false)
+      expect(yield* Effect.promise(() => verifyPassword("wrong horse", stored!))).toBe(false)
     }), 60_000)
 
   it.scoped("explains its usage on a bad command or missing options", () =>

@@ -2,12 +2,17 @@ import { Migrator } from "@effect/sql"
 import { Layer } from "effect"
 import initial from "./migrations/0001_initial.js"
 import listAccessPaths from "./migrations/0002_list_access_paths.js"
+import userPasswords from "./migrations/0003_user_passwords.js"
 
 const run = Migrator.make({})
 
 /** Brings the schema up to date; static imports keep the bundle free of a file-system loader. */
 export const runMigrations = run({
-  loader: Migrator.fromRecord({ "0001_initial": initial, "0002_list_access_paths": listAccessPaths }),
+  loader: Migrator.fromRecord({
+    "0001_initial": initial,
+    "0002_list_access_paths": listAccessPaths,
+    "0003_user_passwords": userPasswords
+  }),
   table: "postline_migrations"
 })
 

@@ -2,6 +2,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Conflict, User } from "@postline/domain"
 import { Effect, Option, Schema } from "effect"
 import { isUniqueViolation } from "../Database/Errors.js"
+import { hashPassword } from "./Passwords.js"
 import { generateToken, hashToken } from "./Tokens.js"
 
 export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
@@ -36,8 +37,18 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
         return { user, token }
       }).pipe(sql.withTransaction)
 
+    /** Stores the password's scrypt hash; false when no user has this email. */
+    const setPassword = (email: string, password: string) =>
+      Effect.gen(function*() {
+        const passwordHash = yield* Effect.promise(() => hashPassword(password))
+        const updated = yield* sql`UPDATE users SET password_hash = ${passwordHash}
+          WHERE lower(email) = lower(${email}) RETURNING id`
+        return updated.length > 0
+      }).pipe(Effect.orDie)
+
     return {
       createWithToken,
+      setPassword,
       findByToken: (token: string): Effect.Effect<Option.Option<User>> =>
         findByTokenHash(hashToken(token)).pipe(Effect.orDie)
     }
