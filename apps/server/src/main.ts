@@ -10,14 +10,15 @@ const ServerLive = NodeHttpServer.layerConfig(createServer, {
   host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0"))
 })
 
+const logLevel = Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info))
+
 /** JSON logs from `LOG_LEVEL` up; at INFO and below, an access log line per request. */
 const AppLive = Layer.unwrapEffect(
-  Effect.map(Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info)), (level) =>
+  Effect.map(logLevel, (level) =>
     makeHttpLive({ accessLog: LogLevel.lessThanEqual(level, LogLevel.Info) }).pipe(
       HttpServer.withLogAddress,
       Layer.provide(ServerLive),
-      Layer.provide(DatabaseLive),
-      Layer.provide(Layer.merge(Logger.json, Logger.minimumLogLevel(level)))
+      Layer.provide(DatabaseLive)
     ))
 )
 
@@ -26,5 +27,8 @@ AppLive.pipe(
   HttpMiddleware.withTracerDisabledWhen(() => true),
   Layer.provide(Layer.setTracerEnabled(false)),
   Layer.launch,
-  NodeRuntime.runMain({ disablePrettyLogger: true })
+  Effect.tapErrorCause((cause) => Effect.logFatal("The server could not start", cause)),
+  Effect.provide(Logger.json),
+  Effect.provide(Layer.unwrapEffect(Effect.map(Effect.orElseSucceed(logLevel, () => LogLevel.Info), Logger.minimumLogLevel))),
+  NodeRuntime.runMain({ disablePrettyLogger: true, disableErrorReporting: true })
 )

@@ -6,6 +6,7 @@ import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { lockDataDir } from "../src/Database/DataDirLock.js"
 import { scopedPostgresDatabase, testDatabaseKind } from "./support/TestDatabase.js"
 
 const serverDir = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "..")
@@ -93,4 +94,35 @@ describe("the server process", () => {
       expect(yield* Effect.promise(() => server.exited)).toBe(0)
       expect(server.lines.filter((line) => line.includes("Sent HTTP response"))).toEqual([])
     }), 60_000)
+
+  it.scopedLive.skipIf(testDatabaseKind !== "embedded")(
+    "exits with 1 and one clear log line when the data folder is held",
+    () =>
+      Effect.gen(function*() {
+        const { DATA_DIR } = yield* freshDatabase
+        const holder = yield* Scope.make()
+        yield* lockDataDir(DATA_DIR!).pipe(Scope.extend(holder))
+        const run = yield* Effect.promise(() =>
+          new Promise<{ code: number | null; stdout: string }>((resolve) => {
+            const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+              cwd: serverDir,
+              env: { PATH: process.env.PATH ?? "", DATA_DIR: DATA_DIR!, PORT: "1" }
+            })
+            let stdout = ""
+            child.stdout.on("data", (chunk: Buffer) => (stdout += chunk))
+            child.once("exit", (code) => resolve({ code, stdout }))
+          })
+        )
+        expect(run.code).toBe(1)
+        const lines = run.stdout.trim().split("\n").map((line) => JSON.parse(line))
+        expect(lines).toEqual([
+          expect.objectContaining({
+            message: "The server could not start",
+            logLevel: "FATAL",
+            cause: expect.stringContaining(`is in use by another Postline process (pid ${process.pid})`)
+          })
+        ])
+      }),
+    60_000
+  )
 })

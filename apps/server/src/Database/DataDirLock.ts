@@ -42,7 +42,7 @@ export const lockDataDir = (dataDir: string) => {
         : Effect.fail(
           new DataDirLocked({
             message: `The data folder ${Path.resolve(dataDir)} is in use by another Postline process ` +
-              `(pid ${Fs.readFileSync(file, "utf8")}). Stop it first, or set DATABASE_URL.`
+              `(pid ${Fs.readFileSync(file, "utf8").trim()}). Stop it first, or set DATABASE_URL.`
           })
         )
     }),
