@@ -1,6 +1,7 @@
 import { SqlClient, type SqlError } from "@effect/sql"
 import { Conflict, type Member, type MemberRole, NotFound, type OrganizationId, type UserId } from "@postline/domain"
 import { Effect, Option } from "effect"
+import { isoUtc } from "../Database/Columns.js"
 import { type PageRequest, paginate, type SortColumns } from "../Pagination/Keyset.js"
 
 const memberSortColumns: SortColumns = {
@@ -17,7 +18,7 @@ export class MembersRepo extends Effect.Service<MembersRepo>()("MembersRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const iso = (column: string) => sql.literal(`to_char(m.${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`)
+    const iso = (column: string) => isoUtc(sql, `m.${column}`)
     // The exact JSON form of the contract's Member: rows are sent as they come.
     const columns = sql`m.organization_id, m.user_id, u.email, u.name, m.role,
       ${iso("created_at")} AS created_at, ${iso("updated_at")} AS updated_at`

@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import type { Organization, OrganizationId, UpdateOrganization, UserId } from "@postline/domain"
 import { Effect, Option, Schema } from "effect"
+import { isoUtc } from "../Database/Columns.js"
 import { type PageRequest, paginate, type SortColumns } from "../Pagination/Keyset.js"
 
 export const Role = Schema.Literal("owner", "admin", "member")
@@ -19,7 +20,7 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
     const sql = yield* SqlClient.SqlClient
 
     // The exact JSON form of the contract's Organization: rows are sent as they come.
-    const iso = (column: string) => sql.literal(`to_char(o.${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`)
+    const iso = (column: string) => isoUtc(sql, `o.${column}`)
     const columns = sql`o.id, o.name, o.billing_email, o.onboarding_data, o.payment_customer_id,
       o.payment_subscription_id, o.payment_payment_method_id, o.payment_metered_subscription_item_id,
       o.credits_balance::float8 AS credits_balance, o.reserved_credits::float8 AS reserved_credits,

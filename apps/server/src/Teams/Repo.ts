@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import type { CreateTeam, OrganizationId, Team, TeamId, UpdateTeam, UserId } from "@postline/domain"
 import { Effect, Option } from "effect"
 import type { Role } from "../Organizations/Repo.js"
+import { isoUtc } from "../Database/Columns.js"
 import { type PageRequest, paginate, type SortColumns, sortColumnsOf } from "../Pagination/Keyset.js"
 import { planDefaults } from "./PlanDefaults.js"
 
@@ -15,7 +16,7 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
 
     // The exact JSON form of the contract's Team: rows are sent as they come.
     // linkTrackingDefault is the team's override, else the plan default.
-    const iso = (column: string) => sql.literal(`to_char(t.${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`)
+    const iso = (column: string) => isoUtc(sql, `t.${column}`)
     const columns = sql`t.id, t.organization_id, t.name, t.website,
       coalesce(t.link_tracking_override, ${planDefaults.linkTracking}) AS link_tracking_default, t.timezone,
       ${iso("created_at")} AS created_at, ${iso("updated_at")} AS updated_at`
