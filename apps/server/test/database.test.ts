@@ -2,8 +2,9 @@ import { expect, it, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Cause, Deferred, Effect, Fiber, Logger } from "effect"
 import { layerEmbedded } from "../src/Database/Sql.js"
-import { makeTestServer, raw, signUp } from "./support/TestServer.js"
-import { testDatabaseKind } from "./support/TestDatabase.js"
+import Pg from "pg"
+import { makeTestServer, raw, signUp, TestServer } from "./support/TestServer.js"
+import { postgresAdminUrl, testDatabaseKind } from "./support/TestDatabase.js"
 
 const errorLog: Array<string> = []
 const capturingLogger = Logger.replace(
@@ -37,6 +38,29 @@ layer(makeTestServer(capturingLogger), { excludeTestServices: true })("database 
       yield* sql`ALTER TABLE memberships DROP CONSTRAINT reject_all`
       expect(response.status).toBe(500)
       expect(yield* sql`SELECT id FROM organizations WHERE name = 'Half'`).toEqual([])
+    }))
+})
+
+layer(TestServer, { excludeTestServices: true })("health", (it) => {
+  it.effect("answers 200 while the database answers", () =>
+    Effect.gen(function*() {
+      const response = yield* raw({ method: "GET", path: "/health" })
+      expect(response).toMatchObject({ status: 200, body: { status: "ok", database: "up" } })
+    }))
+
+  it.effect.skipIf(testDatabaseKind !== "postgres")("answers 503 ServiceUnavailable once the database is gone", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const [{ name }] = yield* sql<{ name: string }>`SELECT current_database() AS name`
+      yield* Effect.promise(async () => {
+        const admin = new Pg.Client({ connectionString: postgresAdminUrl })
+        await admin.connect()
+        await admin.query(`DROP DATABASE ${name} WITH (FORCE)`)
+        await admin.end()
+      })
+      const response = yield* raw({ method: "GET", path: "/health" })
+      expect(response.status).toBe(503)
+      expect(response.body).toEqual({ _tag: "ServiceUnavailable", message: "The database does not answer" })
     }))
 })
 
