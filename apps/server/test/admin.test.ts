@@ -1,15 +1,14 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
 import { execFile } from "node:child_process"
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { PGlite } from "@electric-sql/pglite"
 import Pg from "pg"
 import { lockDataDir } from "../src/Database/DataDirLock.js"
 import { verifyPassword } from "../src/Users/Passwords.js"
-import { scopedPostgresDatabase, testDatabaseKind } from "./support/TestDatabase.js"
+import { freshDatabaseEnv, scopedTempDir, testDatabaseKind } from "./support/TestDatabase.js"
 
 /** The stored hash, read straight from the database the admin command used. */
 const passwordHashOf = async (env: Record<string, string>, email: string) => {
@@ -51,21 +50,11 @@ const admin = (args: ReadonlyArray<string>, env: Record<string, string>, input =
     child.stdin?.end(input)
   })
 
-/** Database settings for a fresh database of this project's kind. */
-const freshDatabase: Effect.Effect<Record<string, string>, never, Scope.Scope> = testDatabaseKind === "postgres"
-  ? Effect.map(scopedPostgresDatabase, ({ url }) => ({ DATABASE_URL: url }))
-  : Effect.acquireRelease(
-    Effect.sync(() => mkdtempSync(Path.join(tmpdir(), "postline-admin-"))),
-    (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
-  ).pipe(Effect.map((dir) => ({ DATA_DIR: dir })))
 
 describe("the data folder lock", () => {
   it.scoped("takes over a lock left by a dead process or by an earlier life of its own pid", () =>
     Effect.gen(function*() {
-      const dir = yield* Effect.acquireRelease(
-        Effect.sync(() => mkdtempSync(Path.join(tmpdir(), "postline-lock-"))),
-        (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
-      )
+      const dir = yield* scopedTempDir("postline-lock-")
       for (const stale of [String(process.pid), "999999999", "garbage"]) {
         writeFileSync(Path.join(dir, "postline.lock"), stale)
         const scope = yield* Scope.make()
@@ -80,7 +69,7 @@ describe("the data folder lock", () => {
 describe("pnpm admin", () => {
   it.scoped("creates a user and prints only {id, email, token} as JSON; a duplicate email fails", () =>
     Effect.gen(function*() {
-      const env = yield* freshDatabase
+      const env = yield* freshDatabaseEnv
       const created = yield* admin(["users", "create", "--email", "alice@example.com", "--name", "Alice"], env)
       expect(created.code, created.stderr).toBe(0)
       const output = JSON.parse(created.stdout)
@@ -97,7 +86,7 @@ describe("pnpm admin", () => {
 
   it.scoped("sets a password from standard input, stored only as a salted scrypt hash", () =>
     Effect.gen(function*() {
-      const env = yield* freshDatabase
+      const env = yield* freshDatabaseEnv
       const created = yield* admin(["users", "create", "--email", "carol@example.com", "--name", "Carol"], env)
       expect(created.code, created.stderr).toBe(0)
       const set = yield* admin(["users", "set-password", "--email", "Carol@example.com"], env, "correct horse\n")
@@ -121,7 +110,7 @@ describe("pnpm admin", () => {
 
   it.scoped("explains its usage on a bad command or missing options", () =>
     Effect.gen(function*() {
-      const env = yield* freshDatabase
+      const env = yield* freshDatabaseEnv
       const unknown = yield* admin(["users", "delete"], env)
       expect(unknown.code).not.toBe(0)
       expect(unknown.stderr).toContain("Usage:")
@@ -134,7 +123,7 @@ describe("pnpm admin", () => {
     "refuses while another process holds the embedded data folder",
     () =>
       Effect.gen(function*() {
-        const env = yield* freshDatabase
+        const env = yield* freshDatabaseEnv
         const holder = yield* Scope.make()
         yield* lockDataDir(env.DATA_DIR!).pipe(Scope.extend(holder))
         const refused = yield* admin(["users", "create", "--email", "bob@example.com", "--name", "Bob"], env)

@@ -1,13 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Scope } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
-import { existsSync, mkdtempSync, rmSync } from "node:fs"
+import { existsSync } from "node:fs"
 import { createServer } from "node:net"
-import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { lockDataDir } from "../src/Database/DataDirLock.js"
-import { scopedPostgresDatabase, testDatabaseKind } from "./support/TestDatabase.js"
+import { freshDatabaseEnv, testDatabaseKind } from "./support/TestDatabase.js"
 
 const serverDir = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "..")
 
@@ -18,13 +17,6 @@ const freePort = Effect.async<number>((resume) => {
   })
 })
 
-/** Database settings for a fresh database of this project's kind. */
-const freshDatabase: Effect.Effect<Record<string, string>, never, Scope.Scope> = testDatabaseKind === "postgres"
-  ? Effect.map(scopedPostgresDatabase, ({ url }) => ({ DATABASE_URL: url }))
-  : Effect.acquireRelease(
-    Effect.sync(() => mkdtempSync(Path.join(tmpdir(), "postline-process-"))),
-    (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
-  ).pipe(Effect.map((dir) => ({ DATA_DIR: dir })))
 
 interface Started {
   readonly child: ChildProcess
@@ -63,7 +55,7 @@ const start = (env: Record<string, string> & { readonly PORT: string }) =>
 describe("the server process", () => {
   it.scopedLive("listens on PORT and HOST, logs JSON lines, answers, and stops cleanly on SIGTERM", () =>
     Effect.gen(function*() {
-      const database = yield* freshDatabase
+      const database = yield* freshDatabaseEnv
       const port = yield* freePort
       const server = yield* start({ ...database, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "INFO" })
       const base = `http://127.0.0.1:${port}`
@@ -87,7 +79,7 @@ describe("the server process", () => {
 
   it.scopedLive("logs no access lines above INFO", () =>
     Effect.gen(function*() {
-      const database = yield* freshDatabase
+      const database = yield* freshDatabaseEnv
       const port = yield* freePort
       const server = yield* start({ ...database, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "WARN" })
       server.child.kill("SIGINT")
@@ -99,7 +91,7 @@ describe("the server process", () => {
     "exits with 1 and one clear log line when the data folder is held",
     () =>
       Effect.gen(function*() {
-        const { DATA_DIR } = yield* freshDatabase
+        const { DATA_DIR } = yield* freshDatabaseEnv
         const holder = yield* Scope.make()
         yield* lockDataDir(DATA_DIR!).pipe(Scope.extend(holder))
         const run = yield* Effect.promise(() =>

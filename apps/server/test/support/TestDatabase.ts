@@ -1,6 +1,9 @@
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Redacted, type Scope } from "effect"
 import Pg from "pg"
 import { randomBytes } from "node:crypto"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import * as Path from "node:path"
 import { MigrationsLive } from "../../src/Database/Migrations.js"
 import { layerEmbedded, layerPostgres } from "../../src/Database/Sql.js"
 
@@ -38,3 +41,15 @@ const freshSql = testDatabaseKind === "postgres"
 
 /** A new, migrated database for each test layer, on the kind this project runs. */
 export const TestDatabase = MigrationsLive.pipe(Layer.provideMerge(freshSql))
+
+/** A new empty folder, removed when the scope closes. */
+export const scopedTempDir = (prefix: string) =>
+  Effect.acquireRelease(
+    Effect.sync(() => mkdtempSync(Path.join(tmpdir(), prefix))),
+    (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+  )
+
+/** The environment of a process that uses a fresh database of this project's kind. */
+export const freshDatabaseEnv: Effect.Effect<Record<string, string>, never, Scope.Scope> = testDatabaseKind === "postgres"
+  ? Effect.map(scopedPostgresDatabase, ({ url }) => ({ DATABASE_URL: url }))
+  : Effect.map(scopedTempDir("postline-data-"), (dir) => ({ DATA_DIR: dir }))
