@@ -1,7 +1,7 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { hashToken } from "../src/Users/Tokens.js"
+import { hashSecret } from "../src/Users/Secrets.js"
 import { raw, signUp, TestServer } from "./support/TestServer.js"
 
 const errorBody = (tag: string) => ({ _tag: tag, message: expect.any(String) })
@@ -76,7 +76,7 @@ layer(TestServer, { excludeTestServices: true })("errors and authentication", (i
         expect(alice.token).toMatch(/^plt_[A-Za-z0-9_-]{43}$/)
         const sql = yield* SqlClient.SqlClient
         const rows = yield* sql<{ tokenHash: string }>`SELECT token_hash FROM access_tokens WHERE user_id = ${alice.user.id}`
-        expect(rows).toEqual([{ tokenHash: hashToken(alice.token) }])
+        expect(rows).toEqual([{ tokenHash: hashSecret(alice.token) }])
         const leaked = yield* sql`SELECT 1 FROM access_tokens WHERE token_hash = ${alice.token}`
         expect(leaked).toEqual([])
       }))

@@ -1,4 +1,5 @@
 import { HttpApi, OpenApi } from "@effect/platform"
+import { ApiKeysGroup } from "./ApiKeys.js"
 import {
   BadRequest,
   Conflict,
@@ -47,6 +48,7 @@ export class PostlineApi extends HttpApi.make("postline")
   .add(OrganizationsGroup)
   .add(TeamsGroup)
   .add(MembersGroup)
+  .add(ApiKeysGroup)
   .add(HealthGroup)
   .addError(HttpApiDecodeError)
   .addError(BadRequest)

@@ -1,7 +1,9 @@
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
-import { Context, Schema } from "effect"
+import { Context, Data, Schema } from "effect"
+import type { ApiKeyId } from "./ApiKeys.js"
 import { Unauthorized } from "./Errors.js"
 import { Uuid } from "./Fields.js"
+import type { OrganizationId } from "./Organizations.js"
 
 export const UserId = Uuid.pipe(Schema.brand("UserId")).annotations({ identifier: "UserId" })
 export type UserId = typeof UserId.Type
@@ -13,15 +15,25 @@ export const User = Schema.Struct({
 }).annotations({ identifier: "User" })
 export type User = typeof User.Type
 
-/** The authenticated user a request acts for. */
-export class CurrentUser extends Context.Tag("CurrentUser")<CurrentUser, User>() {}
+/** Who a request acts for: a user (by access token), or an organization's API key, which acts for that organization alone. */
+export type Caller = Data.TaggedEnum<{
+  User: { readonly user: User }
+  ApiKey: { readonly apiKeyId: ApiKeyId; readonly organizationId: OrganizationId }
+}>
+export const Caller = Data.taggedEnum<Caller>()
+
+export class CurrentCaller extends Context.Tag("CurrentCaller")<CurrentCaller, Caller>() {}
 
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Authentication", {
   failure: Unauthorized,
-  provides: CurrentUser,
+  provides: CurrentCaller,
   security: {
     bearerAuth: HttpApiSecurity.bearer.pipe(
-      HttpApiSecurity.annotate(OpenApi.Description, "A personal access token: `Authorization: Bearer <token>`")
+      HttpApiSecurity.annotate(
+        OpenApi.Description,
+        "A user's access token (`plt_…`, from the device login) or an organization API key (`plk_…`): " +
+          "`Authorization: Bearer <token>`"
+      )
     )
   }
 }) {}

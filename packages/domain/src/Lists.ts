@@ -29,20 +29,22 @@ export const Cursor = Schema.String.annotations({
   ...invalidUnless("must be a single cursor string")
 })
 
-/** The fields both lists sort by; ties are broken by id. */
+/** The fields lists sort by; ties are broken by id. */
 export const SortField = oneOf("createdAt", "updatedAt", "name").annotations({
   identifier: "SortField",
   description: "Field to sort by; default createdAt"
 })
 export type SortField = typeof SortField.Type
 
-/** The shared list query parameters of contract 4.1. */
-export const listQueryFields = {
+/** The shared list query parameters of contract 4.1, for a list sorted by `sortBy`. */
+export const listQueryFieldsSortedBy = <F extends SortField>(sortBy: Schema.Schema<F, F>) => ({
   cursor: optional(Cursor),
   limit: optional(PageLimit),
-  sortBy: optional(SortField),
+  sortBy: optional(sortBy),
   sortOrder: optional(SortOrder)
-}
+})
+
+export const listQueryFields = listQueryFieldsSortedBy(SortField)
 
 export const ListQuery = Schema.Struct(listQueryFields)
 export type ListQuery = typeof ListQuery.Type

@@ -1,4 +1,5 @@
 export * from "./Api.js"
+export * from "./ApiKeys.js"
 export * from "./Authentication.js"
 export * from "./Client.js"
 export * from "./Errors.js"

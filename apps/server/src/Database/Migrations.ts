@@ -3,6 +3,7 @@ import { Layer } from "effect"
 import initial from "./migrations/0001_initial.js"
 import listAccessPaths from "./migrations/0002_list_access_paths.js"
 import userPasswords from "./migrations/0003_user_passwords.js"
+import identityAndAccess from "./migrations/0004_identity_and_access.js"
 
 const run = Migrator.make({})
 
@@ -11,7 +12,8 @@ export const runMigrations = run({
   loader: Migrator.fromRecord({
     "0001_initial": initial,
     "0002_list_access_paths": listAccessPaths,
-    "0003_user_passwords": userPasswords
+    "0003_user_passwords": userPasswords,
+    "0004_identity_and_access": identityAndAccess
   }),
   table: "postline_migrations"
 })

@@ -1,11 +1,13 @@
 import { HttpApiBuilder, HttpApiScalar, HttpMiddleware } from "@effect/platform"
 import { PostlineApi } from "@postline/domain"
 import { Layer } from "effect"
+import { AccessPolicy } from "../Access/Policy.js"
+import { ApiKeysHttpLive } from "../ApiKeys/Http.js"
+import { ApiKeysRepo } from "../ApiKeys/Repo.js"
 import { HealthHttpLive } from "../Health/Http.js"
 import { MembersHttpLive } from "../Members/Http.js"
 import { MembersRepo } from "../Members/Repo.js"
 import { OrganizationsHttpLive } from "../Organizations/Http.js"
-import { OrganizationPolicy } from "../Organizations/Policy.js"
 import { OrganizationsRepo } from "../Organizations/Repo.js"
 import { Cursors } from "../Pagination/Cursor.js"
 import { TeamsHttpLive } from "../Teams/Http.js"
@@ -16,10 +18,11 @@ import { ErrorBodiesLive } from "./ErrorBodies.js"
 import { JsonBodyLive } from "./JsonBody.js"
 
 const ApiLive = HttpApiBuilder.api(PostlineApi).pipe(
-  Layer.provide([OrganizationsHttpLive, TeamsHttpLive, MembersHttpLive, HealthHttpLive]),
+  Layer.provide([OrganizationsHttpLive, TeamsHttpLive, MembersHttpLive, ApiKeysHttpLive, HealthHttpLive]),
   Layer.provide([AuthenticationLive, JsonBodyLive]),
   Layer.provide([
-    OrganizationPolicy.Default,
+    AccessPolicy.Default,
+    ApiKeysRepo.Default,
     OrganizationsRepo.Default,
     TeamsRepo.Default,
     MembersRepo.Default,

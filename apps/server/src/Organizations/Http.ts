@@ -1,35 +1,39 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { CurrentUser, Organization, OrganizationList, PostlineApi } from "@postline/domain"
+import { Caller, CurrentCaller, Organization, OrganizationList, PostlineApi } from "@postline/domain"
 import { Effect } from "effect"
+import { AccessPolicy, callerLabel } from "../Access/Policy.js"
 import { asEncoded } from "../Http/Encoded.js"
 import { pageRequest } from "../Pagination/Keyset.js"
-import { OrganizationPolicy } from "./Policy.js"
 import { OrganizationsRepo } from "./Repo.js"
 
 export const OrganizationsHttpLive = HttpApiBuilder.group(PostlineApi, "organizations", (handlers) =>
   Effect.gen(function*() {
     const repo = yield* OrganizationsRepo
-    const policy = yield* OrganizationPolicy
+    const policy = yield* AccessPolicy
     return handlers
       .handle("listOrganizations", ({ urlParams }) =>
         Effect.gen(function*() {
-          const user = yield* CurrentUser
-          const request = yield* pageRequest(`organizations of user ${user.id}`, urlParams)
-          return asEncoded(OrganizationList)(yield* repo.listForUser(user.id, request))
+          const caller = yield* CurrentCaller
+          const request = yield* pageRequest(`organizations of ${callerLabel(caller)}`, urlParams)
+          const page = yield* Caller.$match(caller, {
+            User: ({ user }) => repo.listForUser(user.id, request),
+            ApiKey: ({ organizationId }) => repo.listOne(organizationId, request)
+          })
+          return asEncoded(OrganizationList)(page)
         }))
       .handle("createOrganization", ({ payload }) =>
-        Effect.flatMap(CurrentUser, (user) => repo.createForUser(user.id, payload.name)).pipe(
+        Effect.flatMap(policy.createOrganization, (user) => repo.createForUser(user.id, payload.name)).pipe(
           Effect.map(asEncoded(Organization, { status: 201 }))
         ))
-      .handle("getOrganization", ({ path }) =>
+      .handle("getOrganization", ({ path: { organizationId } }) =>
         Effect.gen(function*() {
-          const user = yield* CurrentUser
-          const organization = yield* repo.findForUser(user.id, path.organizationId)
-          if (organization._tag === "None") return yield* policy.notFound(path.organizationId)
+          yield* policy.viewOrganization(organizationId)
+          const organization = yield* repo.find(organizationId)
+          if (organization._tag === "None") return yield* policy.organizationNotFound(organizationId)
           return asEncoded(Organization)(organization.value)
         }))
       .handle("updateOrganization", ({ path, payload }) =>
-        policy.requireManager(path.organizationId).pipe(
+        policy.manageOrganization(path.organizationId).pipe(
           Effect.zipRight(repo.update(path.organizationId, payload)),
           Effect.map(asEncoded(Organization))
         ))

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import type { Organization, OrganizationId, UpdateOrganization, UserId } from "@postline/domain"
 import { Effect, Option, Schema } from "effect"
 import { isoUtc } from "../Database/Columns.js"
-import { type PageRequest, paginate, type SortColumns } from "../Pagination/Keyset.js"
+import { type PageRequest, paginate, type SortColumns, sortColumnsOf } from "../Pagination/Keyset.js"
 
 export const Role = Schema.Literal("owner", "admin", "member")
 export type Role = typeof Role.Type
@@ -45,11 +45,25 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
         keysFrom: sql`FROM memberships m WHERE m.user_id = ${userId}`
       }).pipe(Effect.orDie)
 
-    /** The organization, if the user is a member. */
-    const findForUser = (userId: UserId, organizationId: OrganizationId) =>
-      sql<Organization>`SELECT ${columns} FROM organizations o
-        JOIN memberships m ON m.organization_id = o.id AND m.user_id = ${userId}
-        WHERE o.id = ${organizationId}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0])), Effect.orDie)
+    /** The page of an API key's list: its one organization. */
+    const listOne = (organizationId: OrganizationId, request: PageRequest) => {
+      const from = sql`FROM organizations o WHERE o.id = ${organizationId}`
+      return paginate<Organization>({
+        sql,
+        request,
+        columns: sortColumnsOf("o"),
+        idOf: (organization) => organization.id,
+        select: columns,
+        rowsFrom: from,
+        keysFrom: from
+      }).pipe(Effect.orDie)
+    }
+
+    const find = (organizationId: OrganizationId) =>
+      sql<Organization>`SELECT ${columns} FROM organizations o WHERE o.id = ${organizationId}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie
+      )
 
     /** The user's role in the organization, if a member. */
     const roleOf = (userId: UserId, organizationId: OrganizationId) =>
@@ -80,6 +94,6 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
         )).pipe(Effect.orDie)
     }
 
-    return { listForUser, findForUser, roleOf, createForUser, update } as const
+    return { listForUser, listOne, find, roleOf, createForUser, update } as const
   })
 }) {}

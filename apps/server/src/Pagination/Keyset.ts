@@ -4,23 +4,26 @@ import { Effect, Option } from "effect"
 import { type CursorPosition, Cursors, type CursorScope } from "./Cursor.js"
 
 /** A validated list request: defaults applied, limit capped, cursor checked against the list and sort. */
-export interface PageRequest {
+export interface PageRequest<F extends SortField = SortField> {
   readonly scope: CursorScope
-  readonly sortBy: SortField
+  readonly sortBy: F
   readonly sortOrder: "asc" | "desc"
   readonly limit: number
   readonly cursor: Option.Option<CursorPosition>
 }
 
-/** Reads the list query of the list named by `scope`. */
-export const pageRequest = (scope: CursorScope, query: ListQuery) =>
+/** Reads the list query of the list named by `scope`; `F` is the fields that list sorts by. */
+export const pageRequest = <F extends SortField = SortField>(
+  scope: CursorScope,
+  query: Omit<ListQuery, "sortBy"> & { readonly sortBy?: F | undefined }
+) =>
   Effect.gen(function*() {
-    const sort = { sortBy: query.sortBy ?? "createdAt", sortOrder: query.sortOrder ?? "desc" } as const
+    const sort = { sortBy: query.sortBy ?? ("createdAt" as F), sortOrder: query.sortOrder ?? "desc" } as const
     const limit = Math.min(query.limit ?? DefaultPageSize, MaxPageSize)
     const cursor = query.cursor === undefined
       ? Option.none()
       : Option.some(yield* (yield* Cursors).decode(scope, query.cursor, sort))
-    return { scope, ...sort, limit, cursor } satisfies PageRequest
+    return { scope, ...sort, limit, cursor } satisfies PageRequest<F>
   })
 
 export interface Page<A> {
@@ -30,14 +33,8 @@ export interface Page<A> {
   readonly prevCursor: string | null
 }
 
-interface Keyed {
-  readonly createdAt: string
-  readonly updatedAt: string
-  readonly name: string
-}
-
-/** The columns, qualified, that hold each sort key and the tie-breaking id. */
-export type SortColumns = Record<SortField | "id", string>
+/** The columns, qualified, that hold each sort key `F` and the tie-breaking id. */
+export type SortColumns<F extends SortField = SortField> = Record<F | "id", string>
 
 /** The sort columns of a table aliased `alias` with the usual column names. */
 export const sortColumnsOf = (alias: string): SortColumns => ({
@@ -57,10 +54,10 @@ export const sortColumnsOf = (alias: string): SortColumns => ({
  * asked, to learn whether more follow), and the total with whether anything
  * lies on the cursor's other side.
  */
-export const paginate = <A extends Keyed>(options: {
+export const paginate = <A extends Record<F, string>, F extends SortField = SortField>(options: {
   readonly sql: SqlClient.SqlClient
-  readonly request: PageRequest
-  readonly columns: SortColumns
+  readonly request: PageRequest<F>
+  readonly columns: SortColumns<F>
   /** The item's tie-breaking id, the value of `columns.id`. */
   readonly idOf: (item: A) => string
   /** The page's columns. */
@@ -105,8 +102,8 @@ interface Position {
   readonly id: string
 }
 
-const toPage = <A extends Keyed>(
-  request: PageRequest,
+const toPage = <A extends Record<F, string>, F extends SortField>(
+  request: PageRequest<F>,
   direction: "after" | "before",
   rows: ReadonlyArray<A>,
   meta: { readonly total: number; readonly otherSide: boolean },

@@ -57,6 +57,12 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
         Effect.orDie
       )
 
+    const find = (teamId: TeamId) =>
+      sql<Team>`SELECT ${columns} FROM teams t WHERE t.id = ${teamId}`.pipe(
+        Effect.map(([row]) => Option.fromNullable(row)),
+        Effect.orDie
+      )
+
     const create = (input: CreateTeam) =>
       sql<Team>`INSERT INTO teams AS t (organization_id, name, website, link_tracking_override, timezone)
         VALUES (${input.organizationId}, ${input.name}, ${input.website ?? null},
@@ -76,6 +82,6 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
         WHERE t.id = ${team.id} RETURNING ${columns}`.pipe(Effect.map(([updated]) => updated), Effect.orDie)
     }
 
-    return { listForUser, listOfOrganization, findWithRole, create, update } as const
+    return { listForUser, listOfOrganization, find, findWithRole, create, update } as const
   })
 }) {}

@@ -1,17 +1,45 @@
 import { HttpServerRequest } from "@effect/platform"
-import { Authentication, Unauthorized } from "@postline/domain"
-import { Effect, Layer, Option } from "effect"
+import { Authentication, Caller, Unauthorized } from "@postline/domain"
+import { Effect, FiberSet, Layer, Option } from "effect"
+import { ApiKeysRepo } from "../ApiKeys/Repo.js"
 import { UsersRepo } from "./Repo.js"
+import { secretPrefixes } from "./Secrets.js"
 
 // RFC 6750: the scheme word is case-insensitive, the token a b64token.
 const bearer = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
 
 const unauthorized = (message: string) => new Unauthorized({ message })
 
-export const AuthenticationLive = Layer.effect(
+export const AuthenticationLive = Layer.scoped(
   Authentication,
   Effect.gen(function*() {
     const users = yield* UsersRepo
+    const apiKeys = yield* ApiKeysRepo
+    // Recording a key's use runs beside the request, not in its way; the server's shutdown ends it.
+    const background = yield* FiberSet.make()
+    const recordUse = (id: Parameters<typeof apiKeys.recordUse>[0]) =>
+      FiberSet.run(
+        background,
+        apiKeys.recordUse(id).pipe(Effect.catchAll((error) => Effect.logWarning("Could not record an API key's use", error)))
+      )
+
+    const asApiKey = (key: string) =>
+      Effect.gen(function*() {
+        const found = yield* apiKeys.findActive(key)
+        if (Option.isNone(found)) return yield* unauthorized("Invalid, revoked or expired API key")
+        const { id, organizationId, useIsStale } = found.value
+        if (useIsStale) yield* recordUse(id)
+        return Caller.ApiKey({ apiKeyId: id, organizationId })
+      })
+
+    const asUser = (token: string) =>
+      Effect.gen(function*() {
+        const found = yield* users.findByToken(token)
+        if (Option.isNone(found)) return yield* unauthorized("Invalid or revoked access token")
+        if (found.value.expired) return yield* unauthorized("The access token has expired: refresh it or log in again")
+        return Caller.User({ user: found.value.user })
+      })
+
     return {
       // HttpApiSecurity.bearer only strips seven characters, whatever they are, so read the header here.
       bearerAuth: () =>
@@ -25,9 +53,7 @@ export const AuthenticationLive = Layer.effect(
           if (token === undefined) {
             return yield* unauthorized("Malformed Authorization header: expected `Bearer <token>`")
           }
-          const user = yield* users.findByToken(token)
-          if (Option.isNone(user)) return yield* unauthorized("Invalid or revoked access token")
-          return user.value
+          return yield* token.startsWith(secretPrefixes.apiKey) ? asApiKey(token) : asUser(token)
         })
     }
   })

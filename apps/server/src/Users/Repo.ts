@@ -3,7 +3,7 @@ import { Conflict, User } from "@postline/domain"
 import { Effect, Option, Schema } from "effect"
 import { isUniqueViolation } from "../Database/Errors.js"
 import { hashPassword } from "./Passwords.js"
-import { generateToken, hashToken } from "./Tokens.js"
+import { generateSecret, hashSecret } from "./Secrets.js"
 
 export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
   effect: Effect.gen(function*() {
@@ -17,9 +17,10 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
 
     const findByTokenHash = SqlSchema.findOne({
       Request: Schema.String,
-      Result: User,
+      Result: Schema.Struct({ ...User.fields, expired: Schema.Boolean }),
       execute: (tokenHash) =>
-        sql`SELECT u.id, u.email, u.name FROM access_tokens t JOIN users u ON u.id = t.user_id
+        sql`SELECT u.id, u.email, u.name, coalesce(t.expires_at <= now(), false) AS expired
+            FROM access_tokens t JOIN users u ON u.id = t.user_id
             WHERE t.token_hash = ${tokenHash}`
     })
 
@@ -32,8 +33,8 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
             () => new Conflict({ message: `A user with email ${input.email} already exists` })
           )
         )
-        const token = generateToken()
-        yield* sql`INSERT INTO access_tokens (token_hash, user_id) VALUES (${hashToken(token)}, ${user.id})`
+        const token = generateSecret("accessToken")
+        yield* sql`INSERT INTO access_tokens (token_hash, user_id) VALUES (${hashSecret(token)}, ${user.id})`
         return { user, token }
       }).pipe(sql.withTransaction)
 
@@ -49,8 +50,12 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
     return {
       createWithToken,
       setPassword,
-      findByToken: (token: string): Effect.Effect<Option.Option<User>> =>
-        findByTokenHash(hashToken(token)).pipe(Effect.orDie)
+      /** The user an access token acts for, and whether it has expired. */
+      findByToken: (token: string) =>
+        findByTokenHash(hashSecret(token)).pipe(
+          Effect.map(Option.map(({ expired, ...user }) => ({ user, expired }))),
+          Effect.orDie
+        )
     }
   })
 }) {}

@@ -1,0 +1,96 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Authentication, UserId } from "./Authentication.js"
+import { invalidUnless, Name, oneOf, optional, strict, Timestamp, Uuid } from "./Fields.js"
+import { JsonBody } from "./JsonBody.js"
+import { ListEnvelope, listQueryFieldsSortedBy } from "./Lists.js"
+import { OrganizationId } from "./Organizations.js"
+
+export const ApiKeyId = Uuid.pipe(Schema.brand("ApiKeyId")).annotations({ identifier: "ApiKeyId" })
+export type ApiKeyId = typeof ApiKeyId.Type
+
+export const ApiKey = Schema.Struct({
+  id: ApiKeyId,
+  organizationId: OrganizationId,
+  name: Schema.String,
+  prefix: Schema.String.annotations({ description: "The key's first characters, to recognise it by; not a secret" }),
+  createdByUserId: UserId,
+  createdAt: Timestamp,
+  expiresAt: Schema.NullOr(Timestamp),
+  lastUsedAt: Schema.NullOr(Timestamp.annotations({ description: "Kept to within a minute" })),
+  revokedAt: Schema.NullOr(Timestamp)
+}).annotations({ identifier: "ApiKey" })
+export type ApiKey = typeof ApiKey.Type
+
+/** The answer to creating a key: the only time its secret is shown. */
+export const CreatedApiKey = Schema.Struct({
+  ...ApiKey.fields,
+  key: Schema.String.annotations({ description: "The secret bearer value (`plk_…`); shown this once, stored only as a hash" })
+}).annotations({ identifier: "CreatedApiKey" })
+
+// An instant with an explicit offset, so that it means the same on every machine.
+const isoInstant = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i
+
+const FutureTimestamp = Schema.String.pipe(
+  Schema.filter((s) => isoInstant.test(s) && Date.parse(s) > Date.now())
+).annotations({
+  identifier: "FutureTimestamp",
+  description: "An ISO 8601 timestamp with a time zone offset (e.g. `2027-01-31T12:00:00Z`), in the future",
+  ...invalidUnless("must be an ISO 8601 timestamp with an offset, in the future")
+})
+
+export const CreateApiKey = Schema.Struct({
+  name: Name,
+  expiresAt: optional(Schema.NullOr(FutureTimestamp))
+}).annotations({ ...strict, identifier: "CreateApiKey" })
+export type CreateApiKey = typeof CreateApiKey.Type
+
+/** API keys have no updatedAt to sort by. */
+export const ApiKeySortField = oneOf("createdAt", "name").annotations({
+  identifier: "ApiKeySortField",
+  description: "Field to sort by; default createdAt"
+})
+
+export const ApiKeyListQuery = Schema.Struct(listQueryFieldsSortedBy(ApiKeySortField)).annotations(strict)
+
+export const ApiKeyList = ListEnvelope(ApiKey, "ApiKeyList")
+
+const organizationPath = Schema.Struct({ organizationId: OrganizationId })
+
+export class ApiKeysGroup extends HttpApiGroup.make("apiKeys")
+  .add(
+    HttpApiEndpoint.post("createApiKey", "/v1/organizations/:organizationId/api-keys")
+      .setPath(organizationPath)
+      .setPayload(CreateApiKey)
+      .addSuccess(CreatedApiKey, { status: 201 })
+      .annotate(OpenApi.Summary, "Create API key")
+      .annotate(
+        OpenApi.Description,
+        "Creates a key that acts as an admin of this organization alone. The answer holds the secret `key`, shown " +
+          "this once. Admins and owners may; an API key may not."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("listApiKeys", "/v1/organizations/:organizationId/api-keys")
+      .setPath(organizationPath)
+      .setUrlParams(ApiKeyListQuery)
+      .addSuccess(ApiKeyList)
+      .annotate(OpenApi.Summary, "List API keys")
+      .annotate(OpenApi.Description, "The organization's keys, revoked ones included, never their secrets. Admins and owners may.")
+  )
+  .add(
+    HttpApiEndpoint.del("revokeApiKey", "/v1/organizations/:organizationId/api-keys/:apiKeyId")
+      .setPath(Schema.Struct({ organizationId: OrganizationId, apiKeyId: ApiKeyId }))
+      .addSuccess(ApiKey)
+      .annotate(OpenApi.Summary, "Revoke API key")
+      .annotate(
+        OpenApi.Description,
+        "Revokes the key: from this moment it gets 401. Answers the key with revokedAt set; revoking it again changes nothing."
+      )
+  )
+  .middleware(JsonBody)
+  // Added last so that it runs first: an anonymous caller learns nothing about its request.
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "apiKeys")
+  .annotate(OpenApi.Description, "Organization API keys, for scripts and tool servers")
+{}
