@@ -33,7 +33,7 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
     const create = (organizationId: OrganizationId, createdBy: UserId, input: CreateApiKey) =>
       Effect.gen(function*() {
         const key = generateSecret("apiKey")
-        const [row] = yield* sql<ApiKey>`INSERT INTO api_keys k
+        const [row] = yield* sql<ApiKey>`INSERT INTO api_keys AS k
             (organization_id, name, prefix, key_hash, created_by_user_id, expires_at)
           VALUES (${organizationId}, ${input.name}, ${key.slice(0, prefixLength)}, ${hashSecret(key)},
             ${createdBy}, ${input.expiresAt ?? null}::timestamptz)
