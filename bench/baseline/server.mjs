@@ -32,7 +32,8 @@ const teamColumns = (n) => `t.id, t.organization_id, t.name, t.website,
       ${isoOf("t", "created_at")} AS created_at, ${isoOf("t", "updated_at")} AS updated_at`
 const planLinkTracking = true
 
-const userByTokenHash = `SELECT u.id, u.email, u.name FROM access_tokens t JOIN users u ON u.id = t.user_id
+const userByTokenHash = `SELECT u.id, u.email, u.name, coalesce(t.expires_at <= now(), false) AS expired
+            FROM access_tokens t JOIN users u ON u.id = t.user_id
             WHERE t.token_hash = $1`
 const roleOf = "SELECT role FROM memberships WHERE user_id = $1 AND organization_id = $2"
 // Teams/Repo.ts findWithRole: the team and the caller's role in its organization, if any.
@@ -135,6 +136,7 @@ const authenticate = async (req) => {
   const hash = createHash("sha256").update(token).digest("hex")
   const { rows } = await pool.query(userByTokenHash, [hash])
   if (rows.length === 0) throw new HttpError(401, "Unauthorized", "Invalid or revoked access token")
+  if (rows[0].expired) throw new HttpError(401, "Unauthorized", "The access token has expired: refresh it or log in again")
   return rows[0]
 }
 
