@@ -178,6 +178,10 @@ const cases: ReadonlyArray<Case> = [
     statuses: [200, 200, 403, 404, 403, 404, 401, 401, 401] },
   { operation: "apiKeys.revokeApiKey", call: (w, t) => ({ method: "DELETE", path: `/v1/organizations/${w.organizationA}/api-keys/${t.spareKeyId}` }),
     statuses: [200, 200, 403, 404, 403, 404, 401, 401, 401] },
+  { operation: "agent.getContext", call: () => ({ method: "GET", path: "/v1/agent/context" }),
+    statuses: [200, 200, 200, 200, 200, 200, 401, 401, 401] },
+  { operation: "agent.setDefaults", call: (w) => ({ method: "PUT", path: "/v1/agent/context/defaults", json: { organizationId: w.organizationA, teamId: w.teamA } }),
+    statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
   { operation: "health.health", call: () => ({ method: "GET", path: "/health" }),
     statuses: [200, 200, 200, 200, 200, 200, 200, 200, 200] }
 ]

@@ -1,4 +1,5 @@
 import { HttpApi, OpenApi } from "@effect/platform"
+import { AgentGroup } from "./AgentContext.js"
 import { ApiKeysGroup } from "./ApiKeys.js"
 import {
   BadRequest,
@@ -49,6 +50,7 @@ export class PostlineApi extends HttpApi.make("postline")
   .add(TeamsGroup)
   .add(MembersGroup)
   .add(ApiKeysGroup)
+  .add(AgentGroup)
   .add(HealthGroup)
   .addError(HttpApiDecodeError)
   .addError(BadRequest)

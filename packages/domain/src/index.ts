@@ -1,3 +1,4 @@
+export * from "./AgentContext.js"
 export * from "./Api.js"
 export * from "./ApiKeys.js"
 export * from "./Authentication.js"

@@ -2,6 +2,8 @@ import { HttpApiBuilder, HttpApiScalar, HttpMiddleware } from "@effect/platform"
 import { PostlineApi } from "@postline/domain"
 import { Layer } from "effect"
 import { AccessPolicy } from "../Access/Policy.js"
+import { AgentContextHttpLive } from "../AgentContext/Http.js"
+import { AgentContextRepo } from "../AgentContext/Repo.js"
 import { ApiKeysHttpLive } from "../ApiKeys/Http.js"
 import { ApiKeysRepo } from "../ApiKeys/Repo.js"
 import { HealthHttpLive } from "../Health/Http.js"
@@ -18,10 +20,18 @@ import { ErrorBodiesLive } from "./ErrorBodies.js"
 import { JsonBodyLive } from "./JsonBody.js"
 
 const ApiLive = HttpApiBuilder.api(PostlineApi).pipe(
-  Layer.provide([OrganizationsHttpLive, TeamsHttpLive, MembersHttpLive, ApiKeysHttpLive, HealthHttpLive]),
+  Layer.provide([
+    OrganizationsHttpLive,
+    TeamsHttpLive,
+    MembersHttpLive,
+    ApiKeysHttpLive,
+    AgentContextHttpLive,
+    HealthHttpLive
+  ]),
   Layer.provide([AuthenticationLive, JsonBodyLive]),
   Layer.provide([
     AccessPolicy.Default,
+    AgentContextRepo.Default,
     ApiKeysRepo.Default,
     OrganizationsRepo.Default,
     TeamsRepo.Default,

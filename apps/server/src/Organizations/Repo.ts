@@ -94,6 +94,15 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
         )).pipe(Effect.orDie)
     }
 
-    return { listForUser, listOne, find, roleOf, createForUser, update } as const
+    return {
+      listForUser,
+      listOne,
+      find,
+      roleOf,
+      createForUser,
+      update,
+      /** The contract's JSON form of `organizations o`, for other repositories' statements. */
+      columns
+    } as const
   })
 }) {}

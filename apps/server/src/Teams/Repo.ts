@@ -82,6 +82,15 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
         WHERE t.id = ${team.id} RETURNING ${columns}`.pipe(Effect.map(([updated]) => updated), Effect.orDie)
     }
 
-    return { listForUser, listOfOrganization, find, findWithRole, create, update } as const
+    return {
+      listForUser,
+      listOfOrganization,
+      find,
+      findWithRole,
+      create,
+      update,
+      /** The contract's JSON form of `teams t`, for other repositories' statements. */
+      columns
+    } as const
   })
 }) {}
