@@ -1,6 +1,7 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AgentGroup } from "./AgentContext.js"
 import { ApiKeysGroup } from "./ApiKeys.js"
+import { AuthGroup } from "./Auth.js"
 import {
   BadRequest,
   Conflict,
@@ -50,6 +51,7 @@ export class PostlineApi extends HttpApi.make("postline")
   .add(TeamsGroup)
   .add(MembersGroup)
   .add(ApiKeysGroup)
+  .add(AuthGroup)
   .add(AgentGroup)
   .add(HealthGroup)
   .addError(HttpApiDecodeError)

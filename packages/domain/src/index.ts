@@ -1,6 +1,7 @@
 export * from "./AgentContext.js"
 export * from "./Api.js"
 export * from "./ApiKeys.js"
+export * from "./Auth.js"
 export * from "./Authentication.js"
 export * from "./Client.js"
 export * from "./Errors.js"

@@ -6,6 +6,10 @@ import { AgentContextHttpLive } from "../AgentContext/Http.js"
 import { AgentContextRepo } from "../AgentContext/Repo.js"
 import { ApiKeysHttpLive } from "../ApiKeys/Http.js"
 import { ApiKeysRepo } from "../ApiKeys/Repo.js"
+import { DeviceAuthorizationsRepo } from "../Auth/DeviceAuthorizationsRepo.js"
+import { DevicePageLive } from "../Auth/DevicePage.js"
+import { AuthHttpLive } from "../Auth/Http.js"
+import { LoginsRepo } from "../Auth/LoginsRepo.js"
 import { HealthHttpLive } from "../Health/Http.js"
 import { MembersHttpLive } from "../Members/Http.js"
 import { MembersRepo } from "../Members/Repo.js"
@@ -26,6 +30,7 @@ const ApiLive = HttpApiBuilder.api(PostlineApi).pipe(
     MembersHttpLive,
     ApiKeysHttpLive,
     AgentContextHttpLive,
+    AuthHttpLive,
     HealthHttpLive
   ]),
   Layer.provide([AuthenticationLive, JsonBodyLive]),
@@ -33,6 +38,8 @@ const ApiLive = HttpApiBuilder.api(PostlineApi).pipe(
     AccessPolicy.Default,
     AgentContextRepo.Default,
     ApiKeysRepo.Default,
+    DeviceAuthorizationsRepo.Default,
+    LoginsRepo.Default,
     OrganizationsRepo.Default,
     TeamsRepo.Default,
     MembersRepo.Default,
@@ -42,15 +49,16 @@ const ApiLive = HttpApiBuilder.api(PostlineApi).pipe(
 )
 
 /**
- * The whole HTTP application: the API, its error bodies, `/openapi.json` and
- * `/docs`, with an access log line per request or without. Needs an
- * `HttpServer` and a `SqlClient`.
+ * The whole HTTP application: the API, its error bodies, `/openapi.json`,
+ * `/docs` and the device approval page, with an access log line per request
+ * or without. Needs an `HttpServer` and a `SqlClient`.
  */
 export const makeHttpLive = (options: { readonly accessLog: boolean }) =>
   (options.accessLog ? HttpApiBuilder.serve(HttpMiddleware.logger) : HttpApiBuilder.serve()).pipe(
     Layer.provide(ErrorBodiesLive),
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
     Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
+    Layer.provide(DevicePageLive),
     Layer.provide(ApiLive)
   )
 

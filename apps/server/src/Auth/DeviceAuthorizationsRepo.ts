@@ -1,0 +1,98 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import { isUniqueViolation } from "../Database/Errors.js"
+import { generateSecret, hashSecret } from "../Users/Secrets.js"
+import { LoginsRepo } from "./LoginsRepo.js"
+import { generateUserCode } from "./UserCodes.js"
+
+export const deviceCodeLifetimeSeconds = 15 * 60
+export const pollingIntervalSeconds = 5
+// RFC 8628 §3.5: each slow_down adds 5 seconds to the interval.
+const slowDownSeconds = 5
+
+/** A poll of the token endpoint, as recorded. */
+export interface Poll {
+  readonly id: string
+  readonly status: "pending" | "approved" | "denied" | "redeemed"
+  readonly expired: boolean
+  /** Sooner after the previous poll than the interval allowed. */
+  readonly tooSoon: boolean
+  /** The interval from now on, grown when the poll came too soon. */
+  readonly intervalSeconds: number
+}
+
+type Decision =
+  | { readonly _tag: "Decided"; readonly clientId: string }
+  | { readonly _tag: "Expired" }
+  | { readonly _tag: "Unknown" }
+
+/** Device authorizations (RFC 8628): the device holds the device code, stored hashed; the user enters the user code. */
+export class DeviceAuthorizationsRepo extends Effect.Service<DeviceAuthorizationsRepo>()("DeviceAuthorizationsRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const logins = yield* LoginsRepo
+
+    const insert = (clientId: string, scope: string | null) =>
+      Effect.suspend(() => {
+        const deviceCode = generateSecret("deviceCode")
+        const userCode = generateUserCode()
+        return sql`INSERT INTO device_authorizations
+            (device_code_hash, user_code, client_id, scope, interval_seconds, expires_at)
+          VALUES (${hashSecret(deviceCode)}, ${userCode}, ${clientId}, ${scope}, ${pollingIntervalSeconds},
+            now() + make_interval(secs => ${deviceCodeLifetimeSeconds}))`.pipe(Effect.as({ deviceCode, userCode }))
+      })
+
+    /** A new pending authorization; a user code that a pending one already has is drawn again. */
+    const create = (clientId: string, scope: string | null) =>
+      insert(clientId, scope).pipe(
+        Effect.retry({ times: 4, while: (error) => isUniqueViolation(error) }),
+        Effect.orDie
+      )
+
+    /**
+     * Records a poll of this client's device code and answers the state it found. The row is locked first, so
+     * that of two polls at once the second sees the first's time and is too soon.
+     */
+    const recordPoll = (deviceCode: string, clientId: string) =>
+      sql<Poll>`WITH previous AS (
+          SELECT id, coalesce(last_polled_at > now() - make_interval(secs => interval_seconds), false) AS too_soon
+          FROM device_authorizations
+          WHERE device_code_hash = ${hashSecret(deviceCode)} AND client_id = ${clientId}
+          FOR UPDATE
+        )
+        UPDATE device_authorizations d SET
+          last_polled_at = now(),
+          interval_seconds = d.interval_seconds
+            + CASE WHEN p.too_soon AND d.status = 'pending' THEN ${slowDownSeconds}::int ELSE 0 END
+        FROM previous p WHERE d.id = p.id
+        RETURNING d.id, d.status, d.expires_at <= now() AS expired, p.too_soon, d.interval_seconds`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie
+      )
+
+    /** Starts the login of an approved, unexpired authorization, once: a second redeem finds nothing. */
+    const redeem = (id: string) =>
+      Effect.gen(function*() {
+        const [grant] = yield* sql<{ readonly userId: string; readonly clientId: string; readonly scope: string | null }>`
+          UPDATE device_authorizations SET status = 'redeemed'
+          WHERE id = ${id} AND status = 'approved' AND expires_at > now()
+          RETURNING user_id, client_id, scope`
+        return grant === undefined ? Option.none() : Option.some(yield* logins.start(grant))
+      }).pipe(sql.withTransaction, Effect.orDie)
+
+    /** The user's answer to the pending authorization with this (normalized) user code. */
+    const decide = (userCode: string, userId: string, decision: "approved" | "denied") =>
+      Effect.gen(function*() {
+        const [decided] = yield* sql<{ readonly clientId: string }>`UPDATE device_authorizations
+          SET status = ${decision}, user_id = ${userId}
+          WHERE user_code = ${userCode} AND status = 'pending' AND expires_at > now()
+          RETURNING client_id`
+        if (decided !== undefined) return { _tag: "Decided", clientId: decided.clientId } satisfies Decision
+        const [expired] = yield* sql`SELECT 1 FROM device_authorizations WHERE user_code = ${userCode} AND status = 'pending'`
+        return (expired === undefined ? { _tag: "Unknown" } : { _tag: "Expired" }) satisfies Decision
+      }).pipe(Effect.orDie)
+
+    return { create, recordPoll, redeem, decide } as const
+  }),
+  dependencies: [LoginsRepo.Default]
+}) {}

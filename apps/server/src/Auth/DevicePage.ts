@@ -1,0 +1,109 @@
+import { HttpApiBuilder, HttpMiddleware, HttpServerRequest, type HttpServerResponse, UrlParams } from "@effect/platform"
+import { Effect, Layer, Option } from "effect"
+import { ApprovalRateLimit } from "./ApprovalRateLimit.js"
+import { Credentials } from "./Credentials.js"
+import { approvalForm, confirmation, failurePage } from "./DevicePageHtml.js"
+import { DeviceAuthorizationsRepo } from "./DeviceAuthorizationsRepo.js"
+import { normalizeUserCode } from "./UserCodes.js"
+
+const form = /^application\/x-www-form-urlencoded\s*(?:;|$)/i
+const decisions = { approve: "approved", deny: "denied" } as const
+
+// Longer input is no email, password or code of ours; it is refused before any work.
+const maxFieldLength = 1024
+
+/**
+ * The platform's access log writes the URL, query string and all, and the
+ * query may hold a user code: these pages write their line without it. Like
+ * the access log, it shows at INFO.
+ */
+const loggedWithoutQuery = <R>(page: Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const response = yield* HttpMiddleware.withLoggerDisabled(page)
+    yield* Effect.log("Sent HTTP response").pipe(Effect.annotateLogs({
+      "http.method": request.method,
+      "http.url": request.url.split("?")[0],
+      "http.status": response.status
+    }))
+    return response
+  })
+
+/** A page never fails: what went wrong unexpectedly is logged and answered with an HTML page. */
+const neverFailing = <E, R>(page: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+  page.pipe(
+    Effect.catchAllCause((cause) => Effect.as(Effect.logError("The device page failed", cause), failurePage)),
+    loggedWithoutQuery
+  )
+
+/**
+ * `GET /device`, the page where a user approves or denies a device login,
+ * and `POST /device`, its form. Plain routes beside the API: HTML, not JSON,
+ * and not in the OpenAPI document. Passwords and codes are never logged.
+ */
+export const DevicePageLive = HttpApiBuilder.Router.use((router) =>
+  Effect.gen(function*() {
+    const devices = yield* DeviceAuthorizationsRepo
+    const credentials = yield* Credentials
+    const rateLimit = yield* ApprovalRateLimit
+
+    const show = Effect.gen(function*() {
+      const query = yield* HttpServerRequest.ParsedSearchParams
+      const userCode = query.user_code
+      return approvalForm(200, { userCode: typeof userCode === "string" ? userCode.slice(0, maxFieldLength) : "" })
+    })
+
+    const decide = Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      if (!form.test(request.headers["content-type"] ?? "")) {
+        return approvalForm(415, { error: "Send the form from this page." })
+      }
+      const params = yield* Effect.either(request.urlParamsBody)
+      if (params._tag === "Left") return approvalForm(400, { error: "The form could not be read: send it again." })
+      const field = (name: string) => Option.getOrElse(UrlParams.getFirst(params.right, name), () => "")
+      const email = field("email").trim()
+      const password = field("password")
+      const typedCode = field("user_code").trim()
+      const action = field("action")
+      const retry = (status: number, error: string, headers?: Record<string, string>) =>
+        approvalForm(status, { email, userCode: typedCode, error }, headers)
+
+      if (action !== "approve" && action !== "deny") return retry(400, "Choose Approve or Deny.")
+      if (email === "" || password === "" || typedCode === "") {
+        return retry(400, "Enter your email, your password and the code shown by the program.")
+      }
+      const userCode = normalizeUserCode(typedCode)
+      if (Option.isNone(userCode)) return retry(400, "That is not a code: a code is eight letters, like BCDF-GHJK.")
+      // No user has such an email or password; PostgreSQL could not even compare a NUL.
+      if ([email, password].some((value) => value.length > maxFieldLength || value.includes("\0"))) {
+        return retry(403, "Wrong email or password.")
+      }
+
+      const attempt = yield* rateLimit.attempt(Option.getOrElse(request.remoteAddress, () => "unknown")).pipe(
+        Effect.either
+      )
+      if (attempt._tag === "Left") {
+        const wait = attempt.left.retryAfterSeconds
+        return retry(429, `Too many failed attempts: try again in ${Math.ceil(wait / 60)} minutes.`, {
+          "retry-after": String(wait)
+        })
+      }
+      const user = yield* credentials.verify(email, password)
+      if (Option.isNone(user)) return retry(403, "Wrong email or password.")
+      const decision = decisions[action]
+      const outcome = yield* devices.decide(userCode.value, user.value, decision)
+      switch (outcome._tag) {
+        case "Unknown":
+          return retry(400, "No login is waiting for this code: check it against the program.")
+        case "Expired":
+          return retry(400, "This code has expired: start the login again in the program.")
+        case "Decided":
+          yield* attempt.right.succeeded
+          return confirmation(decision, outcome.clientId)
+      }
+    })
+
+    yield* router.get("/device", neverFailing(show))
+    yield* router.post("/device", neverFailing(decide))
+  })
+).pipe(Layer.provide([DeviceAuthorizationsRepo.Default, Credentials.Default, ApprovalRateLimit.Default]))

@@ -1,0 +1,87 @@
+import { SqlClient } from "@effect/sql"
+import { Data, Effect } from "effect"
+import { generateSecret, hashSecret } from "../Users/Secrets.js"
+
+export const accessTokenLifetimeSeconds = 60 * 60
+const refreshTokenLifetimeSeconds = 30 * 24 * 60 * 60
+
+export interface IssuedTokens {
+  readonly accessToken: string
+  readonly refreshToken: string
+}
+
+export type Refresh = Data.TaggedEnum<{
+  Rotated: { readonly tokens: IssuedTokens }
+  /** A rotated token came back: it leaked, or its successor did, so the whole login has been ended. */
+  Reused: {}
+  Refused: { readonly reason: string }
+}>
+export const Refresh = Data.taggedEnum<Refresh>()
+
+/**
+ * Logins and their tokens. A login is what one approved device authorization
+ * grants; deleting its row ends its access and refresh tokens (ON DELETE CASCADE).
+ */
+export class LoginsRepo extends Effect.Service<LoginsRepo>()("LoginsRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const inSeconds = (seconds: number) => sql`now() + make_interval(secs => ${seconds})`
+
+    const issueTokens = (loginId: string, userId: string) =>
+      Effect.gen(function*() {
+        const accessToken = generateSecret("accessToken")
+        const refreshToken = generateSecret("refreshToken")
+        yield* sql`INSERT INTO access_tokens (token_hash, user_id, login_id, expires_at)
+          VALUES (${hashSecret(accessToken)}, ${userId}, ${loginId}, ${inSeconds(accessTokenLifetimeSeconds)})`
+        yield* sql`INSERT INTO refresh_tokens (token_hash, login_id, expires_at)
+          VALUES (${hashSecret(refreshToken)}, ${loginId}, ${inSeconds(refreshTokenLifetimeSeconds)})`
+        return { accessToken, refreshToken }
+      })
+
+    /** Starts a login and issues its first tokens; runs in the caller's transaction. */
+    const start = (grant: { readonly userId: string; readonly clientId: string; readonly scope: string | null }) =>
+      Effect.gen(function*() {
+        const [login] = yield* sql<{ readonly id: string }>`INSERT INTO logins (user_id, client_id, scope)
+          VALUES (${grant.userId}, ${grant.clientId}, ${grant.scope}) RETURNING id`
+        return yield* issueTokens(login.id, grant.userId)
+      }).pipe(Effect.orDie)
+
+    /** Rotates a refresh token: a new pair, and the old token used up; a used token presented again ends its login. */
+    const refresh = (refreshToken: string, clientId: string) =>
+      Effect.gen(function*() {
+        const tokenHash = hashSecret(refreshToken)
+        // Locked, so that of two refreshes with one token the second sees it used.
+        const [found] = yield* sql<{
+          readonly loginId: string
+          readonly userId: string
+          readonly clientId: string
+          readonly rotated: boolean
+          readonly expired: boolean
+        }>`SELECT r.login_id, l.user_id, l.client_id, r.rotated_at IS NOT NULL AS rotated, r.expires_at <= now() AS expired
+          FROM refresh_tokens r JOIN logins l ON l.id = r.login_id
+          WHERE r.token_hash = ${tokenHash} FOR UPDATE OF r`
+        if (found === undefined) return Refresh.Refused({ reason: "Unknown or revoked refresh token" })
+        if (found.clientId !== clientId) return Refresh.Refused({ reason: "The refresh token was issued to another client" })
+        if (found.rotated) {
+          yield* sql`DELETE FROM logins WHERE id = ${found.loginId}`
+          return Refresh.Reused()
+        }
+        if (found.expired) return Refresh.Refused({ reason: "The refresh token has expired: log in again" })
+        yield* sql`UPDATE refresh_tokens SET rotated_at = now() WHERE token_hash = ${tokenHash}`
+        return Refresh.Rotated({ tokens: yield* issueTokens(found.loginId, found.userId) })
+      }).pipe(sql.withTransaction, Effect.orDie)
+
+    /** Ends the login of an access or refresh token, or deletes a personal access token; unknown tokens change nothing. */
+    const revoke = (token: string) =>
+      Effect.gen(function*() {
+        const tokenHash = hashSecret(token)
+        yield* sql`DELETE FROM logins WHERE id IN (
+          SELECT login_id FROM access_tokens WHERE token_hash = ${tokenHash}
+          UNION SELECT login_id FROM refresh_tokens WHERE token_hash = ${tokenHash})`
+        yield* sql`DELETE FROM access_tokens WHERE token_hash = ${tokenHash}`
+      }).pipe(sql.withTransaction, Effect.orDie)
+
+    return { start, refresh, revoke } as const
+  })
+}) {}
