@@ -183,6 +183,13 @@ const cases: ReadonlyArray<Case> = [
   { operation: "agent.setDefaults", call: (w) => ({ method: "PUT", path: "/v1/agent/context/defaults", json: { organizationId: w.organizationA, teamId: w.teamA } }),
     statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
   { operation: "health.health", call: () => ({ method: "GET", path: "/health" }),
+    statuses: [200, 200, 200, 200, 200, 200, 200, 200, 200] },
+  // The device login hands out tokens: what it answers never depends on the bearer token sent with it.
+  { operation: "auth.requestDeviceCode", call: () => ({ method: "POST", path: "/v1/auth/device/code", json: { client_id: "matrix-cli" } }),
+    statuses: [200, 200, 200, 200, 200, 200, 200, 200, 200] },
+  { operation: "auth.token", call: () => ({ method: "POST", path: "/v1/auth/token", json: { grant_type: "urn:ietf:params:oauth:grant-type:device_code", device_code: "pld_unknown", client_id: "matrix-cli" } }),
+    statuses: [400, 400, 400, 400, 400, 400, 400, 400, 400] },
+  { operation: "auth.revoke", call: () => ({ method: "POST", path: "/v1/auth/revoke", json: { token: "plr_unknown", client_id: "matrix-cli" } }),
     statuses: [200, 200, 200, 200, 200, 200, 200, 200, 200] }
 ]
 
@@ -207,7 +214,8 @@ layer(TestServer, { excludeTestServices: true })("access matrix", (it) => {
           const what = `${caller}: ${request.method} ${request.path}`
           expect(response.status, `${what} → ${JSON.stringify(response.body)}`).toBe(statuses[index])
           if (response.status >= 400) {
-            expect(Object.keys(response.body).sort(), what).toEqual(["_tag", "message"])
+            const errorKeys = operation.startsWith("auth.") ? ["_tag", "error", "error_description", "message"] : ["_tag", "message"]
+            expect(Object.keys(response.body).sort(), what).toEqual(errorKeys)
             expect(yield* fingerprint, `${what} was refused but changed something`).toBe(before)
           } else {
             const text = JSON.stringify(response.body)

@@ -31,6 +31,14 @@ describe("the OpenAPI document", () => {
     expect(spec.info.version).toBe("0.1.0")
     expect(operations.map(({ method, operation, path }) => `${operation.operationId} ${method.toUpperCase()} ${path}`).sort())
       .toEqual([
+        "agent.getContext GET /v1/agent/context",
+        "agent.setDefaults PUT /v1/agent/context/defaults",
+        "apiKeys.createApiKey POST /v1/organizations/{organizationId}/api-keys",
+        "apiKeys.listApiKeys GET /v1/organizations/{organizationId}/api-keys",
+        "apiKeys.revokeApiKey DELETE /v1/organizations/{organizationId}/api-keys/{apiKeyId}",
+        "auth.requestDeviceCode POST /v1/auth/device/code",
+        "auth.revoke POST /v1/auth/revoke",
+        "auth.token POST /v1/auth/token",
         "health.health GET /health",
         "members.addMember POST /v1/organizations/{organizationId}/members",
         "members.listMembers GET /v1/organizations/{organizationId}/members",
@@ -47,11 +55,23 @@ describe("the OpenAPI document", () => {
       ])
   })
 
-  it("declares bearerAuth as HTTP bearer and requires it everywhere but /health", () => {
+  // The device login is how a caller gets a token, so it cannot ask for one.
+  const isOpen = (path: string) => path === "/health" || path.startsWith("/v1/auth/")
+
+  it("declares bearerAuth as HTTP bearer and requires it everywhere but /health and the device login", () => {
     expect(spec.components.securitySchemes.bearerAuth).toMatchObject({ type: "http", scheme: "bearer" })
     for (const { operation, path } of operations) {
-      expect(operation.security, path).toEqual(path === "/health" ? [] : [{ bearerAuth: [] }])
+      expect(operation.security, path).toEqual(isOpen(path) ? [] : [{ bearerAuth: [] }])
     }
+  })
+
+  it("describes the device login's OAuth error body and its form-encoded requests", () => {
+    for (const path of ["/v1/auth/device/code", "/v1/auth/token", "/v1/auth/revoke"]) {
+      const operation = spec.paths[path].post
+      expect(Object.keys(operation.requestBody.content), path).toEqual(["application/x-www-form-urlencoded", "application/json"])
+      expect(refsOf(operation.responses[400].content["application/json"].schema), path).toContain("OAuthError")
+    }
+    expect(spec.components.schemas.OAuthError.required.sort()).toEqual(["_tag", "error", "error_description", "message"])
   })
 
   it("describes every error of contract section 7 with its JSON body on every API operation", () => {
@@ -59,7 +79,8 @@ describe("the OpenAPI document", () => {
       for (const [status, tags] of Object.entries(contractErrors)) {
         const schema = operation.responses[status]?.content?.["application/json"]?.schema
         expect(schema, `${operation.operationId} ${status}`).toBeDefined()
-        expect(refsOf(schema).sort(), `${path} ${status}`).toEqual([...tags].sort())
+        const expected = isOpen(path) && status === "400" ? [...tags, "OAuthError"] : tags
+        expect(refsOf(schema).sort(), `${path} ${status}`).toEqual([...expected].sort())
       }
     }
     for (const tags of Object.values(contractErrors)) {
@@ -91,7 +112,17 @@ describe("the OpenAPI document", () => {
 
   it("forbids extra properties in request bodies and gives names their bounds", () => {
     for (
-      const name of ["CreateOrganization", "UpdateOrganization", "CreateTeam", "UpdateTeam", "OnboardingData", "AddMember", "UpdateMember"]
+      const name of [
+        "CreateOrganization",
+        "UpdateOrganization",
+        "CreateTeam",
+        "UpdateTeam",
+        "OnboardingData",
+        "AddMember",
+        "UpdateMember",
+        "CreateApiKey",
+        "SetAgentDefaults"
+      ]
     ) {
       expect(spec.components.schemas[name].additionalProperties, name).toBe(false)
     }
