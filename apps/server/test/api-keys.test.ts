@@ -97,7 +97,20 @@ layer(TestServer, { excludeTestServices: true })("API keys", (it) => {
         const withOffset = yield* mint("expiring", future.toISOString().replace("Z", "+00:00"))
         expect(withOffset.expiresAt).toBe(future.toISOString())
         expect((yield* mint("never", null)).expiresAt).toBeNull()
-        for (const expiresAt of [new Date(Date.now() - 60_000).toISOString(), "2999-01-01T00:00:00", "2999-01-01", "soon", 1]) {
+        expect((yield* mint("leap day", "2028-02-29T12:00:00+01:00")).expiresAt).toBe("2028-02-29T11:00:00.000Z")
+        const invalid = [
+          new Date(Date.now() - 60_000).toISOString(),
+          "2999-01-01T00:00:00",
+          "2999-01-01",
+          "soon",
+          1,
+          "2999-02-30T00:00:00Z",
+          "2999-13-01T00:00:00Z",
+          "2999-01-01T24:00:00Z",
+          "2999-01-01T00:00+23:59",
+          "9999-12-31T23:59:59.9999Z"
+        ]
+        for (const expiresAt of invalid) {
           const refused = yield* raw({
             method: "POST",
             path: keysPath(organization.id),
@@ -296,6 +309,41 @@ layer(TestServer, { excludeTestServices: true })("API keys", (it) => {
           token: admin.token
         })
         expect(missing.status).toBe(404)
+      }))
+
+    it.effect("the keys a person created are revoked when they leave or become a plain member, and only theirs", () =>
+      Effect.gen(function*() {
+        const { admin, key: adminsKey, organization } = yield* organizationWithKey
+        const sql = yield* SqlClient.SqlClient
+        const colleague = (role: "admin" | "owner") =>
+          Effect.gen(function*() {
+            const user = yield* signUp()
+            yield* sql`INSERT INTO memberships (user_id, organization_id, role) VALUES (${user.user.id}, ${organization.id}, ${role})`
+            const created = yield* raw({ method: "POST", path: keysPath(organization.id), token: user.token, json: { name: "theirs" } })
+            return { ...user, key: created.body.key as string }
+          })
+        const works = (key: string) => Effect.map(raw({ method: "GET", path: "/v1/teams", token: key }), (r) => r.status)
+        const membersPath = `/v1/organizations/${organization.id}/members`
+
+        const leaving = yield* colleague("admin")
+        const demoted = yield* colleague("admin")
+        const promoted = yield* colleague("admin")
+        expect(yield* works(leaving.key)).toBe(200)
+        expect(yield* works(demoted.key)).toBe(200)
+
+        expect((yield* raw({ method: "DELETE", path: `${membersPath}/${leaving.user.id}`, token: leaving.token })).status).toBe(200)
+        expect(yield* works(leaving.key)).toBe(401)
+
+        const demote = yield* raw({ method: "PATCH", path: `${membersPath}/${demoted.user.id}`, token: admin.token, json: { role: "member" } })
+        expect(demote.status).toBe(200)
+        expect(yield* works(demoted.key)).toBe(401)
+
+        const owner = yield* colleague("owner")
+        const promote = yield* raw({ method: "PATCH", path: `${membersPath}/${promoted.user.id}`, token: owner.token, json: { role: "owner" } })
+        expect(promote.status).toBe(200)
+        expect(yield* works(promoted.key)).toBe(200)
+        expect(yield* works(adminsKey)).toBe(200)
+        expect(yield* works(owner.key)).toBe(200)
       }))
 
     it.effect("an expired key gets 401", () =>

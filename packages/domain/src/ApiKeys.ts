@@ -29,14 +29,24 @@ export const CreatedApiKey = Schema.Struct({
 }).annotations({ identifier: "CreatedApiKey" })
 
 // An instant with an explicit offset, so that it means the same on every machine.
-const isoInstant = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i
+const isoInstant = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-](\d{2}):(\d{2}))$/i
+
+/** Date.parse forgives 30 February and offsets past ±14:00; PostgreSQL does not, so neither do we. */
+const isRealInstant = (s: string) => {
+  const match = isoInstant.exec(s)
+  if (match === null) return false
+  const [year, month, day, hour, minute, second, offsetHours, offsetMinutes] = match.slice(1).map((part) => Number(part ?? 0))
+  const date = new Date(Date.UTC(year, month - 1, day))
+  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day &&
+    hour < 24 && minute < 60 && second < 60 && offsetHours <= 14 && offsetMinutes < 60
+}
 
 const FutureTimestamp = Schema.String.pipe(
-  Schema.filter((s) => isoInstant.test(s) && Date.parse(s) > Date.now())
+  Schema.filter((s) => isRealInstant(s) && Date.parse(s) > Date.now() && Date.parse(s) < Date.UTC(9999, 0, 1))
 ).annotations({
   identifier: "FutureTimestamp",
-  description: "An ISO 8601 timestamp with a time zone offset (e.g. `2027-01-31T12:00:00Z`), in the future",
-  ...invalidUnless("must be an ISO 8601 timestamp with an offset, in the future")
+  description: "An ISO 8601 timestamp with a time zone offset (e.g. `2027-01-31T12:00:00Z`), in the future, before year 9999",
+  ...invalidUnless("must be an ISO 8601 timestamp with an offset, in the future, before year 9999")
 })
 
 export const CreateApiKey = Schema.Struct({

@@ -60,6 +60,16 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
         Effect.orDie
       )
 
+    /**
+     * Revokes the keys a person created once they may no longer manage keys
+     * (removed, or now a plain member): they may still hold the secrets.
+     */
+    const revokeCreatedBy = (organizationId: OrganizationId, userId: UserId) =>
+      sql`UPDATE api_keys SET revoked_at = now()
+        WHERE organization_id = ${organizationId} AND created_by_user_id = ${userId} AND revoked_at IS NULL`.pipe(
+        Effect.asVoid
+      )
+
     /** The key with this secret, if it is neither revoked nor expired. */
     const findActive = (key: string) =>
       sql<ActiveApiKey>`SELECT id, organization_id,
@@ -75,6 +85,6 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
       sql`UPDATE api_keys SET last_used_at = now()
         WHERE id = ${id} AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`.pipe(Effect.asVoid)
 
-    return { create, list, revoke, findActive, recordUse } as const
+    return { create, list, revoke, revokeCreatedBy, findActive, recordUse } as const
   })
 }) {}

@@ -1,6 +1,7 @@
 import { SqlClient, type SqlError } from "@effect/sql"
 import { Conflict, type Member, type MemberRole, NotFound, type OrganizationId, type UserId } from "@postline/domain"
 import { Effect, Option } from "effect"
+import { ApiKeysRepo } from "../ApiKeys/Repo.js"
 import { isoUtc } from "../Database/Columns.js"
 import { type PageRequest, paginate, type SortColumns } from "../Pagination/Keyset.js"
 
@@ -17,6 +18,7 @@ const lastManager = new Conflict({ message: "An organization keeps at least one 
 export class MembersRepo extends Effect.Service<MembersRepo>()("MembersRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const apiKeys = yield* ApiKeysRepo
 
     const iso = (column: string) => isoUtc(sql, `m.${column}`)
     // The exact JSON form of the contract's Member: rows are sent as they come.
@@ -75,6 +77,7 @@ export class MembersRepo extends Effect.Service<MembersRepo>()("MembersRepo", {
           if (onlyManager && role === "member") return yield* lastManager
           yield* sql`UPDATE memberships SET role = ${role}, updated_at = now()
             WHERE organization_id = ${organizationId} AND user_id = ${userId}`
+          if (role === "member") yield* apiKeys.revokeCreatedBy(organizationId, userId)
           return Option.getOrThrow(yield* find(organizationId, userId))
         })).pipe(Effect.catchTag("SqlError", Effect.die))
 
@@ -84,9 +87,11 @@ export class MembersRepo extends Effect.Service<MembersRepo>()("MembersRepo", {
         Effect.gen(function*() {
           if (onlyManager) return yield* lastManager
           yield* sql`DELETE FROM memberships WHERE organization_id = ${organizationId} AND user_id = ${member.userId}`
+          yield* apiKeys.revokeCreatedBy(organizationId, member.userId)
           return member
         })).pipe(Effect.catchTag("SqlError", Effect.die))
 
     return { list, find, add, setRole, remove } as const
-  })
+  }),
+  dependencies: [ApiKeysRepo.Default]
 }) {}
