@@ -6,7 +6,7 @@ import { JsonBody } from "./JsonBody.js"
 import { ListEnvelope, listQueryFieldsSortedBy } from "./Lists.js"
 import { OrganizationId } from "./Organizations.js"
 
-export const ApiKeyId = Uuid.pipe(Schema.brand("ApiKeyId")).annotations({ identifier: "ApiKeyId" })
+export const ApiKeyId = Uuid.pipe(Schema.brand("ApiKeyId")).annotations({ identifier: "ApiKeyId", description: "API key UUID" })
 export type ApiKeyId = typeof ApiKeyId.Type
 
 export const ApiKey = Schema.Struct({
@@ -42,7 +42,9 @@ const isRealInstant = (s: string) => {
 }
 
 const FutureTimestamp = Schema.String.pipe(
-  Schema.filter((s) => isRealInstant(s) && Date.parse(s) > Date.now() && Date.parse(s) < Date.UTC(9999, 0, 1))
+  Schema.filter((s) => isRealInstant(s) && Date.parse(s) > Date.now() && Date.parse(s) < Date.UTC(9999, 0, 1), {
+    jsonSchema: { format: "date-time" }
+  })
 ).annotations({
   identifier: "FutureTimestamp",
   description: "An ISO 8601 timestamp with a time zone offset (e.g. `2027-01-31T12:00:00Z`), in the future, before year 9999",

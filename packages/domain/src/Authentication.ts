@@ -5,7 +5,7 @@ import { Unauthorized } from "./Errors.js"
 import { Uuid } from "./Fields.js"
 import type { OrganizationId } from "./Organizations.js"
 
-export const UserId = Uuid.pipe(Schema.brand("UserId")).annotations({ identifier: "UserId" })
+export const UserId = Uuid.pipe(Schema.brand("UserId")).annotations({ identifier: "UserId", description: "User UUID" })
 export type UserId = typeof UserId.Type
 
 export const User = Schema.Struct({
