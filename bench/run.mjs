@@ -44,6 +44,10 @@ scenarios: S1 S2o S2t S2t0 S3 S4 S5 S6 (PostgreSQL), and S1/S4 again with the em
 
 const root = fileURLToPath(new URL("..", import.meta.url))
 const serverScript = join(root, "apps/server/dist/main.js")
+// The Node.js flags `pnpm start` runs the server with (package.json): a bounded heap keeps its memory small.
+const serverNodeArgs = ["--max-old-space-size=128"]
+const startOurServer = ({ nodeArgs = [], ...options }) =>
+  startServer({ script: serverScript, nodeArgs: [...serverNodeArgs, ...nodeArgs], ...options })
 const baselineScript = join(root, "bench/baseline/server.mjs")
 const resultsDir = join(root, "bench/results")
 
@@ -316,9 +320,8 @@ const postgresPhase = async (results) => {
   log(`database ${database.name}`)
 
   // Migrations: the built server migrates at start.
-  const migrating = await startServer({
+  const migrating = await startOurServer({
     name: "server (migrating)",
-    script: serverScript,
     env: serverEnv(await freePort(), { DATABASE_URL: database.url }),
     logFile: join(state.tmp, "server-migrate.log")
   })
@@ -353,9 +356,8 @@ const postgresPhase = async (results) => {
       u.port = String(capture.port)
       return u.toString()
     }
-    const oursParity = await startServer({
+    const oursParity = await startOurServer({
       name: "server (parity)",
-      script: serverScript,
       env: serverEnv(await freePort(), { DATABASE_URL: viaProxy(oursCapture) }),
       logFile: join(state.tmp, "server-parity.log")
     })
@@ -384,9 +386,8 @@ const postgresPhase = async (results) => {
   // The bundle as profiled, to attribute frames to source modules later even if it is rebuilt meanwhile.
   const bundleCopy = join(state.tmp, "main.js")
   if (flags.profile) copyFileSync(serverScript, bundleCopy)
-  const server = await startServer({
+  const server = await startOurServer({
     name: "server",
-    script: serverScript,
     env: serverEnv(await freePort(), { DATABASE_URL: database.url }),
     nodeArgs: flags.profile ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [],
     logFile: join(state.tmp, "server.log")
@@ -501,7 +502,7 @@ const embeddedPhase = async (results) => {
   const env = async () => serverEnv(await freePort(), { DATA_DIR: dataDir })
 
   // Cold: an empty folder, so the first start creates the database and migrates.
-  let server = await startServer({ name: "server (embedded, cold)", script: serverScript, env: await env(), logFile })
+  let server = await startOurServer({ name: "server (embedded, cold)", env: await env(), logFile })
   results.startup.embeddedColdMs = server.startMs
   results.memory.embeddedColdStartPeakMb = server.memory().hwmMb
   await server.stop()
@@ -520,7 +521,7 @@ const embeddedPhase = async (results) => {
   // Warm: the same folder again; the last start is the one benchmarked.
   const warm = []
   for (let i = 0; i < config.warmStarts; i++) {
-    server = await startServer({ name: "server (embedded)", script: serverScript, env: await env(), logFile })
+    server = await startOurServer({ name: "server (embedded)", env: await env(), logFile })
     state.pids = [server.pid]
     warm.push(server.startMs)
     if (i < config.warmStarts - 1) await server.stop()
