@@ -2,6 +2,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient, Statement } from "@effect/sql"
 import type { OrganizationId } from "@postline/domain"
 import { Effect, Layer } from "effect"
+import { organizationKeys, teamKeys } from "./support/ResponseFields.js"
 import { raw, signUp, TestServer } from "./support/TestServer.js"
 
 // Every statement the server runs is counted, to show what a request costs.
@@ -18,30 +19,6 @@ const CountingTestServer = TestServer.pipe(
 const contextPath = "/v1/agent/context"
 const defaultsPath = "/v1/agent/context/defaults"
 
-const organizationKeys = [
-  "autoRechargeAmount",
-  "autoRechargeEnabled",
-  "autoRechargeThreshold",
-  "billingEmail",
-  "createdAt",
-  "creditsBalance",
-  "id",
-  "isSubscribed",
-  "name",
-  "onboardingData",
-  "paymentCustomerId",
-  "paymentMeteredSubscriptionItemId",
-  "paymentPaymentMethodId",
-  "paymentSubscriptionId",
-  "reservedCredits",
-  "subscriptionCurrentPeriodEnd",
-  "subscriptionEndsAt",
-  "subscriptionPlan",
-  "subscriptionStartedAt",
-  "subscriptionStatus",
-  "updatedAt"
-]
-const teamKeys = ["createdAt", "id", "linkTrackingDefault", "name", "organizationId", "timezone", "updatedAt", "website"]
 
 type User = Effect.Effect.Success<ReturnType<typeof signUp>>
 

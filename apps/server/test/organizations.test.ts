@@ -2,31 +2,8 @@ import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { type OrganizationId } from "@postline/domain"
 import { Effect } from "effect"
+import { organizationKeys } from "./support/ResponseFields.js"
 import { raw, signUp, TestServer } from "./support/TestServer.js"
-
-const organizationKeys = [
-  "autoRechargeAmount",
-  "autoRechargeEnabled",
-  "autoRechargeThreshold",
-  "billingEmail",
-  "createdAt",
-  "creditsBalance",
-  "id",
-  "isSubscribed",
-  "name",
-  "onboardingData",
-  "paymentCustomerId",
-  "paymentMeteredSubscriptionItemId",
-  "paymentPaymentMethodId",
-  "paymentSubscriptionId",
-  "reservedCredits",
-  "subscriptionCurrentPeriodEnd",
-  "subscriptionEndsAt",
-  "subscriptionPlan",
-  "subscriptionStartedAt",
-  "subscriptionStatus",
-  "updatedAt"
-]
 
 const isoUtc = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 

@@ -2,9 +2,8 @@ import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { planDefaults } from "../src/Teams/PlanDefaults.js"
+import { teamKeys } from "./support/ResponseFields.js"
 import { raw, signUp, TestServer } from "./support/TestServer.js"
-
-const teamKeys = ["createdAt", "id", "linkTrackingDefault", "name", "organizationId", "timezone", "updatedAt", "website"]
 
 /** A user with an organization they administer. */
 const adminWithOrganization = Effect.gen(function*() {
