@@ -2,8 +2,11 @@ import { describe, expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
-import { ConfigProvider, Effect, HashMap, Layer, Logger } from "effect"
+import { ConfigProvider, Duration, Effect, Either, HashMap, Layer, Logger, TestClock } from "effect"
 import { createHash } from "node:crypto"
+import { request as httpRequest } from "node:http"
+import { createServer } from "node:net"
+import { ApprovalRateLimit } from "../src/Auth/ApprovalRateLimit.js"
 import { makeHttpLive } from "../src/Http/Api.js"
 import { UsersRepo } from "../src/Users/Repo.js"
 import { hashSecret } from "../src/Users/Secrets.js"
@@ -133,6 +136,22 @@ layer(TestServer, { excludeTestServices: true })("device login", (it) => {
       Effect.gen(function*() {
         const response = yield* postForm("/v1/auth/device/code", { client_id: clientId }, { authorization: "Bearer nonsense" })
         expect(response.status).toBe(200)
+      }))
+
+    it.effect("deletes authorizations that expired over an hour ago when a code is requested, and keeps recent ones", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const old = yield* newCode
+        const recent = yield* newCode
+        yield* sql`UPDATE device_authorizations SET expires_at = now() - interval '2 hours'
+          WHERE device_code_hash = ${hashSecret(old.device_code)}`
+        yield* sql`UPDATE device_authorizations SET expires_at = now() - interval '30 minutes'
+          WHERE device_code_hash = ${hashSecret(recent.device_code)}`
+        yield* newCode
+        expect(yield* deviceRow(old.device_code)).toBeUndefined()
+        // A late poll of a recently expired code still learns why.
+        expect((yield* deviceRow(recent.device_code)).status).toBe("pending")
+        expectOAuthError(yield* poll(recent.device_code), "expired_token")
       }))
 
     it.effect("refuses missing or malformed parameters and other content types with invalid_request", () =>
@@ -338,6 +357,18 @@ layer(TestServer, { excludeTestServices: true })("device login", (it) => {
         expect(count).toBe(0)
       }))
 
+    it.effect("a used refresh token presented again ends the login whatever the client_id", () =>
+      Effect.gen(function*() {
+        const { tokens } = yield* deviceLogin
+        const rotated = yield* refresh(tokens.refresh_token)
+        expect(rotated.status).toBe(200)
+        const reused = yield* refresh(tokens.refresh_token, "another-client")
+        expectOAuthError(reused, "invalid_grant")
+        expect(reused.body.error_description).toContain("login has been ended")
+        expect((yield* listOrganizations(rotated.body.access_token)).status).toBe(401)
+        expectOAuthError(yield* refresh(rotated.body.refresh_token), "invalid_grant")
+      }))
+
     it.effect("answers invalid_grant for another client's, an expired and an unknown refresh token, and keeps the login", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
@@ -475,6 +506,42 @@ layer(TestServer, { excludeTestServices: true })("device login", (it) => {
         expect(Object.keys(document.body.paths)).not.toContain("/device")
       }))
 
+    it.effect("with the code of a pending login prefilled, names the client and scope asking, escaped; otherwise nothing", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const attacker = `<script>alert(1)</script>`
+        const asking = yield* requestCode({ client_id: attacker, scope: "posts:write <b>" })
+        expect(asking.status).toBe(200)
+        const code = asking.body as { device_code: string; user_code: string }
+        const page = yield* raw({ method: "GET", path: `/device?user_code=${code.user_code}` })
+        expect(page.status).toBe(200)
+        expect(page.body).not.toContain("<script>")
+        expect(page.body).toContain(`<p class="client">The program calls itself <strong>&lt;script&gt;alert(1)&lt;/script&gt;</strong>`)
+        expect(page.body).toContain("<strong>posts:write &lt;b&gt;</strong>")
+        expect(page.body).not.toContain("<b>")
+        // As typed by people: lower case, without the dash.
+        const typed = yield* raw({ method: "GET", path: `/device?user_code=${code.user_code.replace("-", "").toLowerCase()}` })
+        expect(typed.body).toContain(`<p class="client">`)
+
+        const withoutScope = yield* newCode
+        const plain = yield* raw({ method: "GET", path: `/device?user_code=${withoutScope.user_code}` })
+        expect(plain.body).toContain(`<p class="client">The program calls itself <strong>${clientId}</strong>.</p>`)
+
+        const notShown = [
+          yield* raw({ method: "GET", path: "/device" }),
+          yield* raw({ method: "GET", path: "/device?user_code=BCDF-GHJK" }),
+          yield* raw({ method: "GET", path: "/device?user_code=not-a-code" })
+        ]
+        yield* sql`UPDATE device_authorizations SET expires_at = now() - interval '1 second'
+          WHERE device_code_hash = ${hashSecret(withoutScope.device_code)}`
+        notShown.push(yield* raw({ method: "GET", path: `/device?user_code=${withoutScope.user_code}` }))
+        for (const response of notShown) {
+          expect(response.status).toBe(200)
+          expect(response.body).not.toContain(`class="client"`)
+          expect(response.body).not.toContain(clientId)
+        }
+      }))
+
     it.effect("escapes the user_code it prefills", () =>
       Effect.gen(function*() {
         const attack = `"><script>alert('x')</script><b a='`
@@ -553,6 +620,120 @@ layer(TestServer, { excludeTestServices: true })("device approval rate limit", (
       expect(Number(limited.headers.get("retry-after"))).toBeLessThanOrEqual(900)
       expectOAuthError(yield* poll(code.device_code), "authorization_pending")
     }))
+})
+
+// The test server's requests all come from one address: the limiter's keys are tested on the service itself, a
+// fresh one in each test, with the test clock. (A layer of its own: `layer` rebinds `it.effect` for the file.)
+layer(Layer.empty)("approval rate limit, per address and per email", (unit) => {
+  const failTimes = (limit: ApprovalRateLimit, times: number, key: (i: number) => { address: string; email: string }) =>
+    Effect.forEach(Array.from({ length: times }, (_, i) => i), (i) => limit.attempt(key(i)), { discard: true })
+
+  const allowed = (limit: ApprovalRateLimit, key: { address: string; email: string }) =>
+    Effect.map(Effect.either(limit.attempt(key)), Either.isRight)
+
+  unit.effect("5 failures for one email from different addresses lock that email, in any case, for 15 minutes", () =>
+    Effect.gen(function*() {
+      const limit = yield* ApprovalRateLimit
+      yield* failTimes(limit, 5, (i) => ({ address: `10.0.0.${i}`, email: i % 2 === 0 ? "Victim@Example.com" : "victim@example.com" }))
+      const locked = yield* Effect.either(limit.attempt({ address: "10.0.1.1", email: "VICTIM@example.COM" }))
+      expect(locked._tag).toBe("Left")
+      if (locked._tag === "Left") expect(locked.left.retryAfterSeconds).toBe(900)
+      // The new addresses are not locked for other emails, nor other emails by them.
+      expect(yield* allowed(limit, { address: "10.0.1.1", email: "someone@example.com" })).toBe(true)
+      expect(yield* allowed(limit, { address: "10.0.0.1", email: "someone-else@example.com" })).toBe(true)
+      yield* TestClock.adjust(Duration.minutes(15))
+      expect(yield* allowed(limit, { address: "10.0.1.2", email: "victim@example.com" })).toBe(true)
+    }).pipe(Effect.provide(ApprovalRateLimit.Default)))
+
+  unit.effect("5 failures from one address lock that address, whatever the email", () =>
+    Effect.gen(function*() {
+      const limit = yield* ApprovalRateLimit
+      yield* failTimes(limit, 5, (i) => ({ address: "10.0.0.1", email: `user${i}@example.com` }))
+      expect(yield* allowed(limit, { address: "10.0.0.1", email: "fresh@example.com" })).toBe(false)
+      expect(yield* allowed(limit, { address: "10.0.0.2", email: "user0@example.com" })).toBe(true)
+    }).pipe(Effect.provide(ApprovalRateLimit.Default)))
+
+  unit.effect("a success counts against neither the address nor the email", () =>
+    Effect.gen(function*() {
+      const limit = yield* ApprovalRateLimit
+      for (let i = 0; i < 10; i++) {
+        const { succeeded } = yield* limit.attempt({ address: `10.0.0.${i}`, email: "user@example.com" })
+        yield* succeeded
+      }
+      yield* failTimes(limit, 4, (i) => ({ address: `10.0.1.${i}`, email: "user@example.com" }))
+      expect(yield* allowed(limit, { address: "10.0.2.1", email: "user@example.com" })).toBe(true)
+      expect(yield* allowed(limit, { address: "10.0.2.2", email: "user@example.com" })).toBe(false)
+    }).pipe(Effect.provide(ApprovalRateLimit.Default)))
+})
+
+/** The approval form, sent from another loopback address (127.0.0.x), as a different client would. */
+const submitApprovalFrom = (
+  localAddress: string,
+  fields: { email: string; password: string; user_code: string; action: string }
+) =>
+  Effect.flatMap(serverPort, (port) =>
+    Effect.async<{ status: number; body: string }>((resume) => {
+      const body = new URLSearchParams(fields).toString()
+      const request = httpRequest({
+        host: "127.0.0.1",
+        port,
+        localAddress,
+        method: "POST",
+        path: "/device",
+        headers: { "content-type": "application/x-www-form-urlencoded", "content-length": Buffer.byteLength(body) }
+      }, (response) => {
+        let text = ""
+        response.setEncoding("utf8")
+        response.on("data", (chunk) => (text += chunk))
+        response.on("end", () => resume(Effect.succeed({ status: response.statusCode ?? 0, body: text })))
+      })
+      request.on("error", (error) => resume(Effect.die(error)))
+      request.end(body)
+    }))
+
+// Linux routes all of 127.0.0.0/8 to loopback; elsewhere (macOS) only 127.0.0.1 may exist, and this test is skipped.
+const otherLoopbackAddresses = await new Promise<boolean>((resolve) => {
+  const probe = createServer()
+  probe.once("error", () => resolve(false))
+  probe.listen(0, "127.0.0.2", () => probe.close(() => resolve(true)))
+})
+
+layer(TestServer, { excludeTestServices: true })("device approval rate limit per email", (it) => {
+  it.effect.skipIf(!otherLoopbackAddresses)(
+    "5 failures for one email from different addresses lock its approvals, with the same words for unknown emails",
+    () =>
+      Effect.gen(function*() {
+        const victim = yield* userWithPassword
+        const bystander = yield* userWithPassword
+        const code = yield* newCode
+        const fields = { email: victim.user.email, password, user_code: code.user_code, action: "approve" }
+        for (let i = 0; i < 5; i++) {
+          const email = i % 2 === 0 ? victim.user.email.toUpperCase() : victim.user.email
+          const wrong = yield* submitApprovalFrom(`127.0.0.${10 + i}`, { ...fields, email, password: `wrong ${i}` })
+          expect(wrong.status).toBe(403)
+        }
+        const limited = yield* submitApprovalFrom("127.0.0.20", fields)
+        expect(limited.status).toBe(429)
+        expect(limited.body).toContain(`<p class="error" role="alert">Too many failed attempts`)
+        expectOAuthError(yield* poll(code.device_code), "authorization_pending")
+        // The address is not locked for another email.
+        const other = yield* newCode
+        const approved = yield* submitApprovalFrom("127.0.0.20", {
+          ...fields,
+          email: bystander.user.email,
+          user_code: other.user_code
+        })
+        expect(approved.status).toBe(200)
+
+        // An email no user has is limited alike, and its page reads the same.
+        const nobody = { ...fields, email: "nobody@example.com" }
+        for (let i = 0; i < 5; i++) expect((yield* submitApprovalFrom(`127.0.0.${30 + i}`, nobody)).status).toBe(403)
+        const unknownLimited = yield* submitApprovalFrom("127.0.0.40", nobody)
+        expect(unknownLimited.status).toBe(429)
+        const errorOf = (html: string) => /<p class="error" role="alert">([^<]*)<\/p>/.exec(html)?.[1]
+        expect(errorOf(unknownLimited.body)).toBe(errorOf(limited.body))
+      })
+  )
 })
 
 // What the server logs, as text: the access log included.

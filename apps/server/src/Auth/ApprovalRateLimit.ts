@@ -5,40 +5,63 @@ const windowMillis = 15 * 60 * 1000
 
 export class RateLimited extends Data.TaggedError("RateLimited")<{ readonly retryAfterSeconds: number }> {}
 
+/** Who attempts an approval: the remote address, and the email typed into the form. */
+export interface ApprovalAttempt {
+  readonly address: string
+  readonly email: string
+}
+
 /**
- * Failed approvals per remote address: at most 5 in any 15 minutes. The
- * count lives in this process's memory, so each server process keeps its own
- * and a restart forgets it; behind a proxy, all its clients share one address.
+ * What failures are counted under: the address, and the email in lower case, so that guessing spread over
+ * many addresses against one email is limited too. Emails compare without case, as the login does.
+ */
+export const limitKeys = ({ address, email }: ApprovalAttempt): ReadonlyArray<string> => [
+  `address:${address}`,
+  `email:${email.trim().toLowerCase()}`
+]
+
+/**
+ * Failed approvals: at most 5 in any 15 minutes per remote address, and as many
+ * per email, whoever sends them; an attempt needs both to have some left. The
+ * counts live in this process's memory, so each server process keeps its own
+ * and a restart forgets them; behind a proxy, all its clients share one
+ * address. The email count is per email whether or not a user has it, so it
+ * says nothing about which emails exist; its price is that anyone can hold
+ * up a person's approvals for the window by failing with their email.
  */
 export class ApprovalRateLimit extends Effect.Service<ApprovalRateLimit>()("ApprovalRateLimit", {
   sync: () => {
     const failures = new Map<string, Array<number>>()
 
-    // Addresses whose failures have all aged out are dropped, so the map stays as small as the window.
+    // Keys whose failures have all aged out are dropped, so the map stays as small as the window.
     const forgetOld = (now: number) => {
-      for (const [address, times] of failures) {
+      for (const [key, times] of failures) {
         const recent = times.filter((time) => time > now - windowMillis)
-        if (recent.length === 0) failures.delete(address)
-        else failures.set(address, recent)
+        if (recent.length === 0) failures.delete(key)
+        else failures.set(key, recent)
       }
     }
 
     /**
-     * Counts an attempt as failed until `succeeded` runs, so that attempts in parallel cannot slip past the
-     * limit; fails when the address has none left.
+     * Counts an attempt as failed, under its address and its email, until `succeeded` runs, so that attempts in
+     * parallel cannot slip past the limit; fails when the address or the email has none left.
      */
-    const attempt = (address: string) =>
+    const attempt = (who: ApprovalAttempt) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         forgetOld(now)
-        const times = failures.get(address) ?? []
-        if (times.length >= maxFailures) {
-          return new RateLimited({ retryAfterSeconds: Math.ceil((times[0] + windowMillis - now) / 1000) })
+        const keys = limitKeys(who)
+        const exhausted = keys.map((key) => failures.get(key) ?? []).filter((times) => times.length >= maxFailures)
+        if (exhausted.length > 0) {
+          const freeAt = Math.max(...exhausted.map((times) => times[times.length - maxFailures] + windowMillis))
+          return new RateLimited({ retryAfterSeconds: Math.ceil((freeAt - now) / 1000) })
         }
-        failures.set(address, [...times, now])
+        for (const key of keys) failures.set(key, [...(failures.get(key) ?? []), now])
         const succeeded = Effect.sync(() => {
-          const current = failures.get(address) ?? []
-          const index = current.indexOf(now)
-          if (index >= 0) failures.set(address, current.toSpliced(index, 1))
+          for (const key of keys) {
+            const current = failures.get(key) ?? []
+            const index = current.indexOf(now)
+            if (index >= 0) failures.set(key, current.toSpliced(index, 1))
+          }
         })
         return Effect.succeed({ succeeded })
       })

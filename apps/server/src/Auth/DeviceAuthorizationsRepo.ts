@@ -1,18 +1,24 @@
 import { SqlClient } from "@effect/sql"
-import { Effect, Option } from "effect"
+import type { UserId } from "@postline/domain"
+import { type Brand, Effect, Option } from "effect"
 import { isUniqueViolation } from "../Database/Errors.js"
 import { generateSecret, hashSecret } from "../Users/Secrets.js"
-import { LoginsRepo } from "./LoginsRepo.js"
+import { type Grant, LoginsRepo } from "./LoginsRepo.js"
 import { generateUserCode } from "./UserCodes.js"
 
 export const deviceCodeLifetimeSeconds = 15 * 60
 export const pollingIntervalSeconds = 5
 // RFC 8628 §3.5: each slow_down adds 5 seconds to the interval.
 const slowDownSeconds = 5
+// Kept this long after expiry, so that a late poll still gets expired_token rather than invalid_grant.
+const keptAfterExpirySeconds = 60 * 60
+
+/** A device authorization's id: the API never shows it, so it is branded here rather than in the domain. */
+export type DeviceAuthorizationId = Brand.Branded<string, "DeviceAuthorizationId">
 
 /** A poll of the token endpoint, as recorded. */
 export interface Poll {
-  readonly id: string
+  readonly id: DeviceAuthorizationId
   readonly status: "pending" | "approved" | "denied" | "redeemed"
   readonly expired: boolean
   /** Sooner after the previous poll than the interval allowed. */
@@ -21,8 +27,11 @@ export interface Poll {
   readonly intervalSeconds: number
 }
 
+/** Who asks for a login: the client, as it names itself, and the scope it asks for. */
+export type Asking = Pick<Grant, "clientId" | "scope">
+
 type Decision =
-  | { readonly _tag: "Decided"; readonly clientId: string }
+  | { readonly _tag: "Decided"; readonly clientId: Grant["clientId"] }
   | { readonly _tag: "Expired" }
   | { readonly _tag: "Unknown" }
 
@@ -32,7 +41,7 @@ export class DeviceAuthorizationsRepo extends Effect.Service<DeviceAuthorization
     const sql = yield* SqlClient.SqlClient
     const logins = yield* LoginsRepo
 
-    const insert = (clientId: string, scope: string | null) =>
+    const insert = ({ clientId, scope }: Asking) =>
       Effect.suspend(() => {
         const deviceCode = generateSecret("deviceCode")
         const userCode = generateUserCode()
@@ -42,10 +51,20 @@ export class DeviceAuthorizationsRepo extends Effect.Service<DeviceAuthorization
             now() + make_interval(secs => ${deviceCodeLifetimeSeconds}))`.pipe(Effect.as({ deviceCode, userCode }))
       })
 
-    /** A new pending authorization; a user code that a pending one already has is drawn again. */
-    const create = (clientId: string, scope: string | null) =>
-      insert(clientId, scope).pipe(
-        Effect.retry({ times: 4, while: (error) => isUniqueViolation(error) }),
+    /**
+     * Authorizations that expired over an hour ago are deleted: whatever their status, they are of no more use,
+     * and a pending one would keep its user code taken.
+     */
+    const deleteLongExpired = sql`DELETE FROM device_authorizations
+      WHERE expires_at < now() - make_interval(secs => ${keptAfterExpirySeconds})`
+
+    /**
+     * A new pending authorization; a user code that a pending one already has is drawn again. Long-expired
+     * authorizations are deleted first, so that the table stays as small as the requests of the last hour or so.
+     */
+    const create = (asking: Asking) =>
+      deleteLongExpired.pipe(
+        Effect.zipRight(insert(asking).pipe(Effect.retry({ times: 4, while: (error) => isUniqueViolation(error) }))),
         Effect.orDie
       )
 
@@ -53,7 +72,7 @@ export class DeviceAuthorizationsRepo extends Effect.Service<DeviceAuthorization
      * Records a poll of this client's device code and answers the state it found. The row is locked first, so
      * that of two polls at once the second sees the first's time and is too soon.
      */
-    const recordPoll = (deviceCode: string, clientId: string) =>
+    const recordPoll = (deviceCode: string, clientId: Grant["clientId"]) =>
       sql<Poll>`WITH previous AS (
           SELECT id, coalesce(last_polled_at > now() - make_interval(secs => interval_seconds), false) AS too_soon
           FROM device_authorizations
@@ -71,9 +90,9 @@ export class DeviceAuthorizationsRepo extends Effect.Service<DeviceAuthorization
       )
 
     /** Starts the login of an approved, unexpired authorization, once: a second redeem finds nothing. */
-    const redeem = (id: string) =>
+    const redeem = (id: DeviceAuthorizationId) =>
       Effect.gen(function*() {
-        const [grant] = yield* sql<{ readonly userId: string; readonly clientId: string; readonly scope: string | null }>`
+        const [grant] = yield* sql<Grant>`
           UPDATE device_authorizations SET status = 'redeemed'
           WHERE id = ${id} AND status = 'approved' AND expires_at > now()
           RETURNING user_id, client_id, scope`
@@ -81,9 +100,9 @@ export class DeviceAuthorizationsRepo extends Effect.Service<DeviceAuthorization
       }).pipe(sql.withTransaction, Effect.orDie)
 
     /** The user's answer to the pending authorization with this (normalized) user code. */
-    const decide = (userCode: string, userId: string, decision: "approved" | "denied") =>
+    const decide = (userCode: string, userId: UserId, decision: "approved" | "denied") =>
       Effect.gen(function*() {
-        const [decided] = yield* sql<{ readonly clientId: string }>`UPDATE device_authorizations
+        const [decided] = yield* sql<Pick<Grant, "clientId">>`UPDATE device_authorizations
           SET status = ${decision}, user_id = ${userId}
           WHERE user_code = ${userCode} AND status = 'pending' AND expires_at > now()
           RETURNING client_id`
@@ -92,7 +111,15 @@ export class DeviceAuthorizationsRepo extends Effect.Service<DeviceAuthorization
         return (expired === undefined ? { _tag: "Unknown" } : { _tag: "Expired" }) satisfies Decision
       }).pipe(Effect.orDie)
 
-    return { create, recordPoll, redeem, decide } as const
+    /** Who asks with the pending, unexpired authorization of this (normalized) user code, if any. */
+    const findPending = (userCode: string) =>
+      sql<Asking>`SELECT client_id, scope FROM device_authorizations
+        WHERE user_code = ${userCode} AND status = 'pending' AND expires_at > now()`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie
+      )
+
+    return { create, recordPoll, redeem, decide, findPending } as const
   }),
   dependencies: [LoginsRepo.Default]
 }) {}

@@ -1,12 +1,12 @@
 import { HttpApiBuilder, HttpMiddleware, HttpServerRequest, type HttpServerResponse, UrlParams } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
+import { formContentType } from "../Http/ContentTypes.js"
 import { ApprovalRateLimit } from "./ApprovalRateLimit.js"
 import { Credentials } from "./Credentials.js"
 import { approvalForm, confirmation, failurePage } from "./DevicePageHtml.js"
 import { DeviceAuthorizationsRepo } from "./DeviceAuthorizationsRepo.js"
 import { normalizeUserCode } from "./UserCodes.js"
 
-const form = /^application\/x-www-form-urlencoded\s*(?:;|$)/i
 const decisions = { approve: "approved", deny: "denied" } as const
 
 // Longer input is no email, password or code of ours; it is refused before any work.
@@ -47,15 +47,23 @@ export const DevicePageLive = HttpApiBuilder.Router.use((router) =>
     const credentials = yield* Credentials
     const rateLimit = yield* ApprovalRateLimit
 
+    /**
+     * The form, with the code of the link prefilled. When that code is a pending login's, the page names the
+     * client asking and its scope (RFC 8628 §5.4); for any other code it shows nothing more.
+     */
     const show = Effect.gen(function*() {
       const query = yield* HttpServerRequest.ParsedSearchParams
-      const userCode = query.user_code
-      return approvalForm(200, { userCode: typeof userCode === "string" ? userCode.slice(0, maxFieldLength) : "" })
+      const userCode = typeof query.user_code === "string" ? query.user_code.slice(0, maxFieldLength) : ""
+      const asking = yield* Option.match(normalizeUserCode(userCode), {
+        onNone: () => Effect.succeedNone,
+        onSome: devices.findPending
+      })
+      return approvalForm(200, { userCode, asking: Option.getOrUndefined(asking) })
     })
 
     const decide = Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
-      if (!form.test(request.headers["content-type"] ?? "")) {
+      if (!formContentType.test(request.headers["content-type"] ?? "")) {
         return approvalForm(415, { error: "Send the form from this page." })
       }
       const params = yield* Effect.either(request.urlParamsBody)
@@ -79,9 +87,9 @@ export const DevicePageLive = HttpApiBuilder.Router.use((router) =>
         return retry(403, "Wrong email or password.")
       }
 
-      const attempt = yield* rateLimit.attempt(Option.getOrElse(request.remoteAddress, () => "unknown")).pipe(
-        Effect.either
-      )
+      const address = Option.getOrElse(request.remoteAddress, () => "unknown")
+      const attempt = yield* Effect.either(rateLimit.attempt({ address, email }))
+      // The same words whether the address or the email ran out: they do not tell whether the email is a user's.
       if (attempt._tag === "Left") {
         const wait = attempt.left.retryAfterSeconds
         return retry(429, `Too many failed attempts: try again in ${Math.ceil(wait / 60)} minutes.`, {

@@ -1,5 +1,6 @@
 import { HttpServerResponse } from "@effect/platform"
 import { createHash } from "node:crypto"
+import type { Asking } from "./DeviceAuthorizationsRepo.js"
 
 const entities: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" }
 
@@ -52,10 +53,25 @@ const respond = (status: number, html: string, headers: Record<string, string> =
     headers: { ...securityHeaders, ...headers }
   })
 
-/** The approval form; after a failure it says what went wrong and keeps what was typed, except the password. */
+// The client names itself (no registration), so the page says so rather than vouch for it.
+const askingParagraph = (asking: Asking | undefined) =>
+  asking === undefined ? "" : `<p class="client">The program calls itself <strong>${escape(asking.clientId)}</strong>${
+    asking.scope === null ? "" : ` and asks for <strong>${escape(asking.scope)}</strong>`
+  }.</p>
+`
+
+/**
+ * The approval form; after a failure it says what went wrong and keeps what was typed, except the password.
+ * `asking` is the client of the prefilled code's pending login, if it has one.
+ */
 export const approvalForm = (
   status: number,
-  fields: { readonly email?: string; readonly userCode?: string; readonly error?: string },
+  fields: {
+    readonly email?: string
+    readonly userCode?: string
+    readonly error?: string
+    readonly asking?: Asking | undefined
+  },
   headers?: Record<string, string>
 ) =>
   respond(
@@ -64,7 +80,7 @@ export const approvalForm = (
       "Log in a device",
       `<h1>Log in a device</h1>
 <p>A program asks to act as you on Postline. Approve only if you started the login and the code matches the one it shows.</p>
-${fields.error === undefined ? "" : `<p class="error" role="alert">${escape(fields.error)}</p>`}
+${askingParagraph(fields.asking)}${fields.error === undefined ? "" : `<p class="error" role="alert">${escape(fields.error)}</p>`}
 <form method="post" action="/device">
 <label for="email">Email</label>
 <input id="email" name="email" type="email" autocomplete="username" required value="${escape(fields.email ?? "")}">

@@ -80,7 +80,7 @@ export const AuthHttpLive = HttpApiBuilder.group(PostlineApi, "auth", (handlers)
         Effect.gen(function*() {
           yield* noStore
           const { client_id, scope } = yield* Effect.flatMap(readParameters, decodeParameters(DeviceCodeRequest))
-          const { deviceCode, userCode } = yield* devices.create(client_id, scope ?? null)
+          const { deviceCode, userCode } = yield* devices.create({ clientId: client_id, scope: scope ?? null })
           const verificationUri = `${originOf(request)}/device`
           return {
             device_code: deviceCode,

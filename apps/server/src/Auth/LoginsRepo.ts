@@ -1,9 +1,20 @@
 import { SqlClient } from "@effect/sql"
-import { Data, Effect } from "effect"
+import type { DeviceCodeRequest, UserId } from "@postline/domain"
+import { type Brand, Data, Effect } from "effect"
 import { generateSecret, hashSecret } from "../Users/Secrets.js"
 
 export const accessTokenLifetimeSeconds = 60 * 60
 const refreshTokenLifetimeSeconds = 30 * 24 * 60 * 60
+
+/** A login's id: the API never shows it, so it is branded here rather than in the domain. */
+export type LoginId = Brand.Branded<string, "LoginId">
+
+/** What an approved device authorization grants: a login of this user, for this client and scope. */
+export interface Grant {
+  readonly userId: UserId
+  readonly clientId: typeof DeviceCodeRequest.Type["client_id"]
+  readonly scope: string | null
+}
 
 export interface IssuedTokens {
   readonly accessToken: string
@@ -28,7 +39,7 @@ export class LoginsRepo extends Effect.Service<LoginsRepo>()("LoginsRepo", {
 
     const inSeconds = (seconds: number) => sql`now() + make_interval(secs => ${seconds})`
 
-    const issueTokens = (loginId: string, userId: string) =>
+    const issueTokens = (loginId: LoginId, userId: UserId) =>
       Effect.gen(function*() {
         const accessToken = generateSecret("accessToken")
         const refreshToken = generateSecret("refreshToken")
@@ -40,33 +51,37 @@ export class LoginsRepo extends Effect.Service<LoginsRepo>()("LoginsRepo", {
       })
 
     /** Starts a login and issues its first tokens; runs in the caller's transaction. */
-    const start = (grant: { readonly userId: string; readonly clientId: string; readonly scope: string | null }) =>
+    const start = (grant: Grant) =>
       Effect.gen(function*() {
-        const [login] = yield* sql<{ readonly id: string }>`INSERT INTO logins (user_id, client_id, scope)
+        const [login] = yield* sql<{ readonly id: LoginId }>`INSERT INTO logins (user_id, client_id, scope)
           VALUES (${grant.userId}, ${grant.clientId}, ${grant.scope}) RETURNING id`
         return yield* issueTokens(login.id, grant.userId)
       }).pipe(Effect.orDie)
 
-    /** Rotates a refresh token: a new pair, and the old token used up; a used token presented again ends its login. */
-    const refresh = (refreshToken: string, clientId: string) =>
+    /**
+     * Rotates a refresh token: a new pair, and the old token used up. A used token presented again ends its login,
+     * whatever the client_id: whoever holds a leaked token must not learn it was rotated and keep the login alive.
+     */
+    const refresh = (refreshToken: string, clientId: Grant["clientId"]) =>
       Effect.gen(function*() {
         const tokenHash = hashSecret(refreshToken)
         // Locked, so that of two refreshes with one token the second sees it used.
         const [found] = yield* sql<{
-          readonly loginId: string
-          readonly userId: string
-          readonly clientId: string
+          readonly loginId: LoginId
+          readonly userId: UserId
+          readonly clientId: Grant["clientId"]
           readonly rotated: boolean
           readonly expired: boolean
         }>`SELECT r.login_id, l.user_id, l.client_id, r.rotated_at IS NOT NULL AS rotated, r.expires_at <= now() AS expired
           FROM refresh_tokens r JOIN logins l ON l.id = r.login_id
           WHERE r.token_hash = ${tokenHash} FOR UPDATE OF r`
         if (found === undefined) return Refresh.Refused({ reason: "Unknown or revoked refresh token" })
-        if (found.clientId !== clientId) return Refresh.Refused({ reason: "The refresh token was issued to another client" })
+        // Reuse first: a rotated token ends the login even when sent with another client_id.
         if (found.rotated) {
           yield* sql`DELETE FROM logins WHERE id = ${found.loginId}`
           return Refresh.Reused()
         }
+        if (found.clientId !== clientId) return Refresh.Refused({ reason: "The refresh token was issued to another client" })
         if (found.expired) return Refresh.Refused({ reason: "The refresh token has expired: log in again" })
         yield* sql`UPDATE refresh_tokens SET rotated_at = now() WHERE token_hash = ${tokenHash}`
         return Refresh.Rotated({ tokens: yield* issueTokens(found.loginId, found.userId) })

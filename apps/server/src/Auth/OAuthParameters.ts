@@ -1,9 +1,7 @@
 import { HttpApp, HttpServerRequest, HttpServerResponse, UrlParams } from "@effect/platform"
 import { oauthError } from "@postline/domain"
 import { Effect, ParseResult, Predicate, Schema } from "effect"
-
-const form = /^application\/x-www-form-urlencoded\s*(?:;|$)/i
-const json = /^application\/json\s*(?:;|$)/i
+import { formContentType, jsonContentType } from "../Http/ContentTypes.js"
 
 const invalidRequest = (description: string) => oauthError("invalid_request", description)
 
@@ -14,9 +12,9 @@ const invalidRequest = (description: string) => oauthError("invalid_request", de
 export const readParameters = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const contentType = request.headers["content-type"] ?? ""
-  const body: unknown = form.test(contentType)
+  const body: unknown = formContentType.test(contentType)
     ? UrlParams.toRecord(yield* request.urlParamsBody)
-    : json.test(contentType)
+    : jsonContentType.test(contentType)
     ? yield* request.json
     : yield* invalidRequest("Send the parameters as application/x-www-form-urlencoded (or as a JSON object)")
   if (!Predicate.isRecord(body)) return yield* invalidRequest("The parameters must be a JSON object of strings")

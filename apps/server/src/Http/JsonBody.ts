@@ -1,13 +1,12 @@
 import { HttpServerRequest } from "@effect/platform"
 import { BadRequest, JsonBody } from "@postline/domain"
 import { Effect, Layer } from "effect"
+import { jsonContentType } from "./ContentTypes.js"
 
 const bodyMethods = new Set(["POST", "PUT", "PATCH"])
 
 /** Request bodies are small JSON objects; a declared larger one is refused unread. */
 export const maxBodyBytes = 1024 * 1024
-// Exactly the type the body reader parses as JSON: `+json` types would be read as bytes.
-const json = /^application\/json\s*(?:;|$)/i
 
 export const JsonBodyLive = Layer.succeed(
   JsonBody,
@@ -15,7 +14,7 @@ export const JsonBodyLive = Layer.succeed(
     const request = yield* HttpServerRequest.HttpServerRequest
     if (!bodyMethods.has(request.method)) return
     const contentType = request.headers["content-type"]
-    if (contentType === undefined || !json.test(contentType)) {
+    if (contentType === undefined || !jsonContentType.test(contentType)) {
       return yield* new BadRequest({ message: "The request body must be JSON: send `Content-Type: application/json`" })
     }
     if (Number(request.headers["content-length"] ?? 0) > maxBodyBytes) {
