@@ -67,6 +67,8 @@ export default Effect.gen(function*() {
     )`
   yield* sql`CREATE UNIQUE INDEX device_authorizations_pending_user_code ON device_authorizations (user_code)
     WHERE status = 'pending'`
+  // Expired authorizations are swept when new ones are made.
+  yield* sql`CREATE INDEX device_authorizations_expires ON device_authorizations (expires_at)`
 
   // Exactly one of user_id and api_key_id: the caller whose choice this is.
   yield* sql`
