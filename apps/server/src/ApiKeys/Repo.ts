@@ -27,7 +27,6 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
     const columns = sql`k.id, k.organization_id, k.name, k.prefix, k.created_by_user_id,
       ${iso("created_at")} AS created_at, ${iso("expires_at")} AS expires_at,
       ${iso("last_used_at")} AS last_used_at, ${iso("revoked_at")} AS revoked_at`
-    const keysOf = (organizationId: OrganizationId) => sql`FROM api_keys k WHERE k.organization_id = ${organizationId}`
 
     /** Creates a key; its secret is returned this once and stored as a hash. */
     const create = (organizationId: OrganizationId, createdBy: UserId, input: CreateApiKey) =>
@@ -48,8 +47,7 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
         columns: sortColumns,
         idOf: (key) => key.id,
         select: columns,
-        rowsFrom: keysOf(organizationId),
-        keysFrom: keysOf(organizationId)
+        rowsFrom: sql`FROM api_keys k WHERE k.organization_id = ${organizationId}`
       }).pipe(Effect.orDie)
 
     /** Revokes the key, once: a revoked key keeps its first revokedAt. */

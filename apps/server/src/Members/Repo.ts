@@ -34,8 +34,7 @@ export class MembersRepo extends Effect.Service<MembersRepo>()("MembersRepo", {
         columns: memberSortColumns,
         idOf: (member) => member.userId,
         select: columns,
-        rowsFrom: membersOf(organizationId),
-        keysFrom: membersOf(organizationId)
+        rowsFrom: membersOf(organizationId)
       }).pipe(Effect.orDie)
 
     const find = (organizationId: OrganizationId, userId: UserId) =>

@@ -46,18 +46,15 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
       }).pipe(Effect.orDie)
 
     /** The page of an API key's list: its one organization. */
-    const listOne = (organizationId: OrganizationId, request: PageRequest) => {
-      const from = sql`FROM organizations o WHERE o.id = ${organizationId}`
-      return paginate<Organization>({
+    const listOne = (organizationId: OrganizationId, request: PageRequest) =>
+      paginate<Organization>({
         sql,
         request,
         columns: sortColumnsOf("o"),
         idOf: (organization) => organization.id,
         select: columns,
-        rowsFrom: from,
-        keysFrom: from
+        rowsFrom: sql`FROM organizations o WHERE o.id = ${organizationId}`
       }).pipe(Effect.orDie)
-    }
 
     const find = (organizationId: OrganizationId) =>
       sql<Organization>`SELECT ${columns} FROM organizations o WHERE o.id = ${organizationId}`.pipe(

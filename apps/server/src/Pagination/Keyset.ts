@@ -64,11 +64,12 @@ export const paginate = <A extends Record<F, string>, F extends SortField = Sort
   readonly select: Statement.Fragment
   /** `FROM … WHERE …` of the rows with their details, for the page. */
   readonly rowsFrom: Statement.Fragment
-  /** `FROM … WHERE …` of the same rows' sort keys alone, for counting. */
-  readonly keysFrom: Statement.Fragment
+  /** `FROM … WHERE …` of the same rows' sort keys alone, for counting; `rowsFrom` when it reads one table. */
+  readonly keysFrom?: Statement.Fragment
 }): Effect.Effect<Page<A>, SqlError.SqlError, Cursors> =>
   Effect.gen(function*() {
     const { columns, request, sql } = options
+    const keysFrom = options.keysFrom ?? options.rowsFrom
     const column = sql.literal(columns[request.sortBy])
     const id = sql.literal(columns.id)
     const direction = Option.match(request.cursor, { onNone: () => "after" as const, onSome: (c) => c.direction })
@@ -87,10 +88,10 @@ export const paginate = <A extends Record<F, string>, F extends SortField = Sort
       sql<A>`SELECT ${options.select} ${options.rowsFrom} AND ${onPageSide}
              ORDER BY ${column} ${order}, ${id} ${order} LIMIT ${request.limit + 1}`,
       sql<{ total: number; otherSide: boolean }>`SELECT
-        (SELECT count(*)::int ${options.keysFrom}) AS total,
+        (SELECT count(*)::int ${keysFrom}) AS total,
         ${
         Option.isSome(request.cursor)
-          ? sql`EXISTS (SELECT 1 ${options.keysFrom} AND NOT ${onPageSide})`
+          ? sql`EXISTS (SELECT 1 ${keysFrom} AND NOT ${onPageSide})`
           : sql`FALSE`
       } AS other_side`
     ], { concurrency: "unbounded" })

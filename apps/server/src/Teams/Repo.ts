@@ -34,19 +34,15 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
       }).pipe(Effect.orDie)
 
     /** The teams of one organization, by its own indexes. */
-    const listOfOrganization = (organizationId: OrganizationId, request: PageRequest) => {
-      const from = sql`FROM teams t WHERE t.organization_id = ${organizationId}`
-      return paginate<Team>({
+    const listOfOrganization = (organizationId: OrganizationId, request: PageRequest) =>
+      paginate<Team>({
         sql,
         request,
         columns: teamSortColumns,
         idOf: (team) => team.id,
         select: columns,
-        rowsFrom: from,
-        keysFrom: from
-      })
-        .pipe(Effect.orDie)
-    }
+        rowsFrom: sql`FROM teams t WHERE t.organization_id = ${organizationId}`
+      }).pipe(Effect.orDie)
 
     /** The team and the user's role in its organization (none for a non-member), in one statement. */
     const findWithRole = (teamId: TeamId, userId: UserId) =>
