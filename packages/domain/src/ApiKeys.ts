@@ -4,7 +4,7 @@ import { Authentication, UserId } from "./Authentication.js"
 import { invalidUnless, Name, oneOf, optional, strict, Timestamp, Uuid } from "./Fields.js"
 import { JsonBody } from "./JsonBody.js"
 import { ListEnvelope, listQueryFieldsSortedBy } from "./Lists.js"
-import { OrganizationId } from "./Organizations.js"
+import { OrganizationId, OrganizationPath } from "./Organizations.js"
 
 export const ApiKeyId = Uuid.pipe(Schema.brand("ApiKeyId")).annotations({ identifier: "ApiKeyId", description: "API key UUID" })
 export type ApiKeyId = typeof ApiKeyId.Type
@@ -67,12 +67,10 @@ export const ApiKeyListQuery = Schema.Struct(listQueryFieldsSortedBy(ApiKeySortF
 
 export const ApiKeyList = ListEnvelope(ApiKey, "ApiKeyList")
 
-const organizationPath = Schema.Struct({ organizationId: OrganizationId })
-
 export class ApiKeysGroup extends HttpApiGroup.make("apiKeys")
   .add(
     HttpApiEndpoint.post("createApiKey", "/v1/organizations/:organizationId/api-keys")
-      .setPath(organizationPath)
+      .setPath(OrganizationPath)
       .setPayload(CreateApiKey)
       .addSuccess(CreatedApiKey, { status: 201 })
       .annotate(OpenApi.Summary, "Create API key")
@@ -84,7 +82,7 @@ export class ApiKeysGroup extends HttpApiGroup.make("apiKeys")
   )
   .add(
     HttpApiEndpoint.get("listApiKeys", "/v1/organizations/:organizationId/api-keys")
-      .setPath(organizationPath)
+      .setPath(OrganizationPath)
       .setUrlParams(ApiKeyListQuery)
       .addSuccess(ApiKeyList)
       .annotate(OpenApi.Summary, "List API keys")

@@ -4,7 +4,7 @@ import { Authentication, UserId } from "./Authentication.js"
 import { invalidUnless, oneOf, strict, Text, Timestamp } from "./Fields.js"
 import { JsonBody } from "./JsonBody.js"
 import { ListEnvelope, listQueryFields } from "./Lists.js"
-import { OrganizationId } from "./Organizations.js"
+import { OrganizationId, OrganizationPath } from "./Organizations.js"
 
 export const MemberRole = oneOf("owner", "admin", "member").annotations({
   identifier: "MemberRole",
@@ -38,13 +38,12 @@ export const UpdateMember = Schema.Struct({ role: MemberRole }).annotations({ ..
 
 export const MemberList = ListEnvelope(Member, "MemberList")
 
-const organizationPath = Schema.Struct({ organizationId: OrganizationId })
 const memberPath = Schema.Struct({ organizationId: OrganizationId, userId: UserId })
 
 export class MembersGroup extends HttpApiGroup.make("members")
   .add(
     HttpApiEndpoint.get("listMembers", "/v1/organizations/:organizationId/members")
-      .setPath(organizationPath)
+      .setPath(OrganizationPath)
       .setUrlParams(Schema.Struct(listQueryFields).annotations(strict))
       .addSuccess(MemberList)
       .annotate(OpenApi.Summary, "List members")
@@ -52,7 +51,7 @@ export class MembersGroup extends HttpApiGroup.make("members")
   )
   .add(
     HttpApiEndpoint.post("addMember", "/v1/organizations/:organizationId/members")
-      .setPath(organizationPath)
+      .setPath(OrganizationPath)
       .setPayload(AddMember)
       .addSuccess(Member, { status: 201 })
       .annotate(OpenApi.Summary, "Add member")

@@ -108,7 +108,8 @@ export type UpdateOrganization = typeof UpdateOrganization.Type
 
 export const OrganizationList = ListEnvelope(Organization, "OrganizationList")
 
-const organizationPath = Schema.Struct({ organizationId: OrganizationId })
+/** The path parameters of anything inside one organization. */
+export const OrganizationPath = Schema.Struct({ organizationId: OrganizationId })
 
 export class OrganizationsGroup extends HttpApiGroup.make("organizations")
   .add(
@@ -127,14 +128,14 @@ export class OrganizationsGroup extends HttpApiGroup.make("organizations")
   )
   .add(
     HttpApiEndpoint.get("getOrganization", "/v1/organizations/:organizationId")
-      .setPath(organizationPath)
+      .setPath(OrganizationPath)
       .addSuccess(Organization)
       .annotate(OpenApi.Summary, "Get organization")
       .annotate(OpenApi.Description, "One organization the caller belongs to; any other gives 404.")
   )
   .add(
     HttpApiEndpoint.patch("updateOrganization", "/v1/organizations/:organizationId")
-      .setPath(organizationPath)
+      .setPath(OrganizationPath)
       .setPayload(UpdateOrganization)
       .addSuccess(Organization)
       .annotate(OpenApi.Summary, "Update organization")
