@@ -68,6 +68,17 @@ export class AccessPolicy extends Effect.Service<AccessPolicy>()("AccessPolicy",
 
     const viewOrganization = roleIn
 
+    /** The organization itself, for whoever may see it, in one statement. */
+    const readOrganization = (organizationId: OrganizationId) =>
+      Effect.gen(function*() {
+        const caller = yield* CurrentCaller
+        const found = Caller.$is("User")(caller)
+          ? yield* organizations.findForMember(caller.user.id, organizationId)
+          : yield* Effect.zipRight(roleIn(organizationId), organizations.find(organizationId))
+        if (found._tag === "None") return yield* organizationNotFound(organizationId)
+        return found.value
+      })
+
     const manageOrganization = (organizationId: OrganizationId) =>
       Effect.flatMap(roleIn(organizationId), requireManagerRole)
 
@@ -127,6 +138,7 @@ export class AccessPolicy extends Effect.Service<AccessPolicy>()("AccessPolicy",
 
     return {
       viewOrganization,
+      readOrganization,
       manageOrganization,
       createOrganization,
       viewTeam,
@@ -135,8 +147,7 @@ export class AccessPolicy extends Effect.Service<AccessPolicy>()("AccessPolicy",
       viewMembers,
       addMember,
       changeRole,
-      removeMember,
-      organizationNotFound
+      removeMember
     } as const
   }),
   dependencies: [OrganizationsRepo.Default, TeamsRepo.Default]

@@ -25,13 +25,8 @@ export const OrganizationsHttpLive = HttpApiBuilder.group(PostlineApi, "organiza
         Effect.flatMap(policy.createOrganization, (user) => repo.createForUser(user.id, payload.name)).pipe(
           Effect.map(asEncoded(Organization, { status: 201 }))
         ))
-      .handle("getOrganization", ({ path: { organizationId } }) =>
-        Effect.gen(function*() {
-          yield* policy.viewOrganization(organizationId)
-          const organization = yield* repo.find(organizationId)
-          if (organization._tag === "None") return yield* policy.organizationNotFound(organizationId)
-          return asEncoded(Organization)(organization.value)
-        }))
+      .handle("getOrganization", ({ path }) =>
+        Effect.map(policy.readOrganization(path.organizationId), asEncoded(Organization)))
       .handle("updateOrganization", ({ path, payload }) =>
         policy.manageOrganization(path.organizationId).pipe(
           Effect.zipRight(repo.update(path.organizationId, payload)),

@@ -31,9 +31,6 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
       ${iso("subscription_current_period_end")} AS subscription_current_period_end,
       ${iso("created_at")} AS created_at, ${iso("updated_at")} AS updated_at`
 
-    const selectById = (id: string) =>
-      Effect.map(sql<Organization>`SELECT ${columns} FROM organizations o WHERE o.id = ${id}`, ([row]) => row)
-
     const listForUser = (userId: UserId, request: PageRequest) =>
       paginate<Organization>({
         sql,
@@ -62,6 +59,12 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
         Effect.orDie
       )
 
+    /** The organization, if the user is a member: the membership join is the access check. */
+    const findForMember = (userId: UserId, organizationId: OrganizationId) =>
+      sql<Organization>`SELECT ${columns} FROM organizations o
+        JOIN memberships m ON m.organization_id = o.id AND m.user_id = ${userId}
+        WHERE o.id = ${organizationId}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0])), Effect.orDie)
+
     /** The user's role in the organization, if a member. */
     const roleOf = (userId: UserId, organizationId: OrganizationId) =>
       sql<{ role: Role }>`SELECT role FROM memberships WHERE user_id = ${userId} AND organization_id = ${organizationId}`
@@ -70,9 +73,9 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
     /** Creates the organization and makes its creator an admin, in one transaction. */
     const createForUser = (userId: UserId, name: string) =>
       Effect.gen(function*() {
-        const [{ id }] = yield* sql<{ id: string }>`INSERT INTO organizations (name) VALUES (${name}) RETURNING id`
+        const [{ id }] = yield* sql<{ id: OrganizationId }>`INSERT INTO organizations (name) VALUES (${name}) RETURNING id`
         yield* sql`INSERT INTO memberships (user_id, organization_id, role) VALUES (${userId}, ${id}, 'admin')`
-        return yield* selectById(id)
+        return Option.getOrThrow(yield* find(id))
       }).pipe(sql.withTransaction, Effect.orDie)
 
     const update = (id: OrganizationId, changes: UpdateOrganization) => {
@@ -83,7 +86,7 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
           : undefined
       ].filter((fragment) => fragment !== undefined)
       return (assignments.length === 0
-        ? selectById(id)
+        ? Effect.map(find(id), Option.getOrThrow)
         : Effect.map(
           sql<Organization>`UPDATE organizations o SET ${sql.csv(assignments)}, updated_at = now()
             WHERE o.id = ${id} RETURNING ${columns}`,
@@ -95,6 +98,7 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
       listForUser,
       listOne,
       find,
+      findForMember,
       roleOf,
       createForUser,
       update,
