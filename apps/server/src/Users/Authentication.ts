@@ -1,5 +1,5 @@
 import { HttpServerRequest } from "@effect/platform"
-import { Authentication, Caller, Unauthorized } from "@postline/domain"
+import { type ApiKeyId, Authentication, Caller, Unauthorized } from "@postline/domain"
 import { Effect, FiberSet, Layer, Option } from "effect"
 import { ApiKeysRepo } from "../ApiKeys/Repo.js"
 import { UsersRepo } from "./Repo.js"
@@ -17,7 +17,7 @@ export const AuthenticationLive = Layer.scoped(
     const apiKeys = yield* ApiKeysRepo
     // Recording a key's use runs beside the request, not in its way; the server's shutdown ends it.
     const background = yield* FiberSet.make()
-    const recordUse = (id: Parameters<typeof apiKeys.recordUse>[0]) =>
+    const recordUse = (id: ApiKeyId) =>
       FiberSet.run(
         background,
         apiKeys.recordUse(id).pipe(Effect.catchAll((error) => Effect.logWarning("Could not record an API key's use", error)))
