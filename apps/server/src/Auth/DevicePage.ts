@@ -1,8 +1,8 @@
 import { HttpApiBuilder, HttpMiddleware, HttpServerRequest, type HttpServerResponse, UrlParams } from "@effect/platform"
 import { Effect, Layer, Option } from "effect"
 import { formContentType } from "../Http/ContentTypes.js"
+import { UsersRepo } from "../Users/Repo.js"
 import { ApprovalRateLimit } from "./ApprovalRateLimit.js"
-import { Credentials } from "./Credentials.js"
 import { approvalForm, confirmation, failurePage } from "./DevicePageHtml.js"
 import { DeviceAuthorizationsRepo } from "./DeviceAuthorizationsRepo.js"
 import { normalizeUserCode } from "./UserCodes.js"
@@ -44,7 +44,7 @@ const neverFailing = <E, R>(page: Effect.Effect<HttpServerResponse.HttpServerRes
 export const DevicePageLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const devices = yield* DeviceAuthorizationsRepo
-    const credentials = yield* Credentials
+    const users = yield* UsersRepo
     const rateLimit = yield* ApprovalRateLimit
 
     /**
@@ -96,7 +96,7 @@ export const DevicePageLive = HttpApiBuilder.Router.use((router) =>
           "retry-after": String(wait)
         })
       }
-      const user = yield* credentials.verify(email, password)
+      const user = yield* users.verifyPasswordOf(email, password)
       if (Option.isNone(user)) return retry(403, "Wrong email or password.")
       const decision = decisions[action]
       const outcome = yield* devices.decide(userCode.value, user.value, decision)
@@ -114,4 +114,4 @@ export const DevicePageLive = HttpApiBuilder.Router.use((router) =>
     yield* router.get("/device", neverFailing(show))
     yield* router.post("/device", neverFailing(decide))
   })
-).pipe(Layer.provide([DeviceAuthorizationsRepo.Default, Credentials.Default, ApprovalRateLimit.Default]))
+).pipe(Layer.provide([DeviceAuthorizationsRepo.Default, UsersRepo.Default, ApprovalRateLimit.Default]))

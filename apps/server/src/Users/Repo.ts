@@ -1,9 +1,12 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Conflict, User } from "@postline/domain"
+import { Conflict, User, type UserId } from "@postline/domain"
 import { Effect, Option, Schema } from "effect"
 import { isUniqueViolation } from "../Database/Errors.js"
-import { hashPassword } from "./Passwords.js"
+import { hashPassword, verifyPassword } from "./Passwords.js"
 import { generateSecret, hashSecret } from "./Secrets.js"
+
+// Checked when no password is set or the email is unknown, so that every wrong answer takes as long.
+const nobodysHash = `scrypt$32768$8$1$${"A".repeat(22)}$${"A".repeat(86)}`
 
 export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
   effect: Effect.gen(function*() {
@@ -47,9 +50,20 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
         return updated.length > 0
       }).pipe(Effect.orDie)
 
+    /** The user with this email, when the password is theirs (the device approval page). */
+    const verifyPasswordOf = (email: string, password: string) =>
+      Effect.gen(function*() {
+        const [user] = yield* sql<{ readonly id: UserId; readonly passwordHash: string | null }>`
+          SELECT id, password_hash FROM users WHERE lower(email) = lower(${email})`
+        const passwordHash = user?.passwordHash ?? null
+        const matches = yield* Effect.promise(() => verifyPassword(password, passwordHash ?? nobodysHash))
+        return matches && passwordHash !== null ? Option.some(user.id) : Option.none()
+      }).pipe(Effect.orDie)
+
     return {
       createWithToken,
       setPassword,
+      verifyPasswordOf,
       /** The user an access token acts for, and whether it has expired. */
       findByToken: (token: string) =>
         findByTokenHash(hashSecret(token)).pipe(
