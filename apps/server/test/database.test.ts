@@ -88,3 +88,14 @@ it.live.skipIf(testDatabaseKind !== "embedded")(
     }).pipe(Effect.provide(layerEmbedded("memory://"))),
   { timeout: 30_000 }
 )
+
+it.live.skipIf(testDatabaseKind !== "embedded")(
+  "the embedded database keeps a small buffer pool, since it lives in the server's own memory",
+  () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const [setting] = yield* sql<{ sharedBuffers: string }>`SHOW shared_buffers`
+      expect(setting.sharedBuffers).toBe("16MB")
+    }).pipe(Effect.provide(layerEmbedded("memory://"))),
+  { timeout: 30_000 }
+)

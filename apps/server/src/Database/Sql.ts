@@ -12,6 +12,13 @@ const names = { transformResultNames: String.snakeToCamel, transformJson: false 
 export const layerPostgres = (url: Redacted.Redacted) => PgClient.layer({ url, ...names })
 
 /**
+ * PostgreSQL's default 128 MB buffer pool lives in the embedded database's
+ * WebAssembly memory, inside the server's own process, and fills under load;
+ * the operating system's page cache still holds the data folder's files.
+ */
+const embeddedSettings = ["-c", "shared_buffers=16MB"]
+
+/**
  * Embedded PostgreSQL (PGlite) in `dataDir`, or in memory for `memory://`.
  * PGlite is a single session: a pool of exactly one client serialises every
  * statement and holds it for a whole transaction, so transactions never interleave.
@@ -23,7 +30,7 @@ export const layerEmbedded = (dataDir: string) =>
       if (!dataDir.startsWith("memory://")) yield* lockDataDir(dataDir)
       const pglite = yield* Effect.acquireRelease(
         Effect.tryPromise({
-          try: () => PGlite.create(dataDir),
+          try: () => PGlite.create(dataDir, { startParams: [...PGlite.defaultStartParams, ...embeddedSettings] }),
           catch: (cause) => new SqlError.SqlError({ cause, message: `Failed to open the embedded database in ${dataDir}` })
         }),
         (db) => Effect.promise(() => db.close())
