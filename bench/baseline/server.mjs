@@ -3,8 +3,8 @@
 // the same token check and the same JSON bytes as apps/server, so that the
 // ratio ours/baseline measures what the server's own stack costs.
 //
-// Mirrors: apps/server/src/Users/{Authentication,Repo,Tokens}.ts,
-// Organizations/{Repo,Policy}.ts, Teams/{Repo,Http}.ts, Pagination/{Keyset,Cursor}.ts.
+// Mirrors: apps/server/src/Users/{Authentication,Repo,Secrets}.ts, Access/Policy.ts,
+// Organizations/Repo.ts, Teams/{Repo,Http}.ts, Pagination/{Keyset,Cursor}.ts, Database/Columns.ts.
 //
 // Env: PORT, HOST (default 127.0.0.1), DATABASE_URL (required).
 import { createHash, createHmac, timingSafeEqual } from "node:crypto"
@@ -16,20 +16,44 @@ pool.on("error", () => {})
 
 // ---------------------------------------------------------------- SQL (same text as the server's)
 
-const isoOf = (alias, column) => `to_char(${alias}.${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
-const orgColumns = `o.id, o.name, o.billing_email, o.onboarding_data, o.payment_customer_id,
-      o.payment_subscription_id, o.payment_payment_method_id, o.payment_metered_subscription_item_id,
-      o.credits_balance::float8 AS credits_balance, o.reserved_credits::float8 AS reserved_credits,
-      o.auto_recharge_enabled, o.auto_recharge_threshold::float8 AS auto_recharge_threshold,
-      o.auto_recharge_amount::float8 AS auto_recharge_amount, o.is_subscribed, o.subscription_status,
-      o.subscription_plan, ${isoOf("o", "subscription_started_at")} AS subscription_started_at,
-      ${isoOf("o", "subscription_ends_at")} AS subscription_ends_at,
-      ${isoOf("o", "subscription_current_period_end")} AS subscription_current_period_end,
-      ${isoOf("o", "created_at")} AS created_at, ${isoOf("o", "updated_at")} AS updated_at`
+const isoOf = (column) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+// Database/Columns.ts selectFields: each column named after its field, so rows are sent as they come.
+const fields = (record) => Object.entries(record).map(([field, expression]) => `${expression} AS "${field}"`).join(", ")
+const orgColumns = fields({
+  id: "o.id",
+  name: "o.name",
+  billingEmail: "o.billing_email",
+  onboardingData: "o.onboarding_data",
+  paymentCustomerId: "o.payment_customer_id",
+  paymentSubscriptionId: "o.payment_subscription_id",
+  paymentPaymentMethodId: "o.payment_payment_method_id",
+  paymentMeteredSubscriptionItemId: "o.payment_metered_subscription_item_id",
+  creditsBalance: "o.credits_balance::float8",
+  reservedCredits: "o.reserved_credits::float8",
+  autoRechargeEnabled: "o.auto_recharge_enabled",
+  autoRechargeThreshold: "o.auto_recharge_threshold::float8",
+  autoRechargeAmount: "o.auto_recharge_amount::float8",
+  isSubscribed: "o.is_subscribed",
+  subscriptionStatus: "o.subscription_status",
+  subscriptionPlan: "o.subscription_plan",
+  subscriptionStartedAt: isoOf("o.subscription_started_at"),
+  subscriptionEndsAt: isoOf("o.subscription_ends_at"),
+  subscriptionCurrentPeriodEnd: isoOf("o.subscription_current_period_end"),
+  createdAt: isoOf("o.created_at"),
+  updatedAt: isoOf("o.updated_at")
+})
 // `$n` is planDefaults.linkTracking, a parameter in the server too.
-const teamColumns = (n) => `t.id, t.organization_id, t.name, t.website,
-      coalesce(t.link_tracking_override, $${n}) AS link_tracking_default, t.timezone,
-      ${isoOf("t", "created_at")} AS created_at, ${isoOf("t", "updated_at")} AS updated_at`
+const teamColumns = (n) =>
+  fields({
+    id: "t.id",
+    organizationId: "t.organization_id",
+    name: "t.name",
+    website: "t.website",
+    linkTrackingDefault: `coalesce(t.link_tracking_override, $${n})`,
+    timezone: "t.timezone",
+    createdAt: isoOf("t.created_at"),
+    updatedAt: isoOf("t.updated_at")
+  })
 const planLinkTracking = true
 
 const userByTokenHash = `SELECT u.id, u.email, u.name, coalesce(t.expires_at <= now(), false) AS expired
@@ -40,59 +64,6 @@ const roleOf = "SELECT role FROM memberships WHERE user_id = $1 AND organization
 const teamWithRole = `SELECT ${teamColumns(1)}, m.role FROM teams t
         LEFT JOIN memberships m ON m.organization_id = t.organization_id AND m.user_id = $2
         WHERE t.id = $3`
-
-// ---------------------------------------------------------------- JSON in the contract's shape and key order
-
-const onboarding = (d) => {
-  const out = { version: d.version, status: d.status, currentStep: d.currentStep, completedSteps: d.completedSteps }
-  if (d.organizationProfile !== undefined) {
-    const p = d.organizationProfile
-    out.organizationProfile = p.jobRole === undefined
-      ? { displayName: p.displayName }
-      : { displayName: p.displayName, jobRole: p.jobRole }
-  }
-  if (d.workspaceProfile !== undefined) {
-    out.workspaceProfile = { teamName: d.workspaceProfile.teamName, website: d.workspaceProfile.website }
-  }
-  if (d.goals !== undefined) out.goals = { primaryGoal: d.goals.primaryGoal, teamSize: d.goals.teamSize }
-  if (d.completedAt !== undefined) out.completedAt = d.completedAt
-  return out
-}
-
-const organization = (r) => ({
-  id: r.id,
-  name: r.name,
-  billingEmail: r.billing_email,
-  onboardingData: r.onboarding_data === null ? null : onboarding(r.onboarding_data),
-  paymentCustomerId: r.payment_customer_id,
-  paymentSubscriptionId: r.payment_subscription_id,
-  paymentPaymentMethodId: r.payment_payment_method_id,
-  paymentMeteredSubscriptionItemId: r.payment_metered_subscription_item_id,
-  creditsBalance: r.credits_balance,
-  reservedCredits: r.reserved_credits,
-  autoRechargeEnabled: r.auto_recharge_enabled,
-  autoRechargeThreshold: r.auto_recharge_threshold,
-  autoRechargeAmount: r.auto_recharge_amount,
-  isSubscribed: r.is_subscribed,
-  subscriptionStatus: r.subscription_status,
-  subscriptionPlan: r.subscription_plan,
-  subscriptionStartedAt: r.subscription_started_at,
-  subscriptionEndsAt: r.subscription_ends_at,
-  subscriptionCurrentPeriodEnd: r.subscription_current_period_end,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at
-})
-
-const team = (r) => ({
-  id: r.id,
-  organizationId: r.organization_id,
-  name: r.name,
-  website: r.website,
-  linkTrackingDefault: r.link_tracking_default,
-  timezone: r.timezone,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at
-})
 
 // ---------------------------------------------------------------- HTTP helpers
 
@@ -268,7 +239,7 @@ const paginate = async (request, columns, { select, selectValues, rowsFrom, keys
     pool.query(
       `SELECT
         (SELECT count(*)::int ${keysFrom(1)}) AS total,
-        ${cursor === undefined ? "FALSE" : `EXISTS (SELECT 1 ${keysFrom(2)} AND NOT ${metaWhere.text})`} AS other_side`,
+        ${cursor === undefined ? "FALSE" : `EXISTS (SELECT 1 ${keysFrom(2)} AND NOT ${metaWhere.text})`} AS "otherSide"`,
       cursor === undefined ? [value] : [value, value, ...metaWhere.values]
     )
   ])
@@ -276,14 +247,14 @@ const paginate = async (request, columns, { select, selectValues, rowsFrom, keys
   const moreAhead = rows.length > request.limit
   const pageRows = rows.slice(0, request.limit)
   const data = direction === "after" ? pageRows : pageRows.reverse()
-  const keyOf = (row) => ({ value: row[sortKeyColumn[request.sortBy]], id: row.id })
+  const keyOf = (row) => ({ value: row[request.sortBy], id: row.id })
   const cursorFor = (side, { id, value }) =>
     encodeCursor(request.scope, { sortBy: request.sortBy, sortOrder: request.sortOrder, direction: side, value, id })
   // With an empty page, the cursor's own position is the boundary on both sides.
   const start = data.length > 0 ? keyOf(data[0]) : cursor
   const end = data.length > 0 ? keyOf(data[data.length - 1]) : cursor
-  const hasPrev = direction === "before" ? moreAhead : meta.other_side
-  const hasNext = direction === "after" ? moreAhead : meta.other_side
+  const hasPrev = direction === "before" ? moreAhead : meta.otherSide
+  const hasNext = direction === "after" ? moreAhead : meta.otherSide
   return {
     data,
     total: meta.total,
@@ -291,8 +262,6 @@ const paginate = async (request, columns, { select, selectValues, rowsFrom, keys
     prevCursor: hasPrev && start ? cursorFor("before", start) : null
   }
 }
-
-const sortKeyColumn = { createdAt: "created_at", updatedAt: "updated_at", name: "name" }
 
 // ---------------------------------------------------------------- handlers
 
@@ -307,7 +276,7 @@ const listOrganizations = async (user, params) => {
     keysFrom: (n) => `FROM memberships m WHERE m.user_id = $${n}`,
     value: user.id
   })
-  return { ...page, data: page.data.map(organization) }
+  return page
 }
 
 /** The caller's role in the organization (Organizations/Repo.ts roleOf); 404 for a non-member. */
@@ -344,7 +313,7 @@ const listTeams = async (user, params) => {
       value: organizationId
     })
   }
-  return { ...page, data: page.data.map(team) }
+  return page
 }
 
 const json = /^application\/json\s*(?:;|$)/i
@@ -357,6 +326,8 @@ const validUrl = (s) => {
   return (protocol === "http:" || protocol === "https:") && hostname.length > 0
 }
 const timezones = new Set([...Intl.supportedValuesOf("timeZone"), "UTC"])
+
+const teamOf = ({ role: _role, ...team }) => team
 
 const updateTeam = async (user, teamId, req) => {
   const contentType = req.headers["content-type"]
@@ -405,7 +376,7 @@ const updateTeam = async (user, teamId, req) => {
   if (changes.linkTrackingDefault !== undefined) assign("link_tracking_override", changes.linkTrackingDefault)
   if (changes.timezone !== undefined) assign("timezone", changes.timezone)
   // With no changes, the team is returned as it is.
-  if (assignments.length === 0) return team(found)
+  if (assignments.length === 0) return teamOf(found)
   values.push(teamId, planLinkTracking)
   const { rows: [updated] } = await pool.query(
     `UPDATE teams t SET ${assignments.join(", ")}, updated_at = now()
@@ -413,7 +384,7 @@ const updateTeam = async (user, teamId, req) => {
     values
   )
   if (updated === undefined) throw notFound()
-  return team(updated)
+  return updated
 }
 
 // ---------------------------------------------------------------- routing

@@ -56,7 +56,7 @@ const joinMany = (userId: string, count: number, second = 0) =>
 
 const savedDefaultsOf = (column: "user_id" | "api_key_id", id: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql`SELECT organization_id, team_id FROM agent_defaults WHERE ${sql(column)} = ${id}`)
+    sql`SELECT organization_id AS "organizationId", team_id AS "teamId" FROM agent_defaults WHERE ${sql(column)} = ${id}`)
 
 /**
  * Carol's organization "Old" is created first, with its team; Alice then

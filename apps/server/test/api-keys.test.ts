@@ -55,7 +55,7 @@ layer(TestServer, { excludeTestServices: true })("API keys", (it) => {
         const sql = yield* SqlClient.SqlClient
         const rows = yield* sql`SELECT * FROM api_keys WHERE id = ${created.id}`
         expect(rows).toHaveLength(1)
-        expect(rows[0].keyHash).toBe(hashSecret(created.key))
+        expect(rows[0].key_hash).toBe(hashSecret(created.key))
         expect(JSON.stringify(rows)).not.toContain(created.key)
 
         const list = yield* raw({ method: "GET", path: keysPath(organization.id), token: admin.token })
@@ -169,7 +169,7 @@ layer(TestServer, { excludeTestServices: true })("API keys", (it) => {
           }
         }
         const [key] = yield* sql`SELECT revoked_at FROM api_keys WHERE id = ${created.id}`
-        expect(key.revokedAt).toBeNull()
+        expect(key.revoked_at).toBeNull()
       }))
   })
 
@@ -250,7 +250,7 @@ layer(TestServer, { excludeTestServices: true })("API keys", (it) => {
         const { admin, created, key, organization } = yield* organizationWithKey
         const sql = yield* SqlClient.SqlClient
         const lastUsedAt = Effect.map(
-          sql<{ lastUsedAt: Date | null }>`SELECT last_used_at FROM api_keys WHERE id = ${created.id}`,
+          sql<{ lastUsedAt: Date | null }>`SELECT last_used_at AS "lastUsedAt" FROM api_keys WHERE id = ${created.id}`,
           ([row]) => row.lastUsedAt
         )
         // The use is recorded beside the request, so wait for it rather than expect it at once.

@@ -94,8 +94,8 @@ it.live.skipIf(testDatabaseKind !== "embedded")(
   () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const [setting] = yield* sql<{ sharedBuffers: string }>`SHOW shared_buffers`
-      expect(setting.sharedBuffers).toBe("16MB")
+      const [setting] = yield* sql<{ shared_buffers: string }>`SHOW shared_buffers`
+      expect(setting.shared_buffers).toBe("16MB")
     }).pipe(Effect.provide(layerEmbedded("memory://"))),
   { timeout: 30_000 }
 )

@@ -87,7 +87,8 @@ const deviceLogin = Effect.gen(function*() {
 const deviceRow = (deviceCode: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql<{ status: string; intervalSeconds: number; userCode: string; clientId: string; scope: string | null; userId: string | null; lifetime: number }>`
-      SELECT status, interval_seconds, user_code, client_id, scope, user_id,
+      SELECT status, interval_seconds AS "intervalSeconds", user_code AS "userCode", client_id AS "clientId", scope,
+        user_id AS "userId",
         extract(epoch FROM expires_at - created_at)::int AS lifetime
       FROM device_authorizations WHERE device_code_hash = ${hashSecret(deviceCode)}`).pipe(Effect.map((rows) => rows[0]))
 
@@ -233,9 +234,9 @@ layer(TestServer, { excludeTestServices: true })("device login", (it) => {
         expect(organizations.status).toBe(200)
         expect(organizations.body.total).toBe(0)
         const [login] = yield* sql<{ userId: string; clientId: string; accessLifetime: number; refreshLifetime: number }>`
-          SELECT l.user_id, l.client_id,
-            extract(epoch FROM a.expires_at - a.created_at)::int AS access_lifetime,
-            extract(epoch FROM r.expires_at - r.created_at)::int AS refresh_lifetime
+          SELECT l.user_id AS "userId", l.client_id AS "clientId",
+            extract(epoch FROM a.expires_at - a.created_at)::int AS "accessLifetime",
+            extract(epoch FROM r.expires_at - r.created_at)::int AS "refreshLifetime"
           FROM logins l JOIN access_tokens a ON a.login_id = l.id JOIN refresh_tokens r ON r.login_id = l.id
           WHERE a.token_hash = ${hashSecret(response.body.access_token)}
             AND r.token_hash = ${hashSecret(response.body.refresh_token)}`

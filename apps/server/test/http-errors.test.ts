@@ -75,7 +75,7 @@ layer(TestServer, { excludeTestServices: true })("errors and authentication", (i
         const alice = yield* signUp()
         expect(alice.token).toMatch(/^plt_[A-Za-z0-9_-]{43}$/)
         const sql = yield* SqlClient.SqlClient
-        const rows = yield* sql<{ tokenHash: string }>`SELECT token_hash FROM access_tokens WHERE user_id = ${alice.user.id}`
+        const rows = yield* sql<{ tokenHash: string }>`SELECT token_hash AS "tokenHash" FROM access_tokens WHERE user_id = ${alice.user.id}`
         expect(rows).toEqual([{ tokenHash: hashSecret(alice.token) }])
         const leaked = yield* sql`SELECT 1 FROM access_tokens WHERE token_hash = ${alice.token}`
         expect(leaked).toEqual([])

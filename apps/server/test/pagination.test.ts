@@ -53,8 +53,8 @@ layer(TestServer, { excludeTestServices: true, timeout: 120_000 })("pagination",
       const sql = yield* SqlClient.SqlClient
       const stored = yield* sql<Keyed>`
         SELECT o.id, o.name,
-          to_char(o.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
-          to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS updated_at
+          to_char(o.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "createdAt",
+          to_char(o.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS "updatedAt"
         FROM organizations o JOIN memberships m ON m.organization_id = o.id WHERE m.user_id = ${alice.user.id}`
       expect(stored.length).toBe(250)
 

@@ -132,7 +132,7 @@ layer(TestServer, { excludeTestServices: true })("teams", (it) => {
         expect((yield* update(null)).linkTrackingDefault).toBe(planDefaults.linkTracking)
         const sql = yield* SqlClient.SqlClient
         expect(yield* sql`SELECT link_tracking_override FROM teams WHERE id = ${team.id}`).toEqual([
-          { linkTrackingOverride: null }
+          { link_tracking_override: null }
         ])
       }))
 

@@ -72,8 +72,8 @@ export class AgentContextRepo extends Effect.Service<AgentContextRepo>()("AgentC
             SELECT organization_id, NULL::uuid, 1 FROM (${scope.fallback}) fallback
           ) candidates ORDER BY preference LIMIT 1
         )
-        SELECT c.organization_id, coalesce(c.team_id, (SELECT t.id FROM teams t
-          WHERE t.organization_id = c.organization_id ORDER BY t.created_at, t.id LIMIT 1)) AS team_id
+        SELECT c.organization_id AS "organizationId", coalesce(c.team_id, (SELECT t.id FROM teams t
+          WHERE t.organization_id = c.organization_id ORDER BY t.created_at, t.id LIMIT 1)) AS "teamId"
         FROM chosen c`
       return Effect.all({
         organizations: Effect.map(sql<Organization>`SELECT ${organizations.columns} ${scope.organizations} LIMIT ${limit}`, firstItems),
@@ -95,7 +95,7 @@ export class AgentContextRepo extends Effect.Service<AgentContextRepo>()("AgentC
         VALUES (${owner.id}, ${choice.organizationId}, ${choice.teamId})
         ON CONFLICT (${owner.column}) DO UPDATE
           SET organization_id = EXCLUDED.organization_id, team_id = EXCLUDED.team_id, updated_at = now()
-        RETURNING organization_id, team_id`.pipe(Effect.map(([row]) => row), Effect.orDie)
+        RETURNING organization_id AS "organizationId", team_id AS "teamId"`.pipe(Effect.map(([row]) => row), Effect.orDie)
     }
 
     return { read, save } as const

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import type { ApiKey, ApiKeyId, CreateApiKey, OrganizationId, UserId } from "@postline/domain"
 import { Effect, Option } from "effect"
-import { isoUtc } from "../Database/Columns.js"
+import { isoUtc, selectFields } from "../Database/Columns.js"
 import { type PageRequest, paginate, type SortColumns } from "../Pagination/Keyset.js"
 import { generateSecret, hashSecret } from "../Users/Secrets.js"
 
@@ -22,11 +22,18 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const iso = (column: string) => isoUtc(sql, `k.${column}`)
     // The exact JSON form of ApiKey: rows are sent as they come.
-    const columns = sql`k.id, k.organization_id, k.name, k.prefix, k.created_by_user_id,
-      ${iso("created_at")} AS created_at, ${iso("expires_at")} AS expires_at,
-      ${iso("last_used_at")} AS last_used_at, ${iso("revoked_at")} AS revoked_at`
+    const columns = selectFields<ApiKey>(sql, {
+      id: "k.id",
+      organizationId: "k.organization_id",
+      name: "k.name",
+      prefix: "k.prefix",
+      createdByUserId: "k.created_by_user_id",
+      createdAt: isoUtc("k.created_at"),
+      expiresAt: isoUtc("k.expires_at"),
+      lastUsedAt: isoUtc("k.last_used_at"),
+      revokedAt: isoUtc("k.revoked_at")
+    })
 
     /** Creates a key; its secret is returned this once and stored as a hash. */
     const create = (organizationId: OrganizationId, createdBy: UserId, input: CreateApiKey) =>
@@ -70,8 +77,8 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
 
     /** The key with this secret, if it is neither revoked nor expired. */
     const findActive = (key: string) =>
-      sql<ActiveApiKey>`SELECT id, organization_id,
-          coalesce(last_used_at < now() - interval '1 minute', true) AS use_is_stale
+      sql<ActiveApiKey>`SELECT id, organization_id AS "organizationId",
+          coalesce(last_used_at < now() - interval '1 minute', true) AS "useIsStale"
         FROM api_keys WHERE key_hash = ${hashSecret(key)}
           AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`.pipe(
         Effect.map((rows) => Option.fromNullable(rows[0])),

@@ -84,7 +84,7 @@ export class DeviceAuthorizationsRepo extends Effect.Service<DeviceAuthorization
           interval_seconds = d.interval_seconds
             + CASE WHEN p.too_soon AND d.status = 'pending' THEN ${slowDownSeconds}::int ELSE 0 END
         FROM previous p WHERE d.id = p.id
-        RETURNING d.id, d.status, d.expires_at <= now() AS expired, p.too_soon, d.interval_seconds`.pipe(
+        RETURNING d.id, d.status, d.expires_at <= now() AS expired, p.too_soon AS "tooSoon", d.interval_seconds AS "intervalSeconds"`.pipe(
         Effect.map((rows) => Option.fromNullable(rows[0])),
         Effect.orDie
       )
@@ -95,7 +95,7 @@ export class DeviceAuthorizationsRepo extends Effect.Service<DeviceAuthorization
         const [grant] = yield* sql<Grant>`
           UPDATE device_authorizations SET status = 'redeemed'
           WHERE id = ${id} AND status = 'approved' AND expires_at > now()
-          RETURNING user_id, client_id, scope`
+          RETURNING user_id AS "userId", client_id AS "clientId", scope`
         return grant === undefined ? Option.none() : Option.some(yield* logins.start(grant))
       }).pipe(sql.withTransaction, Effect.orDie)
 
@@ -105,7 +105,7 @@ export class DeviceAuthorizationsRepo extends Effect.Service<DeviceAuthorization
         const [decided] = yield* sql<Pick<Grant, "clientId">>`UPDATE device_authorizations
           SET status = ${decision}, user_id = ${userId}
           WHERE user_code = ${userCode} AND status = 'pending' AND expires_at > now()
-          RETURNING client_id`
+          RETURNING client_id AS "clientId"`
         if (decided !== undefined) return { _tag: "Decided", clientId: decided.clientId } satisfies Decision
         const [expired] = yield* sql`SELECT 1 FROM device_authorizations WHERE user_code = ${userCode} AND status = 'pending'`
         return (expired === undefined ? { _tag: "Unknown" } : { _tag: "Expired" }) satisfies Decision
@@ -113,7 +113,7 @@ export class DeviceAuthorizationsRepo extends Effect.Service<DeviceAuthorization
 
     /** Who asks with the pending, unexpired authorization of this (normalized) user code, if any. */
     const findPending = (userCode: string) =>
-      sql<Asking>`SELECT client_id, scope FROM device_authorizations
+      sql<Asking>`SELECT client_id AS "clientId", scope FROM device_authorizations
         WHERE user_code = ${userCode} AND status = 'pending' AND expires_at > now()`.pipe(
         Effect.map((rows) => Option.fromNullable(rows[0])),
         Effect.orDie

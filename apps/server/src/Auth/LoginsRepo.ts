@@ -72,7 +72,7 @@ export class LoginsRepo extends Effect.Service<LoginsRepo>()("LoginsRepo", {
           readonly clientId: Grant["clientId"]
           readonly rotated: boolean
           readonly expired: boolean
-        }>`SELECT r.login_id, l.user_id, l.client_id, r.rotated_at IS NOT NULL AS rotated, r.expires_at <= now() AS expired
+        }>`SELECT r.login_id AS "loginId", l.user_id AS "userId", l.client_id AS "clientId", r.rotated_at IS NOT NULL AS rotated, r.expires_at <= now() AS expired
           FROM refresh_tokens r JOIN logins l ON l.id = r.login_id
           WHERE r.token_hash = ${tokenHash} FOR UPDATE OF r`
         if (found === undefined) return Refresh.Refused({ reason: "Unknown or revoked refresh token" })

@@ -2,14 +2,15 @@ import { PGlite } from "@electric-sql/pglite"
 import { createPgConfig } from "@electric-sql/pglite/node-postgres"
 import { SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Config, Effect, Layer, Option, Redacted, String } from "effect"
+import { Config, Effect, Layer, Option, Redacted } from "effect"
 import Pg from "pg"
 import { lockDataDir } from "./DataDirLock.js"
 
-const names = { transformResultNames: String.snakeToCamel, transformJson: false } as const
+// Rows keep the column names their statements give them: statements name each column after its
+// field (Database/Columns.ts), which costs nothing per row, unlike a renaming pass.
 
 /** A real PostgreSQL server. */
-export const layerPostgres = (url: Redacted.Redacted) => PgClient.layer({ url, ...names })
+export const layerPostgres = (url: Redacted.Redacted) => PgClient.layer({ url })
 
 /**
  * PostgreSQL's default 128 MB buffer pool lives in the embedded database's
@@ -25,7 +26,6 @@ const embeddedSettings = ["-c", "shared_buffers=16MB"]
  */
 export const layerEmbedded = (dataDir: string) =>
   PgClient.layerFromPool({
-    ...names,
     acquire: Effect.gen(function*() {
       if (!dataDir.startsWith("memory://")) yield* lockDataDir(dataDir)
       const pglite = yield* Effect.acquireRelease(

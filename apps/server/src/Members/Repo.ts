@@ -2,7 +2,7 @@ import { SqlClient, type SqlError } from "@effect/sql"
 import { Conflict, type Member, type MemberRole, NotFound, type OrganizationId, type UserId } from "@postline/domain"
 import { Effect, Option } from "effect"
 import { ApiKeysRepo } from "../ApiKeys/Repo.js"
-import { isoUtc } from "../Database/Columns.js"
+import { isoUtc, selectFields } from "../Database/Columns.js"
 import { type PageRequest, paginate, type SortColumns } from "../Pagination/Keyset.js"
 
 const memberSortColumns: SortColumns = {
@@ -20,10 +20,16 @@ export class MembersRepo extends Effect.Service<MembersRepo>()("MembersRepo", {
     const sql = yield* SqlClient.SqlClient
     const apiKeys = yield* ApiKeysRepo
 
-    const iso = (column: string) => isoUtc(sql, `m.${column}`)
     // The exact JSON form of the contract's Member: rows are sent as they come.
-    const columns = sql`m.organization_id, m.user_id, u.email, u.name, m.role,
-      ${iso("created_at")} AS created_at, ${iso("updated_at")} AS updated_at`
+    const columns = selectFields<Member>(sql, {
+      organizationId: "m.organization_id",
+      userId: "m.user_id",
+      email: "u.email",
+      name: "u.name",
+      role: "m.role",
+      createdAt: isoUtc("m.created_at"),
+      updatedAt: isoUtc("m.updated_at")
+    })
     const membersOf = (organizationId: OrganizationId) =>
       sql`FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.organization_id = ${organizationId}`
 
@@ -64,7 +70,7 @@ export class MembersRepo extends Effect.Service<MembersRepo>()("MembersRepo", {
       change: (leavesNoManager: boolean) => Effect.Effect<A, E | SqlError.SqlError>
     ) =>
       Effect.gen(function*() {
-        const managers = yield* sql<{ userId: UserId }>`SELECT user_id FROM memberships
+        const managers = yield* sql<{ userId: UserId }>`SELECT user_id AS "userId" FROM memberships
           WHERE organization_id = ${organizationId} AND role IN ('owner', 'admin') FOR UPDATE`
         const onlyManager = managers.length === 1 && managers[0].userId === userId
         return yield* change(onlyManager)

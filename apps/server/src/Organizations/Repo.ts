@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import type { Organization, OrganizationId, UpdateOrganization, UserId } from "@postline/domain"
 import { Effect, Option, Schema } from "effect"
-import { isoUtc } from "../Database/Columns.js"
+import { isoUtc, selectFields } from "../Database/Columns.js"
 import { type PageRequest, paginate, type SortColumns, sortColumnsOf } from "../Pagination/Keyset.js"
 
 export const Role = Schema.Literal("owner", "admin", "member")
@@ -20,16 +20,29 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
     const sql = yield* SqlClient.SqlClient
 
     // The exact JSON form of the contract's Organization: rows are sent as they come.
-    const iso = (column: string) => isoUtc(sql, `o.${column}`)
-    const columns = sql`o.id, o.name, o.billing_email, o.onboarding_data, o.payment_customer_id,
-      o.payment_subscription_id, o.payment_payment_method_id, o.payment_metered_subscription_item_id,
-      o.credits_balance::float8 AS credits_balance, o.reserved_credits::float8 AS reserved_credits,
-      o.auto_recharge_enabled, o.auto_recharge_threshold::float8 AS auto_recharge_threshold,
-      o.auto_recharge_amount::float8 AS auto_recharge_amount, o.is_subscribed, o.subscription_status,
-      o.subscription_plan, ${iso("subscription_started_at")} AS subscription_started_at,
-      ${iso("subscription_ends_at")} AS subscription_ends_at,
-      ${iso("subscription_current_period_end")} AS subscription_current_period_end,
-      ${iso("created_at")} AS created_at, ${iso("updated_at")} AS updated_at`
+    const columns = selectFields<Organization>(sql, {
+      id: "o.id",
+      name: "o.name",
+      billingEmail: "o.billing_email",
+      onboardingData: "o.onboarding_data",
+      paymentCustomerId: "o.payment_customer_id",
+      paymentSubscriptionId: "o.payment_subscription_id",
+      paymentPaymentMethodId: "o.payment_payment_method_id",
+      paymentMeteredSubscriptionItemId: "o.payment_metered_subscription_item_id",
+      creditsBalance: "o.credits_balance::float8",
+      reservedCredits: "o.reserved_credits::float8",
+      autoRechargeEnabled: "o.auto_recharge_enabled",
+      autoRechargeThreshold: "o.auto_recharge_threshold::float8",
+      autoRechargeAmount: "o.auto_recharge_amount::float8",
+      isSubscribed: "o.is_subscribed",
+      subscriptionStatus: "o.subscription_status",
+      subscriptionPlan: "o.subscription_plan",
+      subscriptionStartedAt: isoUtc("o.subscription_started_at"),
+      subscriptionEndsAt: isoUtc("o.subscription_ends_at"),
+      subscriptionCurrentPeriodEnd: isoUtc("o.subscription_current_period_end"),
+      createdAt: isoUtc("o.created_at"),
+      updatedAt: isoUtc("o.updated_at")
+    })
 
     const listForUser = (userId: UserId, request: PageRequest) =>
       paginate<Organization>({

@@ -93,7 +93,7 @@ export const paginate = <A extends Record<F, string>, F extends SortField = Sort
         Option.isSome(request.cursor)
           ? sql`EXISTS (SELECT 1 ${keysFrom} AND NOT ${onPageSide})`
           : sql`FALSE`
-      } AS other_side`
+      } AS "otherSide"`
     ], { concurrency: "unbounded" })
     return yield* toPage(request, direction, rows, meta, options.idOf)
   })

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import type { CreateTeam, OrganizationId, Team, TeamId, UpdateTeam, UserId } from "@postline/domain"
 import { Effect, Option } from "effect"
 import type { Role } from "../Organizations/Repo.js"
-import { isoUtc } from "../Database/Columns.js"
+import { isoUtc, selectFields } from "../Database/Columns.js"
 import { type PageRequest, paginate, type SortColumns, sortColumnsOf } from "../Pagination/Keyset.js"
 import { planDefaults } from "./PlanDefaults.js"
 
@@ -15,11 +15,17 @@ export class TeamsRepo extends Effect.Service<TeamsRepo>()("TeamsRepo", {
     const sql = yield* SqlClient.SqlClient
 
     // The exact JSON form of the contract's Team: rows are sent as they come.
-    // linkTrackingDefault is the team's override, else the plan default.
-    const iso = (column: string) => isoUtc(sql, `t.${column}`)
-    const columns = sql`t.id, t.organization_id, t.name, t.website,
-      coalesce(t.link_tracking_override, ${planDefaults.linkTracking}) AS link_tracking_default, t.timezone,
-      ${iso("created_at")} AS created_at, ${iso("updated_at")} AS updated_at`
+    const columns = selectFields<Team>(sql, {
+      id: "t.id",
+      organizationId: "t.organization_id",
+      name: "t.name",
+      website: "t.website",
+      // The team's override, else the plan default.
+      linkTrackingDefault: sql`coalesce(t.link_tracking_override, ${planDefaults.linkTracking})`,
+      timezone: "t.timezone",
+      createdAt: isoUtc("t.created_at"),
+      updatedAt: isoUtc("t.updated_at")
+    })
 
     /** The teams of every organization the user belongs to, through their access rows. */
     const listForUser = (userId: UserId, request: PageRequest) =>

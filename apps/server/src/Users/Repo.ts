@@ -54,7 +54,7 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
     const verifyPasswordOf = (email: string, password: string) =>
       Effect.gen(function*() {
         const [user] = yield* sql<{ readonly id: UserId; readonly passwordHash: string | null }>`
-          SELECT id, password_hash FROM users WHERE lower(email) = lower(${email})`
+          SELECT id, password_hash AS "passwordHash" FROM users WHERE lower(email) = lower(${email})`
         const passwordHash = user?.passwordHash ?? null
         const matches = yield* Effect.promise(() => verifyPassword(password, passwordHash ?? nobodysHash))
         return matches && passwordHash !== null ? Option.some(user.id) : Option.none()
