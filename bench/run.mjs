@@ -10,7 +10,7 @@
 // Exit status: 0 only if every scenario ran with zero errors and the baseline
 // ran the same statements and answered the same bytes as the server. Targets
 // are reported, not enforced.
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync, existsSync, statSync } from "node:fs"
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { cpus, totalmem, tmpdir, release } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -44,8 +44,10 @@ scenarios: S1 S2o S2t S2t0 S3 S4 S5 S6 (PostgreSQL), and S1/S4 again with the em
 
 const root = fileURLToPath(new URL("..", import.meta.url))
 const serverScript = join(root, "apps/server/dist/main.js")
-// The Node.js flags `pnpm start` runs the server with (package.json): a bounded heap keeps its memory small.
-const serverNodeArgs = ["--max-old-space-size=128"]
+// The Node.js flags `pnpm start` runs the server with, read from package.json so that the two cannot drift apart.
+const startScript = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts.start
+const serverNodeArgs = /\bnode ((?:--\S+ )*)apps\/server\/dist\/main\.js/.exec(startScript)?.[1].trim().split(" ").filter(Boolean)
+if (serverNodeArgs === undefined) throw new Error(`package.json's start script does not run apps/server/dist/main.js: ${startScript}`)
 const startOurServer = ({ nodeArgs = [], ...options }) =>
   startServer({ script: serverScript, nodeArgs: [...serverNodeArgs, ...nodeArgs], ...options })
 const baselineScript = join(root, "bench/baseline/server.mjs")
