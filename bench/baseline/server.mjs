@@ -205,9 +205,11 @@ const teamSortColumns = sortColumnsOf("t")
 const accessSortColumns = { ...sortColumnsOf("a"), id: "a.team_id" }
 
 /**
- * One page as Pagination/Keyset.ts `paginate` reads it: two statements run
- * together, the page's rows (one more than asked) and a "meta" statement with
- * the total and whether anything lies on the cursor's other side.
+ * One page as Pagination/Keyset.ts `paginate` reads it: two statements, the
+ * page's rows (one more than asked) and a "meta" statement with the total and
+ * whether anything lies on the cursor's other side. The server sends them one
+ * after the other (two forked fibers would cost it more); here, as a
+ * hand-written server would, they run together.
  * `rowsFrom(n)` / `keysFrom(n)` are `FROM … WHERE …` texts whose one
  * parameter, `value`, is placeholder $n; `select` uses `selectValues` first.
  */
@@ -218,8 +220,8 @@ const paginate = async (request, columns, { select, selectValues, rowsFrom, keys
   const direction = cursor?.direction ?? "after"
   // Walking backwards reads in the opposite order and flips the rows afterwards.
   const order = (request.sortOrder === "asc") === (direction === "after") ? "ASC" : "DESC"
-  const op = (direction === "after") === (request.sortOrder === "asc") ? ">" : "<"
-  const onPageSide = (n) =>
+  const [pageSide, otherSide] = (direction === "after") === (request.sortOrder === "asc") ? [">", "<="] : ["<", ">="]
+  const comparedToCursor = (op, n) =>
     cursor === undefined
       ? { text: "TRUE", values: [] }
       : {
@@ -228,8 +230,8 @@ const paginate = async (request, columns, { select, selectValues, rowsFrom, keys
       }
 
   const s = selectValues.length
-  const rowsWhere = onPageSide(s + 2)
-  const metaWhere = onPageSide(3)
+  const rowsWhere = comparedToCursor(pageSide, s + 2)
+  const metaWhere = comparedToCursor(otherSide, 3)
   const [{ rows }, { rows: [meta] }] = await Promise.all([
     pool.query(
       `SELECT ${select} ${rowsFrom(s + 1)} AND ${rowsWhere.text}
@@ -239,7 +241,7 @@ const paginate = async (request, columns, { select, selectValues, rowsFrom, keys
     pool.query(
       `SELECT
         (SELECT count(*)::int ${keysFrom(1)}) AS total,
-        ${cursor === undefined ? "FALSE" : `EXISTS (SELECT 1 ${keysFrom(2)} AND NOT ${metaWhere.text})`} AS "otherSide"`,
+        ${cursor === undefined ? "FALSE" : `EXISTS (SELECT 1 ${keysFrom(2)} AND ${metaWhere.text})`} AS "otherSide"`,
       cursor === undefined ? [value] : [value, value, ...metaWhere.values]
     )
   ])

@@ -78,23 +78,24 @@ export const paginate = <A extends Record<F, string>, F extends SortField = Sort
     // Walking backwards reads in the opposite order and flips the rows afterwards.
     const order = sql.literal((request.sortOrder === "asc") === (direction === "after") ? "ASC" : "DESC")
     const key = (value: string) => request.sortBy === "name" ? sql`${value}` : sql`${value}::timestamptz`
-    const onPageSide = Option.match(request.cursor, {
-      onNone: () => sql`TRUE`,
-      onSome: ({ id: cursorId, value }) =>
-        sql`(${column}, ${id}) ${sql.literal((direction === "after") === (request.sortOrder === "asc") ? ">" : "<")} (${
-          key(value)
-        }, ${cursorId}::uuid)`
-    })
+    // The page lies beyond the cursor in reading order; its other side, the cursor included, is the
+    // complement, written as a comparison rather than NOT (…) so that the index bounds that scan too.
+    const [pageSide, otherSide] = (direction === "after") === (request.sortOrder === "asc") ? [">", "<="] : ["<", ">="]
+    const comparedToCursor = (operator: string, { id: cursorId, value }: CursorPosition) =>
+      sql`(${column}, ${id}) ${sql.literal(operator)} (${key(value)}, ${cursorId}::uuid)`
 
     const [rows, [meta]] = yield* Effect.all([
-      sql<A>`SELECT ${options.select} ${options.rowsFrom} AND ${onPageSide}
+      sql<A>`SELECT ${options.select} ${options.rowsFrom} AND ${
+        Option.match(request.cursor, { onNone: () => sql`TRUE`, onSome: (cursor) => comparedToCursor(pageSide, cursor) })
+      }
              ORDER BY ${column} ${order}, ${id} ${order} LIMIT ${request.limit + 1}`,
       sql<{ total: number; otherSide: boolean }>`SELECT
         (SELECT count(*)::int ${keysFrom}) AS total,
         ${
-        Option.isSome(request.cursor)
-          ? sql`EXISTS (SELECT 1 ${keysFrom} AND NOT ${onPageSide})`
-          : sql`FALSE`
+        Option.match(request.cursor, {
+          onNone: () => sql`FALSE`,
+          onSome: (cursor) => sql`EXISTS (SELECT 1 ${keysFrom} AND ${comparedToCursor(otherSide, cursor)})`
+        })
       } AS "otherSide"`
     ])
     return yield* toPage(request, direction, rows, meta, options.idOf)
