@@ -219,8 +219,9 @@ const paginate = async (request, columns, { select, selectValues, rowsFrom, keys
   const cursor = request.cursor
   const direction = cursor?.direction ?? "after"
   // Walking backwards reads in the opposite order and flips the rows afterwards.
-  const order = (request.sortOrder === "asc") === (direction === "after") ? "ASC" : "DESC"
-  const [pageSide, otherSide] = (direction === "after") === (request.sortOrder === "asc") ? [">", "<="] : ["<", ">="]
+  const ascending = (request.sortOrder === "asc") === (direction === "after")
+  const order = ascending ? "ASC" : "DESC"
+  const [pageSide, otherSide] = ascending ? [">", "<="] : ["<", ">="]
   const comparedToCursor = (op, n) =>
     cursor === undefined
       ? { text: "TRUE", values: [] }

@@ -76,11 +76,12 @@ export const paginate = <A extends Record<F, string>, F extends SortField = Sort
     const id = sql.literal(columns.id)
     const direction = Option.match(request.cursor, { onNone: () => "after" as const, onSome: (c) => c.direction })
     // Walking backwards reads in the opposite order and flips the rows afterwards.
-    const order = sql.literal((request.sortOrder === "asc") === (direction === "after") ? "ASC" : "DESC")
+    const ascending = (request.sortOrder === "asc") === (direction === "after")
+    const order = sql.literal(ascending ? "ASC" : "DESC")
     const key = (value: string) => request.sortBy === "name" ? sql`${value}` : sql`${value}::timestamptz`
     // The page lies beyond the cursor in reading order; its other side, the cursor included, is the
     // complement, written as a comparison rather than NOT (…) so that the index bounds that scan too.
-    const [pageSide, otherSide] = (direction === "after") === (request.sortOrder === "asc") ? [">", "<="] : ["<", ">="]
+    const [pageSide, otherSide] = ascending ? [">", "<="] : ["<", ">="]
     const comparedToCursor = (operator: string, { id: cursorId, value }: CursorPosition) =>
       sql`(${column}, ${id}) ${sql.literal(operator)} (${key(value)}, ${cursorId}::uuid)`
 
