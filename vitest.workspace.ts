@@ -19,7 +19,12 @@ if (!withPostgres) {
   console.warn(`\n${message}: SKIPPING the PostgreSQL half of the suite; only the embedded database is tested.\n`)
 }
 
-const serverTests = { include: ["apps/server/test/**/*.test.ts"], testTimeout: 30_000, hookTimeout: 60_000 }
+const serverTests = {
+  include: ["apps/server/test/**/*.test.ts"],
+  globalSetup: ["apps/server/test/support/ServerBundle.setup.ts"],
+  testTimeout: 30_000,
+  hookTimeout: 60_000
+}
 
 export default defineWorkspace([
   { test: { ...serverTests, name: "embedded", env: { TEST_DATABASE: "embedded" } } },

@@ -11,6 +11,8 @@
 // ran the same statements and answered the same bytes as the server. Targets
 // are reported, not enforced.
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { randomBytes } from "node:crypto"
+import { createServer as createHttpServer } from "node:http"
 import { cpus, totalmem, tmpdir, release } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -38,7 +40,7 @@ const { values: flags } = parseArgs({
 })
 if (flags.help) {
   console.log(`usage: node bench/run.mjs [--smoke] [--profile] [--scenarios S1,S3,...] [--duration SECONDS] [--rounds N] [--no-embedded]
-scenarios: S1 S2o S2t S2t0 S3 S4 S5 S6 (PostgreSQL), and S1/S4 again with the embedded database`)
+scenarios: S1 S2o S2t S2t0 S3 S4 S5 S6 S7 S8 (PostgreSQL), and S1/S4 again with the embedded database`)
   process.exit(0)
 }
 
@@ -48,8 +50,14 @@ const serverScript = join(root, "apps/server/dist/main.js")
 const startScript = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts.start
 const serverNodeArgs = /\bnode ((?:--\S+ )*)apps\/server\/dist\/main\.js/.exec(startScript)?.[1].trim().split(" ").filter(Boolean)
 if (serverNodeArgs === undefined) throw new Error(`package.json's start script does not run apps/server/dist/main.js: ${startScript}`)
-const startOurServer = ({ nodeArgs = [], ...options }) =>
-  startServer({ script: serverScript, nodeArgs: [...serverNodeArgs, ...nodeArgs], ...options })
+// On PostgreSQL every server process is a runner of the scheduler's cluster, on a port of its own.
+const startOurServer = async ({ env, nodeArgs = [], ...options }) =>
+  startServer({
+    script: serverScript,
+    nodeArgs: [...serverNodeArgs, ...nodeArgs],
+    env: { CLUSTER_HOST: "127.0.0.1", CLUSTER_PORT: String(await freePort()), ...env },
+    ...options
+  })
 const baselineScript = join(root, "bench/baseline/server.mjs")
 const resultsDir = join(root, "bench/results")
 
@@ -68,7 +76,11 @@ const config = {
   retries: smoke ? 0 : 3,
   population: smoke ? populations.smoke : populations.full,
   embeddedPopulation: smoke ? populations.smoke : populations.embedded,
-  embedded: !flags.profile && !flags["no-embedded"]
+  embedded: !flags.profile && !flags["no-embedded"],
+  // The scheduler scenario: posts times 3 webhook targets, all due at one instant, on two server processes.
+  scheduledPosts: smoke ? 60 : 1_000,
+  // S7 publishes one draft per request, never twice: more than a run can use.
+  publishDrafts: smoke ? 3_000 : 40_000
 }
 const only = flags.scenarios ? new Set(flags.scenarios.split(",").map((s) => s.trim())) : undefined
 const wanted = (id) => only === undefined || only.has(id)
@@ -78,11 +90,12 @@ const log = (message) => process.stderr.write(`[bench ${((performance.now() - t0
 
 // ---------------------------------------------------------------- cleanup, also on failure and Ctrl-C
 
-const state = { database: undefined, tmp: undefined, pids: [], retriesLeft: config.retries }
+const state = { database: undefined, tmp: undefined, pids: [], closers: [], retriesLeft: config.retries }
 let cleaning
 const cleanup = () =>
   (cleaning ??= (async () => {
     await killChildren().catch(() => {})
+    await Promise.all(state.closers.map((close) => close()))
     if (state.database) {
       await dropDatabase(state.database).then(
         () => log(`dropped database ${state.database}`),
@@ -148,6 +161,19 @@ const scenarioDefs = (user, fixtures) => {
       headers: json,
       body: JSON.stringify({ name: "Org 0" }),
       setup: (n) => ({ body: JSON.stringify({ name: `Bench created org ${n}` }) })
+    },
+    // Each request publishes another draft, once: the counter runs on across warm-up and rounds.
+    S7: {
+      label: "S7 POST …/posts/{postId}/post-now (webhook)",
+      method: "POST",
+      path: "/",
+      headers: json,
+      body: "",
+      setup: () => {
+        const { accountId, postIds, teamId } = fixtures.publishing
+        const postId = postIds[fixtures.publishing.next++ % postIds.length]
+        return { path: `/v1/teams/${teamId}/posts/${postId}/post-now`, body: JSON.stringify({ socialAccountIds: [accountId] }) }
+      }
     },
     S6: {
       label: "S6 invalid token (401)",
@@ -313,7 +339,39 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) 
 
 // ---------------------------------------------------------------- phases
 
-const serverEnv = (port, extra) => ({ PORT: String(port), NODE_ENV: "production", LOG_LEVEL: "Warn", ...extra })
+// The server may call the bench's own webhook receiver on this machine; social account credentials need a key.
+const serverEnv = (port, extra) => ({
+  PORT: String(port),
+  NODE_ENV: "production",
+  LOG_LEVEL: "Warn",
+  OUTBOUND_ALLOW_PRIVATE: "true",
+  CREDENTIALS_KEY: benchCredentialsKey,
+  ...extra
+})
+const benchCredentialsKey = randomBytes(32).toString("base64")
+
+/**
+ * For S7: a webhook receiver in this process that answers 204 at once, a webhook account of the benchmark user's
+ * team connected to it through the API, and enough drafts that every request publishes a new one.
+ */
+const preparePublishing = async (server, token, teamId, databaseUrl, drafts) => {
+  const receiver = createHttpServer((request, response) => request.resume().on("end", () => response.writeHead(204).end()))
+  await new Promise((listening) => receiver.listen(0, "127.0.0.1", listening))
+  state.closers.push(() => new Promise((closed) => receiver.close(closed)))
+  const res = await fetch(`${server.url}/v1/teams/${teamId}/social-accounts`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ provider: "webhook", url: `http://127.0.0.1:${receiver.address().port}/hook` })
+  })
+  if (res.status !== 201) throw new Error(`connecting the webhook: ${res.status} ${await res.text()}`)
+  const account = await res.json()
+  const rows = await queryPostgres(
+    databaseUrl,
+    `INSERT INTO posts (team_id, content) SELECT $1, 'Bench post ' || g FROM generate_series(1, $2::int) g RETURNING id`,
+    [teamId, drafts]
+  )
+  return { teamId, accountId: account.id, postIds: rows.map((row) => row.id), next: 0 }
+}
 
 const postgresPhase = async (results) => {
   const database = await createDatabase()
@@ -408,9 +466,12 @@ const postgresPhase = async (results) => {
   log(`server pid ${server.pid} on ${server.url} (first answer after ${server.startMs.toFixed(0)} ms)` +
     (baseline ? `, baseline pid ${baseline.pid} on ${baseline.url}` : ""))
   if (fixtures.deepOrgCursor === undefined) await addCursors(server)
+  const ids = ["S1", "S2o", "S2t", "S2t0", "S3", "S4", "S5", "S6", "S7"].filter(wanted)
+  if (ids.includes("S7")) {
+    fixtures.publishing = await preparePublishing(server, user.token, teamIds[0], database.url, config.publishDrafts)
+  }
   const defs = scenarioDefs(user, fixtures)
 
-  const ids = ["S1", "S2o", "S2t", "S2t0", "S3", "S4", "S5", "S6"].filter(wanted)
   const quiet = await foreignCpuOver(1000, cpuContext())
   results.foreignCpuBeforePct = quiet
   if (quiet > config.foreignLimitPct) log(`WARNING: other processes use ${quiet.toFixed(0)}% of the machine: figures will be low`)
@@ -473,7 +534,7 @@ const postgresPhase = async (results) => {
     }
     row(id, runs)
   }
-  const order = ["S1", "S2o", "S2t", "S2t0", "S3", "S4", "S5", "S6"]
+  const order = ["S1", "S2o", "S2t", "S2t0", "S3", "S4", "S5", "S6", "S7"]
   rows.sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id))
 
   results.memory.postgres = stopWatching()
@@ -562,6 +623,97 @@ const embeddedPhase = async (results) => {
   return rows
 }
 
+/**
+ * S8: `config.scheduledPosts` posts, each to 3 webhook accounts, all due at one instant, scheduled through
+ * two server processes on one PostgreSQL database. Lateness is each publish's arrival at the receiver after
+ * the due time; throughput, publishes per second from the first arrival to the last.
+ */
+const schedulerPhase = async (results) => {
+  const database = await createDatabase()
+  state.database = database.name
+  log(`scheduler: database ${database.name}`)
+  const arrivals = new Map()
+  const receiver = createHttpServer((request, response) => {
+    const chunks = []
+    request.on("data", (chunk) => chunks.push(chunk))
+    request.on("end", () => {
+      const { data } = JSON.parse(Buffer.concat(chunks).toString("utf8"))
+      const key = `${data.postId}/${data.socialAccountId}`
+      if (!arrivals.has(key)) arrivals.set(key, Date.now())
+      response.writeHead(204).end()
+    })
+  })
+  await new Promise((listening) => receiver.listen(0, "127.0.0.1", listening))
+  state.closers.push(() => new Promise((closed) => receiver.close(closed)))
+  const env = { DATABASE_URL: database.url, SCHEDULE_MIN_LEAD_SECONDS: "1", SCHEDULER_POLL_MS: "250" }
+  const servers = []
+  for (const name of ["scheduler A", "scheduler B"]) {
+    servers.push(await startOurServer({ name, env: serverEnv(await freePort(), env), logFile: join(state.tmp, `${name}.log`) }))
+  }
+  state.pids = servers.map((server) => server.pid)
+  const user = makeBenchUser()
+  await seedPostgres(database.url, seedSql(populations.scheduler, user))
+  const [team] = await queryPostgres(database.url, fixtureQueries.teamIds, [user.id])
+  const call = async (server, method, path, body) => {
+    const res = await fetch(server.url + path, {
+      method,
+      headers: { authorization: `Bearer ${user.token}`, "content-type": "application/json" },
+      body: JSON.stringify(body)
+    })
+    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`)
+    return res.json()
+  }
+  const accounts = []
+  for (const path of ["a", "b", "c"]) {
+    const account = await call(servers[0], "POST", `/v1/teams/${team.id}/social-accounts`, {
+      provider: "webhook",
+      url: `http://127.0.0.1:${receiver.address().port}/${path}`
+    })
+    accounts.push(account.id)
+  }
+  const posts = await queryPostgres(
+    database.url,
+    `INSERT INTO posts (team_id, content) SELECT $1, 'Scheduled ' || g FROM generate_series(1, $2::int) g RETURNING id`,
+    [team.id, config.scheduledPosts]
+  )
+  // Due far enough ahead for every schedule to be made first: about 100 schedules a second.
+  const dueAt = Date.now() + 10_000 + config.scheduledPosts * 12
+  const scheduledAt = new Date(dueAt).toISOString()
+  let next = 0
+  await Promise.all(Array.from({ length: 16 }, async () => {
+    for (let i = next++; i < posts.length; i = next++) {
+      await call(servers[i % 2], "POST", `/v1/teams/${team.id}/posts/${posts[i].id}/schedule`, { socialAccountIds: accounts, scheduledAt })
+    }
+  }))
+  log(`scheduler: ${posts.length} posts x 3 accounts scheduled for ${scheduledAt}, ${((dueAt - Date.now()) / 1000).toFixed(1)} s ahead`)
+  const expected = posts.length * accounts.length
+  const deadline = dueAt + 120_000
+  while (arrivals.size < expected && Date.now() < deadline) await new Promise((wait) => setTimeout(wait, 200))
+  const lateness = [...arrivals.values()].map((at) => at - dueAt).sort((a, b) => a - b)
+  const at = (p) => lateness[Math.min(lateness.length - 1, Math.ceil(p * lateness.length) - 1)] ?? NaN
+  const spanSec = (lateness.at(-1) - lateness[0]) / 1000
+  const row = {
+    id: "S8",
+    mode: "postgres",
+    label: `S8 scheduler: ${posts.length} posts x 3 webhooks due at once, 2 processes`,
+    read: false,
+    rps: spanSec > 0 ? lateness.length / spanSec : lateness.length,
+    p50: at(0.5),
+    p99: at(0.99),
+    errors: expected - arrivals.size,
+    foreignCpuPct: NaN,
+    serverCpuMsPerRequest: NaN,
+    lateness: { p50Ms: at(0.5), p99Ms: at(0.99), maxMs: lateness.at(-1), published: arrivals.size, expected },
+    runs: []
+  }
+  log(`scheduler: ${arrivals.size}/${expected} published; lateness p50 ${at(0.5)} ms, p99 ${at(0.99)} ms; ` +
+    `${row.rps.toFixed(0)} publishes/s`)
+  await Promise.all(servers.map((server) => server.stop()))
+  await dropDatabase(database.name)
+  state.database = undefined
+  return row
+}
+
 // ---------------------------------------------------------------- main
 
 const main = async () => {
@@ -588,6 +740,7 @@ const main = async () => {
   }
   log(`${config.mode} run: ${config.connections} connections, ${config.durationSec} s per scenario, ${config.rounds} round(s)`)
   const rows = await postgresPhase(results)
+  if (wanted("S8") && !flags.profile) rows.push(await schedulerPhase(results))
   if (config.embedded) rows.push(...(await embeddedPhase(results)))
   results.scenarios = rows
   results.targets = evaluateTargets({ rows, memory: results.memory, startup: results.startup })

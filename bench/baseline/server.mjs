@@ -59,11 +59,12 @@ const planLinkTracking = true
 const userByTokenHash = `SELECT u.id, u.email, u.name, coalesce(t.expires_at <= now(), false) AS expired
             FROM access_tokens t JOIN users u ON u.id = t.user_id
             WHERE t.token_hash = $1`
-const roleOf = "SELECT role FROM memberships WHERE user_id = $1 AND organization_id = $2"
-// Teams/Repo.ts findWithRole: the team and the caller's role in its organization, if any.
+// Access/Repo.ts roleOf, unlocked, for reading.
+const roleOf = "SELECT m.role FROM memberships m WHERE m.user_id = $1 AND m.organization_id = $2"
+// Access/Repo.ts teamWithRole, locked: a write checks the role in its own transaction.
 const teamWithRole = `SELECT ${teamColumns(1)}, m.role FROM teams t
-        LEFT JOIN memberships m ON m.organization_id = t.organization_id AND m.user_id = $2
-        WHERE t.id = $3`
+        JOIN memberships m ON m.organization_id = t.organization_id AND m.user_id = $2
+        WHERE t.id = $3 FOR KEY SHARE OF m`
 
 // ---------------------------------------------------------------- HTTP helpers
 
@@ -271,7 +272,7 @@ const paginate = async (request, columns, { select, selectValues, rowsFrom, keys
 /** Pages walk the user's memberships, which carry their organization's sort keys. */
 const listOrganizations = async (user, params) => {
   checkListParams(params, new Set())
-  const request = pageRequest(`organizations of user ${user.id}`, params)
+  const request = pageRequest(`organizations for user ${user.id}`, params)
   const page = await paginate(request, membershipSortColumns, {
     select: orgColumns,
     selectValues: [],
@@ -295,7 +296,7 @@ const listTeams = async (user, params) => {
   let page
   if (organizationId === undefined) {
     // The teams of every organization the user belongs to, through their access rows.
-    const request = pageRequest(`teams of user ${user.id}`, params)
+    const request = pageRequest(`teams for user ${user.id}`, params)
     page = await paginate(request, accessSortColumns, {
       select: teamColumns(1),
       selectValues: [planLinkTracking],
@@ -306,7 +307,7 @@ const listTeams = async (user, params) => {
   } else {
     if (!uuid.test(organizationId)) throw new HttpError(400, "BadRequest", "organizationId must be a UUID")
     await requireMember(user, organizationId)
-    const request = pageRequest(`teams of organization ${organizationId.toLowerCase()} for user ${user.id}`, params)
+    const request = pageRequest(`teams organizationId=${organizationId.toLowerCase()} for user ${user.id}`, params)
     const from = (n) => `FROM teams t WHERE t.organization_id = $${n}`
     page = await paginate(request, teamSortColumns, {
       select: teamColumns(1),
@@ -362,32 +363,44 @@ const updateTeam = async (user, teamId, req) => {
   }
 
   const notFound = () => new HttpError(404, "NotFound", `Team ${teamId} not found`)
-  const { rows: [found] } = await pool.query(teamWithRole, [planLinkTracking, user.id, teamId])
-  if (found === undefined || found.role === null) throw notFound()
-  if (found.role !== "owner" && found.role !== "admin") {
-    throw new HttpError(403, "Forbidden", "Only an admin or owner of the organization may do this")
-  }
+  const client = await pool.connect()
+  try {
+    await client.query("BEGIN")
+    const { rows: [found] } = await client.query(teamWithRole, [planLinkTracking, user.id, teamId])
+    if (found === undefined) throw notFound()
+    if (found.role !== "owner" && found.role !== "admin") {
+      throw new HttpError(403, "Forbidden", "Only an admin or owner of the organization may do this")
+    }
 
-  const assignments = []
-  const values = []
-  const assign = (column, value) => {
-    values.push(value)
-    assignments.push(`${column} = $${values.length}`)
+    const assignments = []
+    const values = []
+    const assign = (column, value) => {
+      values.push(value)
+      assignments.push(`${column} = $${values.length}`)
+    }
+    if (changes.name !== undefined) assign("name", changes.name)
+    if (changes.website !== undefined) assign("website", changes.website)
+    if (changes.linkTrackingDefault !== undefined) assign("link_tracking_override", changes.linkTrackingDefault)
+    if (changes.timezone !== undefined) assign("timezone", changes.timezone)
+    // With no changes, the team is returned as it is.
+    if (assignments.length === 0) {
+      await client.query("COMMIT")
+      return teamOf(found)
+    }
+    values.push(teamId, planLinkTracking)
+    const { rows: [updated] } = await client.query(
+      `UPDATE teams t SET ${assignments.join(", ")}, updated_at = now()
+          WHERE t.id = $${values.length - 1} RETURNING ${teamColumns(values.length)}`,
+      values
+    )
+    await client.query("COMMIT")
+    return updated
+  } catch (error) {
+    await client.query("ROLLBACK")
+    throw error
+  } finally {
+    client.release()
   }
-  if (changes.name !== undefined) assign("name", changes.name)
-  if (changes.website !== undefined) assign("website", changes.website)
-  if (changes.linkTrackingDefault !== undefined) assign("link_tracking_override", changes.linkTrackingDefault)
-  if (changes.timezone !== undefined) assign("timezone", changes.timezone)
-  // With no changes, the team is returned as it is.
-  if (assignments.length === 0) return teamOf(found)
-  values.push(teamId, planLinkTracking)
-  const { rows: [updated] } = await pool.query(
-    `UPDATE teams t SET ${assignments.join(", ")}, updated_at = now()
-        WHERE t.id = $${values.length - 1} RETURNING ${teamColumns(values.length)}`,
-    values
-  )
-  if (updated === undefined) throw notFound()
-  return updated
 }
 
 // ---------------------------------------------------------------- routing

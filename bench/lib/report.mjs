@@ -34,6 +34,12 @@ export const evaluateTargets = ({ rows, memory, startup }) => {
   for (const r of rows) {
     if (r.read && r.mode === "postgres") add(`${r.id} p99 <= 10 ms`, `${r.p99.toFixed(2)} ms`, r.p99 <= 10)
   }
+  const scheduler = byId.get("S8")
+  if (scheduler) {
+    add("S8 scheduler: every post published to every account", `${scheduler.lateness.published}/${scheduler.lateness.expected}`,
+      scheduler.lateness.published === scheduler.lateness.expected)
+    add("S8 scheduler: p99 lateness < 5 s", `${(scheduler.lateness.p99Ms / 1000).toFixed(2)} s`, scheduler.lateness.p99Ms < 5000)
+  }
   const errors = rows.reduce((sum, r) => sum + r.errors + (r.baseline?.errors ?? 0), 0)
   add("no errors (all scenarios, ours and baseline)", String(errors), errors === 0)
   for (const [deep, first] of [["S2o", "S1"], ["S2t", "S2t0"]]) {

@@ -6,7 +6,9 @@ import { createHash, randomBytes, randomUUID } from "node:crypto"
 export const populations = {
   full: { benchOrgs: 1000, teamsPerBenchOrg: 10, otherOrgs: 100_000, teamsPerOtherOrg: 5, otherUsers: 10_000 },
   embedded: { benchOrgs: 1000, teamsPerBenchOrg: 10, otherOrgs: 10_000, teamsPerOtherOrg: 5, otherUsers: 1_000 },
-  smoke: { benchOrgs: 40, teamsPerBenchOrg: 10, otherOrgs: 500, teamsPerOtherOrg: 5, otherUsers: 50 }
+  smoke: { benchOrgs: 40, teamsPerBenchOrg: 10, otherOrgs: 500, teamsPerOtherOrg: 5, otherUsers: 50 },
+  // The scheduler scenario needs the benchmark user with one team, and little else.
+  scheduler: { benchOrgs: 1, teamsPerBenchOrg: 1, otherOrgs: 10, teamsPerOtherOrg: 1, otherUsers: 5 }
 }
 
 /** The benchmark user: its token is generated the way the server does (plt_ + base64url(32 bytes)). */
@@ -87,7 +89,8 @@ INSERT INTO organizations (id, name, billing_email, onboarding_data, payment_cus
     CASE WHEN s.i % 4 = 0 THEN 'pm_' || substr(md5('pm' || s.i), 1, 14) END,
     CASE WHEN s.i % 4 = 0 THEN 'si_' || substr(md5('si' || s.i), 1, 14) END,
     (s.i * 37) % 100000,
-    CASE WHEN s.i % 4 = 0 THEN 250 ELSE 0 END,
+    -- Held credits never exceed the balance (a constraint of the schema).
+    CASE WHEN s.i % 4 = 0 THEN least(250, (s.i * 37) % 100000) ELSE 0 END,
     s.i % 8 = 0,
     CASE WHEN s.i % 8 = 0 THEN 1000 END,
     CASE WHEN s.i % 8 = 0 THEN 10000 END,

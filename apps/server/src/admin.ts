@@ -1,6 +1,9 @@
 import { NodeRuntime } from "@effect/platform-node"
-import { Console, Effect, Layer, Logger, LogLevel } from "effect"
+import { SqlClient } from "@effect/sql"
+import { OrganizationId } from "@postline/domain"
+import { Console, Effect, Layer, Logger, LogLevel, Redacted, Schema } from "effect"
 import { parseArgs } from "node:util"
+import { Credits } from "./Credits/Service.js"
 import { DatabaseLive } from "./Database/Database.js"
 import { minPasswordLength } from "./Users/Passwords.js"
 import { UsersRepo } from "./Users/Repo.js"
@@ -9,7 +12,9 @@ const usage = `Usage:
   pnpm admin users create --email <email> --name <name>
       Creates a user and a personal access token; prints {"id","email","token"} as JSON.
   pnpm admin users set-password --email <email>  < password
-      Reads a password from standard input (one line) and stores its scrypt hash.`
+      Reads a password from standard input (one line) and stores its scrypt hash.
+  pnpm admin credits grant --organization <id> --amount <credits> [--note <text>]
+      Adds whole credits to an organization; prints {"organizationId","balance","reserved","available"}.`
 
 class UsageError extends Error {}
 
@@ -48,20 +53,48 @@ const setPassword = (args: Array<string>) =>
       return yield* Effect.fail(new UsageError(`The password must be one line of at least ${minPasswordLength} characters`))
     }
     const users = yield* UsersRepo
-    if (!(yield* users.setPassword(email, password))) return yield* Effect.fail(new Error(`No user with email ${email}`))
+    if (!(yield* users.setPassword(email, Redacted.make(password)))) return yield* Effect.fail(new Error(`No user with email ${email}`))
     yield* Console.error(`Password set for ${email}`)
   })
 
-const commands: Record<string, (args: Array<string>) => Effect.Effect<void, Error, UsersRepo>> = {
+const grantCredits = (args: Array<string>) =>
+  Effect.gen(function*() {
+    const { values } = yield* Effect.try({
+      try: () =>
+        parseArgs({
+          args,
+          options: { organization: { type: "string" }, amount: { type: "string" }, note: { type: "string" } },
+          strict: true
+        }),
+      catch: (error) => new UsageError((error as Error).message)
+    })
+    const organizationId = yield* Schema.decodeUnknown(OrganizationId)(values.organization).pipe(
+      Effect.mapError(() => new UsageError("--organization must be an organization's UUID"))
+    )
+    const amount = Number(values.amount)
+    if (!/^[0-9]+$/.test(values.amount ?? "") || amount < 1 || amount > 1_000_000_000) {
+      return yield* Effect.fail(new UsageError("--amount must be a whole number of credits, 1 to 1000000000"))
+    }
+    const note = values.note?.trim() || null
+    if (note !== null && (note.length > 500 || note.includes("\0"))) {
+      return yield* Effect.fail(new UsageError("--note must be at most 500 characters"))
+    }
+    const credits = yield* Credits
+    const after = yield* credits.grant(organizationId, amount, note).pipe(Effect.mapError((error) => new Error(error.message)))
+    yield* Console.log(JSON.stringify({ organizationId, ...after }))
+  })
+
+const commands: Record<string, (args: Array<string>) => Effect.Effect<void, Error, UsersRepo | Credits | SqlClient.SqlClient>> = {
   "users create": createUser,
-  "users set-password": setPassword
+  "users set-password": setPassword,
+  "credits grant": grantCredits
 }
 
 const [resource, action, ...rest] = process.argv.slice(2)
 const command = commands[`${resource} ${action}`]
 
 const program = command
-  ? command(rest).pipe(Effect.provide(UsersRepo.Default))
+  ? command(rest).pipe(Effect.provide([UsersRepo.Default, Credits.Default]))
   : Effect.fail(new UsageError(`Unknown command: ${[resource, action].filter(Boolean).join(" ") || "(none)"}`))
 
 program.pipe(

@@ -1,16 +1,46 @@
-import { HttpMiddleware, HttpServer } from "@effect/platform"
+import { HttpServer } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Config, Effect, Layer, Logger, LogLevel } from "effect"
 import { createServer } from "node:http"
 import { DatabaseLive } from "./Database/Database.js"
 import { makeHttpLive } from "./Http/Api.js"
+import { OutboundLive } from "./Outbound/Outbound.js"
+import { CredentialsCipherLive } from "./Providers/CredentialsCipher.js"
+import { SocialProviders } from "./Providers/Registry.js"
+import { layerCluster, layerSingleProcess } from "./Scheduling/Engine.js"
+import { layerScheduler } from "./Scheduling/Scheduler.js"
+import { withTracing } from "./Tracing.js"
 
-const ServerLive = NodeHttpServer.layerConfig(createServer, {
+/**
+ * The platform listens as soon as the server exists, and attaches the API
+ * when every layer is built: a request in between would get no answer at all.
+ * It gets 503 instead, until the API takes over.
+ */
+const createStartingServer = () => {
+  const server = createServer()
+  server.on("request", (_request, response) => {
+    if (server.listenerCount("request") > 1) return
+    response.writeHead(503, { "content-type": "application/json", connection: "close" })
+    response.end(JSON.stringify({ _tag: "ServiceUnavailable", message: "The server is starting: try again shortly" }))
+  })
+  return server
+}
+
+const ServerLive = NodeHttpServer.layerConfig(createStartingServer, {
   port: Config.port("PORT").pipe(Config.withDefault(3000)),
   host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0"))
 })
 
 const logLevel = Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info))
+
+/** The social networks, reached through the outbound guard; credentials encrypted with the configured key. */
+const ProvidersLive = Layer.merge(SocialProviders.Default.pipe(Layer.provide(OutboundLive)), CredentialsCipherLive)
+
+/** On PostgreSQL, each process is a runner of one cluster; the embedded database has one process. */
+const SchedulerLive = Layer.unwrapEffect(
+  Effect.map(Config.option(Config.string("DATABASE_URL")), (url) =>
+    layerScheduler(url._tag === "Some" ? layerCluster : layerSingleProcess))
+)
 
 /** JSON logs from `LOG_LEVEL` up; at INFO and below, an access log line per request. */
 const AppLive = Layer.unwrapEffect(
@@ -18,14 +48,14 @@ const AppLive = Layer.unwrapEffect(
     makeHttpLive({ accessLog: LogLevel.lessThanEqual(level, LogLevel.Info) }).pipe(
       HttpServer.withLogAddress,
       Layer.provide(ServerLive),
+      Layer.provide(SchedulerLive),
+      Layer.provide(ProvidersLive),
       Layer.provide(DatabaseLive)
     ))
 )
 
 AppLive.pipe(
-  // No trace exporter is configured: spans would be built and dropped on every request and statement.
-  HttpMiddleware.withTracerDisabledWhen(() => true),
-  Layer.provide(Layer.setTracerEnabled(false)),
+  withTracing,
   Layer.launch,
   Effect.tapErrorCause((cause) => Effect.logFatal("The server could not start", cause)),
   Effect.provide(Logger.json),

@@ -90,7 +90,38 @@ const seedWorld = Effect.gen(function*() {
     const newcomer = yield* insertUser("Newcomer")
     const [{ email }] = yield* sql<{ email: string }>`SELECT email FROM users WHERE id = ${newcomer.id}`
     const spareKey = yield* insertKey(organizationA, admin.id)
-    return { bystanderId: bystander.id, newcomerEmail: email, spareKeyId: spareKey.id }
+    const account = yield* raw({
+      method: "POST",
+      path: `/v1/teams/${teamA}/social-accounts`,
+      token: admin.token,
+      json: { provider: "webhook", url: "http://127.0.0.1:9/hook" }
+    })
+    const post = yield* raw({
+      method: "POST",
+      path: `/v1/teams/${teamA}/posts`,
+      token: admin.token,
+      json: { content: "A draft", socialAccountIds: [account.body.id] }
+    })
+    const scheduled = yield* raw({
+      method: "POST",
+      path: `/v1/teams/${teamA}/posts`,
+      token: admin.token,
+      json: { content: "A scheduled post" }
+    })
+    yield* raw({
+      method: "POST",
+      path: `/v1/teams/${teamA}/posts/${scheduled.body.id}/schedule`,
+      token: admin.token,
+      json: { socialAccountIds: [account.body.id], scheduledAt: new Date(Date.now() + 86_400_000).toISOString() }
+    })
+    return {
+      scheduledPostId: scheduled.body.id as string,
+      bystanderId: bystander.id,
+      newcomerEmail: email,
+      spareKeyId: spareKey.id,
+      accountId: account.body.id as string,
+      postId: post.body.id as string
+    }
   })
   return {
     organizationA,
@@ -108,21 +139,21 @@ const seedWorld = Effect.gen(function*() {
 type World = Effect.Effect.Success<typeof seedWorld>
 type Targets = Effect.Effect.Success<World["freshTargets"]>
 
-/** Everything a call could change, in one value; an API key's lastUsedAt is recorded on any use, so it is left out. */
-const fingerprint = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  sql<{ digest: string }>`SELECT md5(coalesce(string_agg(r, '|' ORDER BY r), '')) AS digest FROM (
-      SELECT 'users' || t::text FROM users t UNION ALL
-      SELECT 'organizations' || t::text FROM organizations t UNION ALL
-      SELECT 'memberships' || t::text FROM memberships t UNION ALL
-      SELECT 'teams' || t::text FROM teams t UNION ALL
-      SELECT 'team_access' || t::text FROM team_access t UNION ALL
-      SELECT 'access_tokens' || t::text FROM access_tokens t UNION ALL
-      SELECT 'logins' || t::text FROM logins t UNION ALL
-      SELECT 'refresh_tokens' || t::text FROM refresh_tokens t UNION ALL
-      SELECT 'device_authorizations' || t::text FROM device_authorizations t UNION ALL
-      SELECT 'agent_defaults' || t::text FROM agent_defaults t UNION ALL
-      SELECT 'api_keys' || (t.id, t.organization_id, t.name, t.key_hash, t.expires_at, t.revoked_at)::text FROM api_keys t
-    ) AS rows (r)`.pipe(Effect.map(([row]) => row.digest)))
+/**
+ * Everything a call could change, in one value: every row of every table the
+ * database has, read from the catalog, so that a new table is covered too.
+ * An API key's lastUsedAt is recorded on any use, so it is left out.
+ */
+const fingerprint = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  // The scheduler's own tables change in the background, whoever calls: they are the engine's, not the API's.
+  const tables = yield* sql<{ name: string }>`SELECT tablename AS name FROM pg_tables
+    WHERE schemaname = current_schema() AND tablename NOT LIKE 'cluster\_%'`
+  const rows = tables.map(({ name }) => sql`SELECT ${name} || (to_jsonb(t) - 'last_used_at')::text FROM ${sql(name)} t`)
+  const [{ digest }] = yield* sql<{ digest: string }>`SELECT md5(coalesce(string_agg(r, '|' ORDER BY r), '')) AS digest
+    FROM (${sql.join(" UNION ALL ", false)(rows)}) AS rows (r)`
+  return digest
+})
 
 interface Call {
   readonly method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE"
@@ -140,6 +171,10 @@ interface Case {
   readonly call: (world: World, targets: Targets) => Call
   readonly statuses: Statuses
 }
+
+// A different list each time, so that a refused replacement would show in the fingerprint.
+let slotsReplaced = 0
+const nextSlotTime = () => `09:${String(slotsReplaced++ % 60).padStart(2, "0")}`
 
 // dprint-ignore
 const cases: ReadonlyArray<Case> = [
@@ -181,6 +216,46 @@ const cases: ReadonlyArray<Case> = [
   { operation: "agent.getContext", call: () => ({ method: "GET", path: "/v1/agent/context" }),
     statuses: [200, 200, 200, 200, 200, 200, 401, 401, 401] },
   { operation: "agent.setDefaults", call: (w) => ({ method: "PUT", path: "/v1/agent/context/defaults", json: { organizationId: w.organizationA, teamId: w.teamA } }),
+    statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
+  { operation: "socialAccounts.listSocialAccounts", call: (w) => ({ method: "GET", path: `/v1/teams/${w.teamA}/social-accounts` }),
+    statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
+  { operation: "socialAccounts.connectSocialAccount", call: (w) => ({ method: "POST", path: `/v1/teams/${w.teamA}/social-accounts`, json: { provider: "webhook", url: "http://127.0.0.1:9/new" } }),
+    statuses: [201, 201, 403, 404, 201, 404, 401, 401, 401] },
+  { operation: "socialAccounts.getSocialAccount", call: (w, t) => ({ method: "GET", path: `/v1/teams/${w.teamA}/social-accounts/${t.accountId}` }),
+    statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
+  { operation: "socialAccounts.updateSocialAccount", call: (w, t) => ({ method: "PATCH", path: `/v1/teams/${w.teamA}/social-accounts/${t.accountId}`, json: { provider: "webhook", url: "http://127.0.0.1:9/moved" } }),
+    statuses: [200, 200, 403, 404, 200, 404, 401, 401, 401] },
+  { operation: "socialAccounts.removeSocialAccount", call: (w, t) => ({ method: "DELETE", path: `/v1/teams/${w.teamA}/social-accounts/${t.accountId}` }),
+    statuses: [200, 200, 403, 404, 200, 404, 401, 401, 401] },
+  { operation: "socialAccounts.verifySocialAccount", call: (w, t) => ({ method: "POST", path: `/v1/teams/${w.teamA}/social-accounts/${t.accountId}/verify` }),
+    statuses: [200, 200, 403, 404, 200, 404, 401, 401, 401] },
+  { operation: "posts.listPosts", call: (w) => ({ method: "GET", path: `/v1/teams/${w.teamA}/posts` }),
+    statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
+  { operation: "posts.createPost", call: (w) => ({ method: "POST", path: `/v1/teams/${w.teamA}/posts`, json: { content: "New" } }),
+    statuses: [201, 201, 201, 404, 201, 404, 401, 401, 401] },
+  { operation: "posts.getPost", call: (w, t) => ({ method: "GET", path: `/v1/teams/${w.teamA}/posts/${t.postId}` }),
+    statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
+  { operation: "posts.updatePost", call: (w, t) => ({ method: "PATCH", path: `/v1/teams/${w.teamA}/posts/${t.postId}`, json: { content: "Changed" } }),
+    statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
+  { operation: "posts.deletePost", call: (w, t) => ({ method: "DELETE", path: `/v1/teams/${w.teamA}/posts/${t.postId}` }),
+    statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
+  { operation: "posts.postNow", call: (w, t) => ({ method: "POST", path: `/v1/teams/${w.teamA}/posts/${t.postId}/post-now`, json: { socialAccountIds: [t.accountId] } }),
+    statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
+  { operation: "posts.schedulePost", call: (w, t) => ({ method: "POST", path: `/v1/teams/${w.teamA}/posts/${t.postId}/schedule`, json: { socialAccountIds: [t.accountId], scheduledAt: new Date(Date.now() + 86_400_000).toISOString() } }),
+    statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
+  { operation: "posts.unschedulePost", call: (w, t) => ({ method: "POST", path: `/v1/teams/${w.teamA}/posts/${t.scheduledPostId}/unschedule` }),
+    statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
+  { operation: "posts.estimatePost", call: (w, t) => ({ method: "POST", path: `/v1/teams/${w.teamA}/posts/${t.postId}/estimate`, json: { socialAccountIds: [t.accountId] } }),
+    statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
+  { operation: "credits.getCredits", call: (w) => ({ method: "GET", path: `/v1/organizations/${w.organizationA}/credits` }),
+    statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
+  { operation: "credits.listCreditTransactions", call: (w) => ({ method: "GET", path: `/v1/organizations/${w.organizationA}/credits/transactions` }),
+    statuses: [200, 200, 403, 404, 200, 404, 401, 401, 401] },
+  { operation: "postingSlots.getPostingSlots", call: (w) => ({ method: "GET", path: `/v1/teams/${w.teamA}/posting-slots` }),
+    statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
+  { operation: "postingSlots.setPostingSlots", call: (w) => ({ method: "PUT", path: `/v1/teams/${w.teamA}/posting-slots`, json: { slots: [{ weekday: 1, time: nextSlotTime() }] } }),
+    statuses: [200, 200, 403, 404, 200, 404, 401, 401, 401] },
+  { operation: "links.listPostLinks", call: (w, t) => ({ method: "GET", path: `/v1/teams/${w.teamA}/posts/${t.postId}/links` }),
     statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
   { operation: "health.health", call: () => ({ method: "GET", path: "/health" }),
     statuses: [200, 200, 200, 200, 200, 200, 200, 200, 200] },

@@ -3,34 +3,36 @@ import { Effect, Exit, Scope } from "effect"
 import { execFile } from "node:child_process"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import * as Path from "node:path"
-import { fileURLToPath } from "node:url"
 import { PGlite } from "@electric-sql/pglite"
 import Pg from "pg"
 import { lockDataDir } from "../src/Database/DataDirLock.js"
 import { verifyPassword } from "../src/Users/Passwords.js"
 import { freshDatabaseEnv, scopedTempDir, testDatabaseKind } from "./support/TestDatabase.js"
+import { bundled, serverDir } from "./support/ServerProcess.js"
 
-/** The stored hash, read straight from the database the admin command used. */
-const passwordHashOf = async (env: Record<string, string>, email: string) => {
-  const query = `SELECT password_hash FROM users WHERE email = '${email}'`
+/** A query straight on the database the admin command used. */
+const queryOn = async (env: Record<string, string>, query: string, params: Array<unknown> = []) => {
   if (env.DATABASE_URL) {
     const client = new Pg.Client({ connectionString: env.DATABASE_URL })
     await client.connect()
     try {
-      return (await client.query(query)).rows[0]?.password_hash as string | undefined
+      return (await client.query(query, params)).rows
     } finally {
       await client.end()
     }
   }
   const db = await PGlite.create(env.DATA_DIR!)
   try {
-    return (await db.query<{ password_hash: string }>(query)).rows[0]?.password_hash
+    return (await db.query<Record<string, unknown>>(query, params)).rows
   } finally {
     await db.close()
   }
 }
 
-const serverDir = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "..")
+/** The stored hash, read straight from the database the admin command used. */
+const passwordHashOf = async (env: Record<string, string>, email: string) =>
+  (await queryOn(env, "SELECT password_hash FROM users WHERE email = $1", [email]))[0]?.password_hash as string | undefined
+
 
 interface Run {
   readonly code: number
@@ -43,7 +45,7 @@ const admin = (args: ReadonlyArray<string>, env: Record<string, string>, input =
   Effect.async<Run>((resume) => {
     const child = execFile(
       process.execPath,
-      ["--import", "tsx", "src/admin.ts", ...args],
+      [bundled("admin"), ...args],
       { cwd: serverDir, env: { PATH: process.env.PATH ?? "", ...env } },
       (error, stdout, stderr) => resume(Effect.succeed({ code: error ? (error.code as number) ?? 1 : 0, stdout, stderr }))
     )
@@ -107,6 +109,33 @@ describe("pnpm admin", () => {
       expect(yield* Effect.promise(() => verifyPassword("correct horse\n", stored!))).toBe(false)
       expect(yield* Effect.promise(() => verifyPassword("wrong horse", stored!))).toBe(false)
     }), 60_000)
+
+  it.scoped("grants credits to an organization and prints its balance as JSON; refuses what is not a grant", () =>
+    Effect.gen(function*() {
+      const env = yield* freshDatabaseEnv
+      expect((yield* admin(["users", "create", "--email", "ops@example.com", "--name", "Ops"], env)).code).toBe(0)
+      const [{ id }] = yield* Effect.promise(() => queryOn(env, "INSERT INTO organizations (name) VALUES ('Acme') RETURNING id"))
+      const grant = (...args: Array<string>) => admin(["credits", "grant", "--organization", String(id), ...args], env)
+      const first = yield* grant("--amount", "25", "--note", "Welcome credits")
+      expect(first.code).toBe(0)
+      expect(JSON.parse(first.stdout)).toEqual({ organizationId: id, balance: 25, reserved: 0, available: 25 })
+      expect(JSON.parse((yield* grant("--amount", "5")).stdout)).toMatchObject({ balance: 30 })
+      const ledger = yield* Effect.promise(() =>
+        queryOn(env, "SELECT kind, amount::int, balance_after::int AS after, note FROM credit_transactions ORDER BY balance_after")
+      )
+      expect(ledger).toEqual([
+        { kind: "grant", amount: 25, after: 25, note: "Welcome credits" },
+        { kind: "grant", amount: 5, after: 30, note: null }
+      ])
+      for (const args of [["--amount", "0"], ["--amount=-1.5"]]) {
+        const refused = yield* grant(...args)
+        expect(refused.code, args.join(" ")).toBe(1)
+        expect(refused.stderr).toMatch(/--amount must be a whole number of credits/)
+      }
+      const unknown = yield* admin(["credits", "grant", "--organization", "00000000-0000-0000-0000-000000000000", "--amount", "1"], env)
+      expect(unknown).toMatchObject({ code: 1, stderr: expect.stringContaining("Organization 00000000-0000-0000-0000-000000000000 not found") })
+      expect((yield* admin(["credits", "grant", "--organization", "acme", "--amount", "1"], env)).stderr).toMatch(/UUID/)
+    }), 120_000)
 
   it.scoped("explains its usage on a bad command or missing options", () =>
     Effect.gen(function*() {

@@ -2,7 +2,7 @@ import { FetchHttpClient, HttpServer } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { makeClient } from "@postline/domain"
-import { Effect } from "effect"
+import { Effect, Redacted } from "effect"
 import { UsersRepo } from "../src/Users/Repo.js"
 import { raw, signUp, TestServer } from "./support/TestServer.js"
 
@@ -25,7 +25,7 @@ layer(TestServer, { excludeTestServices: true })("the typed client of @postline/
   it.effect("covers the device login, API keys and the agent context", () =>
     Effect.gen(function*() {
       const { user } = yield* signUp("Agent Owner")
-      yield* (yield* UsersRepo).setPassword(user.email, "correct horse battery")
+      yield* (yield* UsersRepo).setPassword(user.email, Redacted.make("correct horse battery"))
       const address = (yield* HttpServer.HttpServer).address as HttpServer.TcpAddress
       const baseUrl = `http://127.0.0.1:${address.port}`
       const anonymous = yield* makeClient({ baseUrl, token: "" })
@@ -33,7 +33,7 @@ layer(TestServer, { excludeTestServices: true })("the typed client of @postline/
       const device = yield* anonymous.auth.requestDeviceCode({ payload: { client_id: "postline-cli" } })
       const pending = yield* Effect.flip(
         anonymous.auth.token({
-          payload: { grant_type: "urn:ietf:params:oauth:grant-type:device_code", device_code: device.device_code, client_id: "postline-cli" }
+          payload: { grant_type: "urn:ietf:params:oauth:grant-type:device_code", device_code: Redacted.make(device.device_code), client_id: "postline-cli" }
         })
       )
       expect(pending).toMatchObject({ _tag: "OAuthError", error: "authorization_pending" })
@@ -53,7 +53,7 @@ layer(TestServer, { excludeTestServices: true })("the typed client of @postline/
       const sql = yield* SqlClient.SqlClient
       yield* sql`UPDATE device_authorizations SET last_polled_at = last_polled_at - interval '1 minute'`
       const tokens = yield* anonymous.auth.token({
-        payload: { grant_type: "urn:ietf:params:oauth:grant-type:device_code", device_code: device.device_code, client_id: "postline-cli" }
+        payload: { grant_type: "urn:ietf:params:oauth:grant-type:device_code", device_code: Redacted.make(device.device_code), client_id: "postline-cli" }
       })
       expect(tokens.token_type).toBe("Bearer")
 
@@ -73,7 +73,7 @@ layer(TestServer, { excludeTestServices: true })("the typed client of @postline/
       expect(revoked.revokedAt).not.toBeNull()
       expect((yield* Effect.flip(keyClient.agent.getContext()))._tag).toBe("Unauthorized")
 
-      yield* anonymous.auth.revoke({ payload: { token: tokens.refresh_token } })
+      yield* anonymous.auth.revoke({ payload: { token: Redacted.make(tokens.refresh_token) } })
       expect((yield* Effect.flip(agent.agent.getContext()))._tag).toBe("Unauthorized")
     }).pipe(Effect.provide(FetchHttpClient.layer)))
 })

@@ -2,16 +2,19 @@ import { describe, expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
-import { ConfigProvider, Duration, Effect, Either, HashMap, Layer, Logger, TestClock } from "effect"
+import { ConfigProvider, Duration, Effect, Either, HashMap, Layer, Logger, Redacted, TestClock } from "effect"
 import { createHash } from "node:crypto"
 import { request as httpRequest } from "node:http"
 import { createServer } from "node:net"
 import { ApprovalRateLimit } from "../src/Auth/ApprovalRateLimit.js"
 import { makeHttpLive } from "../src/Http/Api.js"
+import { layerSingleProcess } from "../src/Scheduling/Engine.js"
+import { layerScheduler } from "../src/Scheduling/Scheduler.js"
+import { LocalProviders } from "./support/Providers.js"
 import { UsersRepo } from "../src/Users/Repo.js"
 import { hashSecret } from "../src/Users/Secrets.js"
 import { TestDatabase } from "./support/TestDatabase.js"
-import { raw, type RawResponse, signUp, TestServer } from "./support/TestServer.js"
+import { raw, type RawResponse, signUp, TestCipher, TestServer } from "./support/TestServer.js"
 
 const clientId = "postline-cli"
 const deviceCodeGrant = "urn:ietf:params:oauth:grant-type:device_code"
@@ -46,7 +49,7 @@ const listOrganizations = (token: string) => raw({ method: "GET", path: "/v1/org
 const userWithPassword = Effect.gen(function*() {
   const account = yield* signUp("Dev Ice")
   const users = yield* UsersRepo
-  expect(yield* users.setPassword(account.user.email, password)).toBe(true)
+  expect(yield* users.setPassword(account.user.email, Redacted.make(password))).toBe(true)
   return account
 })
 
@@ -749,6 +752,8 @@ const capturingLogger = Logger.replace(
 const PublicServer = makeHttpLive({ accessLog: true }).pipe(
   Layer.provideMerge(NodeHttpServer.layerTest),
   Layer.provideMerge(UsersRepo.Default),
+  Layer.provide(layerScheduler(layerSingleProcess)),
+  Layer.provide([LocalProviders, TestCipher]),
   Layer.provideMerge(TestDatabase),
   Layer.provide(capturingLogger),
   Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PUBLIC_URL", "https://postline.example/"]]))))

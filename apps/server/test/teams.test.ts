@@ -1,11 +1,13 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { planDefaults } from "../src/Teams/PlanDefaults.js"
 import { teamKeys } from "./support/ResponseFields.js"
 import { raw, signUp, TestServer } from "./support/TestServer.js"
 
 /** A user with an organization they administer. */
+/** `PLAN_LINK_TRACKING_DEFAULT`, unset in the tests. */
+const planLinkTracking = true
+
 const adminWithOrganization = Effect.gen(function*() {
   const admin = yield* signUp()
   const organization = yield* admin.client.organizations.createOrganization({ payload: { name: "Acme" } })
@@ -34,7 +36,7 @@ layer(TestServer, { excludeTestServices: true })("teams", (it) => {
           name: "Marketing",
           website: null,
           timezone: null,
-          linkTrackingDefault: planDefaults.linkTracking
+          linkTrackingDefault: planLinkTracking
         })
       }))
 
@@ -47,13 +49,13 @@ layer(TestServer, { excludeTestServices: true })("teams", (it) => {
             name: "Sales",
             website: "https://acme.example/sales",
             timezone: "Europe/Paris",
-            linkTrackingDefault: !planDefaults.linkTracking
+            linkTrackingDefault: !planLinkTracking
           }
         })
         expect(team).toMatchObject({
           website: "https://acme.example/sales",
           timezone: "Europe/Paris",
-          linkTrackingDefault: !planDefaults.linkTracking
+          linkTrackingDefault: !planLinkTracking
         })
         expect(yield* client.teams.getTeam({ path: { teamId: team.id } })).toEqual(team)
       }))
@@ -126,10 +128,10 @@ layer(TestServer, { excludeTestServices: true })("teams", (it) => {
         const team = yield* client.teams.createTeam({ payload: { organizationId: organization.id, name: "Team" } })
         const update = (linkTrackingDefault: boolean | null) =>
           client.teams.updateTeam({ path: { teamId: team.id }, payload: { linkTrackingDefault } })
-        expect((yield* update(!planDefaults.linkTracking)).linkTrackingDefault).toBe(!planDefaults.linkTracking)
+        expect((yield* update(!planLinkTracking)).linkTrackingDefault).toBe(!planLinkTracking)
         expect((yield* client.teams.updateTeam({ path: { teamId: team.id }, payload: { name: "Still" } })).linkTrackingDefault)
-          .toBe(!planDefaults.linkTracking)
-        expect((yield* update(null)).linkTrackingDefault).toBe(planDefaults.linkTracking)
+          .toBe(!planLinkTracking)
+        expect((yield* update(null)).linkTrackingDefault).toBe(planLinkTracking)
         const sql = yield* SqlClient.SqlClient
         expect(yield* sql`SELECT link_tracking_override FROM teams WHERE id = ${team.id}`).toEqual([
           { link_tracking_override: null }

@@ -1,10 +1,10 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Authentication, User } from "./Authentication.js"
+import { User } from "./Authentication.js"
 import { strict } from "./Fields.js"
-import { JsonBody } from "./JsonBody.js"
-import { Organization, OrganizationId } from "./Organizations.js"
-import { Team, TeamId } from "./Teams.js"
+import { OrganizationId, TeamId } from "./Ids.js"
+import { Organization } from "./Organizations.js"
+import { Team } from "./Teams.js"
 
 /** How many organizations, and how many teams, the context holds at most. */
 export const AgentContextLimit = 100
@@ -81,9 +81,6 @@ export class AgentGroup extends HttpApiGroup.make("agent")
           "(404 otherwise); a team of another organization gives 400."
       )
   )
-  .middleware(JsonBody)
-  // Added last so that it runs first: an anonymous caller learns nothing about its request.
-  .middleware(Authentication)
   .annotate(OpenApi.Title, "agent")
   .annotate(OpenApi.Description, "What an agent needs to start: who it acts for, where, and its defaults")
 {}

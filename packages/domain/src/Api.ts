@@ -13,9 +13,16 @@ import {
   TooManyRequests,
   Unauthorized
 } from "./Errors.js"
+import { Authentication } from "./Authentication.js"
 import { HealthGroup } from "./Health.js"
+import { JsonBody } from "./JsonBody.js"
+import { LinksGroup } from "./Links.js"
 import { MembersGroup } from "./Members.js"
+import { CreditsGroup } from "./Credits.js"
 import { OrganizationsGroup } from "./Organizations.js"
+import { PostingSlotsGroup } from "./PostingSlots.js"
+import { PostsGroup } from "./Posts.js"
+import { SocialAccountsGroup } from "./SocialAccounts.js"
 import { TeamsGroup } from "./Teams.js"
 
 const builtinDecodeError = "#/components/schemas/HttpApiDecodeError"
@@ -46,13 +53,29 @@ const dropBuiltinFromUnion = (value: { anyOf: Array<{ $ref?: string }> }) => {
   return anyOf.length === 1 ? { ...value, anyOf: undefined, ...anyOf[0] } : { ...value, anyOf }
 }
 
-export class PostlineApi extends HttpApi.make("postline")
+/**
+ * Everything that acts for a caller: authenticated first (added last, it runs
+ * first, so an anonymous caller learns nothing about its request), then bodies
+ * checked as JSON. A new resource's group is added here.
+ */
+export class AuthenticatedApi extends HttpApi.make("authenticated")
   .add(OrganizationsGroup)
   .add(TeamsGroup)
   .add(MembersGroup)
   .add(ApiKeysGroup)
-  .add(AuthGroup)
   .add(AgentGroup)
+  .add(SocialAccountsGroup)
+  .add(PostsGroup)
+  .add(CreditsGroup)
+  .add(PostingSlotsGroup)
+  .add(LinksGroup)
+  .middleware(JsonBody)
+  .middleware(Authentication)
+{}
+
+export class PostlineApi extends HttpApi.make("postline")
+  .addHttpApi(AuthenticatedApi)
+  .add(AuthGroup)
   .add(HealthGroup)
   .addError(HttpApiDecodeError)
   .addError(BadRequest)

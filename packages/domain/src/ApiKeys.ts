@@ -1,13 +1,10 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Authentication, UserId } from "./Authentication.js"
-import { invalidUnless, Name, oneOf, optional, strict, Timestamp, Uuid } from "./Fields.js"
-import { JsonBody } from "./JsonBody.js"
+import { invalidUnless, Name, oneOf, optional, strict, Timestamp } from "./Fields.js"
+import { isInstantWithOffset } from "./Instants.js"
 import { ListEnvelope, listQueryFieldsSortedBy } from "./Lists.js"
-import { OrganizationId, OrganizationPath } from "./Organizations.js"
-
-export const ApiKeyId = Uuid.pipe(Schema.brand("ApiKeyId")).annotations({ identifier: "ApiKeyId", description: "API key UUID" })
-export type ApiKeyId = typeof ApiKeyId.Type
+import { ApiKeyId, OrganizationId, UserId } from "./Ids.js"
+import { OrganizationPath } from "./Organizations.js"
 
 export const ApiKey = Schema.Struct({
   id: ApiKeyId,
@@ -28,21 +25,8 @@ export const CreatedApiKey = Schema.Struct({
   key: Schema.String.annotations({ description: "The secret bearer value (`plk_…`); shown this once, stored only as a hash" })
 }).annotations({ identifier: "CreatedApiKey" })
 
-// An instant with an explicit offset, so that it means the same on every machine.
-const isoInstant = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-](\d{2}):(\d{2}))$/i
-
-/** Date.parse forgives 30 February and offsets past ±14:00; PostgreSQL does not, so neither do we. */
-const isRealInstant = (s: string) => {
-  const match = isoInstant.exec(s)
-  if (match === null) return false
-  const [year, month, day, hour, minute, second, offsetHours, offsetMinutes] = match.slice(1).map((part) => Number(part ?? 0))
-  const date = new Date(Date.UTC(year, month - 1, day))
-  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day &&
-    hour < 24 && minute < 60 && second < 60 && offsetHours <= 14 && offsetMinutes < 60
-}
-
 const FutureTimestamp = Schema.String.pipe(
-  Schema.filter((s) => isRealInstant(s) && Date.parse(s) > Date.now() && Date.parse(s) < Date.UTC(9999, 0, 1), {
+  Schema.filter((s) => isInstantWithOffset(s) && Date.parse(s) > Date.now() && Date.parse(s) < Date.UTC(9999, 0, 1), {
     jsonSchema: { format: "date-time" }
   })
 ).annotations({
@@ -64,6 +48,7 @@ export const ApiKeySortField = oneOf("createdAt", "name").annotations({
 })
 
 export const ApiKeyListQuery = Schema.Struct(listQueryFieldsSortedBy(ApiKeySortField)).annotations(strict)
+export type ApiKeyListQuery = typeof ApiKeyListQuery.Type
 
 export const ApiKeyList = ListEnvelope(ApiKey, "ApiKeyList")
 
@@ -98,9 +83,6 @@ export class ApiKeysGroup extends HttpApiGroup.make("apiKeys")
         "Revokes the key: from this moment it gets 401. Answers the key with revokedAt set; revoking it again changes nothing."
       )
   )
-  .middleware(JsonBody)
-  // Added last so that it runs first: an anonymous caller learns nothing about its request.
-  .middleware(Authentication)
   .annotate(OpenApi.Title, "apiKeys")
   .annotate(OpenApi.Description, "Organization API keys, for scripts and tool servers")
 {}

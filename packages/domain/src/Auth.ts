@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { invalidUnless, optional } from "./Fields.js"
+import { integer, invalidUnless, optional } from "./Fields.js"
 
 /**
  * The device-authorization login of agent clients (RFC 8628), its token
@@ -40,6 +40,9 @@ export const oauthError = (error: OAuthErrorCode, description: string) =>
 const parameter = (description: string) =>
   Schema.String.annotations({ description, ...invalidUnless("must be given once, as a string") })
 
+/** A parameter that holds a secret: decoded as `Redacted`, so that it is never logged. */
+const secretParameter = (description: string) => Schema.Redacted(parameter(description))
+
 // RFC 6749 appendix A: VSCHAR is printable ASCII.
 const ClientId = Schema.String.pipe(Schema.pattern(/^[\x20-\x7E]{1,255}$/)).annotations({
   identifier: "ClientId",
@@ -71,7 +74,7 @@ export const deviceCodeGrantType = "urn:ietf:params:oauth:grant-type:device_code
 
 export const DeviceCodeGrant = Schema.Struct({
   grant_type: Schema.Literal(deviceCodeGrantType),
-  device_code: parameter("The device_code of the device authorization response"),
+  device_code: secretParameter("The device_code of the device authorization response"),
   client_id: ClientId.annotations({ description: "The client_id the device code was issued to" })
 }).annotations({
   ...ignoresUnknownParameters,
@@ -79,7 +82,7 @@ export const DeviceCodeGrant = Schema.Struct({
 
 export const RefreshTokenGrant = Schema.Struct({
   grant_type: Schema.Literal("refresh_token"),
-  refresh_token: parameter("The latest refresh token of the login"),
+  refresh_token: secretParameter("The latest refresh token of the login"),
   client_id: ClientId.annotations({ description: "The client_id the login was granted to" })
 }).annotations({
   ...ignoresUnknownParameters,
@@ -88,14 +91,12 @@ export const RefreshTokenGrant = Schema.Struct({
 })
 
 export const RevocationRequest = Schema.Struct({
-  token: parameter("An access token (`plt_…`) or refresh token (`plr_…`)"),
+  token: secretParameter("An access token (`plt_…`) or refresh token (`plr_…`)"),
   token_type_hint: optional(parameter("`access_token` or `refresh_token`; not needed, both kinds are looked up")),
   client_id: optional(parameter("Accepted and not checked: holding a token is enough to end it"))
 }).annotations({ ...ignoresUnknownParameters, identifier: "RevocationRequest" })
 
-// A whole number of seconds; Schema.Int alone would be titled "int" in the document.
-const seconds = (description: string) =>
-  Schema.Number.pipe(Schema.filter(Number.isInteger, { jsonSchema: { type: "integer", description } }))
+const seconds = integer
 
 export const DeviceAuthorizationResponse = Schema.Struct({
   device_code: Schema.String.annotations({ description: "Secret of the device (`pld_…`): poll the token endpoint with it" }),

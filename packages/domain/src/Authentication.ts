@@ -1,12 +1,7 @@
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
 import { Context, Data, Schema } from "effect"
-import type { ApiKeyId } from "./ApiKeys.js"
 import { Unauthorized } from "./Errors.js"
-import { Uuid } from "./Fields.js"
-import type { OrganizationId } from "./Organizations.js"
-
-export const UserId = Uuid.pipe(Schema.brand("UserId")).annotations({ identifier: "UserId", description: "User UUID" })
-export type UserId = typeof UserId.Type
+import { type ApiKeyId, type OrganizationId, UserId } from "./Ids.js"
 
 export const User = Schema.Struct({
   id: UserId,

@@ -2,8 +2,8 @@ import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 
 /**
- * The error bodies of contract section 7: every error is `{ _tag, message }`
- * with the contract's status. The built-in HttpApiError classes send empty
+ * The error bodies of the API: every error is `{ _tag, message }`
+ * with its own status. The built-in HttpApiError classes send empty
  * bodies, so the API declares its own.
  */
 

@@ -13,11 +13,6 @@ export const optional = <S extends Schema.Schema.Any>(schema: S) => Schema.optio
 export const oneOf = <const Values extends ReadonlyArray<string>>(...values: Values) =>
   Schema.Literal(...values).annotations(invalidUnless(`must be one of ${values.join(", ")}`))
 
-/** Identifiers are UUIDs, case-insensitive on input. */
-export const Uuid = Schema.String.pipe(
-  Schema.pattern(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/)
-).annotations(invalidUnless("must be a UUID (8-4-4-4-12 hexadecimal digits)"))
-
 /** A string PostgreSQL can store: text and jsonb refuse the NUL character. */
 export const Text = Schema.String.pipe(Schema.filter((s) => !s.includes("\u0000")))
 
@@ -51,6 +46,10 @@ const isHttpUrl = (s: string) =>
 export const WebsiteUrl = Schema.String.pipe(
   Schema.filter(isHttpUrl, { jsonSchema: { format: "uri", maxLength: maxUrlLength } })
 ).annotations({ identifier: "WebsiteUrl", description: `An absolute http or https URL of at most ${maxUrlLength} characters` })
+
+/** A whole number (Schema.Int alone would be titled "int" in the document). */
+export const integer = (description: string) =>
+  Schema.Number.pipe(Schema.filter(Number.isInteger, { jsonSchema: { type: "integer", description } }))
 
 /** ISO 8601 UTC timestamp, as the contract types it: a plain string. */
 export const Timestamp = Schema.String.annotations({

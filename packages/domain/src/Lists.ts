@@ -22,6 +22,7 @@ export const SortOrder = oneOf("asc", "desc").annotations({
   identifier: "SortOrder",
   description: "Sort direction; default desc"
 })
+export type SortOrder = typeof SortOrder.Type
 
 export const Cursor = Schema.String.annotations({
   identifier: "Cursor",
@@ -36,8 +37,12 @@ export const SortField = oneOf("createdAt", "updatedAt", "name").annotations({
 })
 export type SortField = typeof SortField.Type
 
-/** The shared list query parameters of contract 4.1, for a list sorted by `sortBy`. */
-export const listQueryFieldsSortedBy = <F extends SortField>(sortBy: Schema.Schema<F, F>) => ({
+/** Every field any list sorts by, as cursors carry it; each list accepts its own subset. */
+export const AnySortField = Schema.Literal("createdAt", "updatedAt", "name", "scheduledAt")
+export type AnySortField = typeof AnySortField.Type
+
+/** The query parameters every list takes (cursor, limit, sortBy, sortOrder), for a list sorted by `sortBy`. */
+export const listQueryFieldsSortedBy = <F extends AnySortField>(sortBy: Schema.Schema<F, F>) => ({
   cursor: optional(Cursor),
   limit: optional(PageLimit),
   sortBy: optional(sortBy),
@@ -49,7 +54,7 @@ export const listQueryFields = listQueryFieldsSortedBy(SortField)
 export const ListQuery = Schema.Struct(listQueryFields)
 export type ListQuery = typeof ListQuery.Type
 
-/** The list envelope of contract 2.4. */
+/** The envelope of every list: a page of items, the total and the cursors either side. */
 export const ListEnvelope = <Item extends Schema.Schema.Any>(item: Item, identifier: string) =>
   Schema.Struct({
     data: Schema.Array(item),

@@ -1,10 +1,9 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Authentication, UserId } from "./Authentication.js"
 import { invalidUnless, oneOf, strict, Text, Timestamp } from "./Fields.js"
-import { JsonBody } from "./JsonBody.js"
 import { ListEnvelope, listQueryFields } from "./Lists.js"
-import { OrganizationId, OrganizationPath } from "./Organizations.js"
+import { OrganizationId, UserId } from "./Ids.js"
+import { OrganizationPath } from "./Organizations.js"
 
 export const MemberRole = oneOf("owner", "admin", "member").annotations({
   identifier: "MemberRole",
@@ -82,9 +81,6 @@ export class MembersGroup extends HttpApiGroup.make("members")
           "(only an owner removes an owner); anyone may remove themselves. Removing the last admin or owner gives 409."
       )
   )
-  .middleware(JsonBody)
-  // Added last so that it runs first: an anonymous caller learns nothing about its request.
-  .middleware(Authentication)
   .annotate(OpenApi.Title, "members")
   .annotate(OpenApi.Description, "Members of an organization and their roles")
 {}

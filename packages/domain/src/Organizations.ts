@@ -1,15 +1,8 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Authentication } from "./Authentication.js"
-import { JsonBody } from "./JsonBody.js"
-import { invalidUnless, Name, oneOf, optional, strict, Text, Timestamp, Uuid } from "./Fields.js"
+import { invalidUnless, Name, oneOf, optional, strict, Text, Timestamp } from "./Fields.js"
+import { OrganizationId } from "./Ids.js"
 import { ListEnvelope, listQueryFields } from "./Lists.js"
-
-export const OrganizationId = Uuid.pipe(Schema.brand("OrganizationId")).annotations({
-  identifier: "OrganizationId",
-  description: "Organization UUID"
-})
-export type OrganizationId = typeof OrganizationId.Type
 
 export const SubscriptionStatus = oneOf(
   "active",
@@ -21,7 +14,7 @@ export const SubscriptionStatus = oneOf(
   "unpaid"
 ).annotations({ identifier: "SubscriptionStatus" })
 
-export const OnboardingStep = oneOf(
+const onboardingSteps = [
   "organization_profile",
   "job_role",
   "workspace_setup",
@@ -29,7 +22,9 @@ export const OnboardingStep = oneOf(
   "mcp_cli_setup",
   "spend_cap",
   "completed"
-).annotations({ identifier: "OnboardingStep" })
+] as const
+
+export const OnboardingStep = oneOf(...onboardingSteps).annotations({ identifier: "OnboardingStep" })
 
 export const JobRole = oneOf(
   "developer_or_technical_founder",
@@ -47,7 +42,12 @@ export const OnboardingData = Schema.Struct({
   version: Schema.Literal(1).annotations(invalidUnless("must be 1")),
   status: oneOf("in_progress", "completed"),
   currentStep: OnboardingStep,
-  completedSteps: Schema.Array(OnboardingStep).annotations({ message: () => "must be an array of steps" }),
+  completedSteps: Schema.Array(OnboardingStep).pipe(
+    Schema.filter((steps) => steps.length <= onboardingSteps.length, { jsonSchema: { maxItems: onboardingSteps.length } })
+  ).annotations({
+    description: `The steps completed so far, at most ${onboardingSteps.length}`,
+    message: () => `must be an array of at most ${onboardingSteps.length} steps`
+  }),
   organizationProfile: optional(
     Schema.Struct({ displayName: Name, jobRole: optional(JobRole) }).annotations({
       ...strict,
@@ -144,9 +144,6 @@ export class OrganizationsGroup extends HttpApiGroup.make("organizations")
         "Changes the name or onboarding data. Only an admin or owner may (403 for other members, 404 for non-members)."
       )
   )
-  .middleware(JsonBody)
-  // Added last so that it runs first: an anonymous caller learns nothing about its request.
-  .middleware(Authentication)
   .annotate(OpenApi.Title, "organizations")
   .annotate(OpenApi.Description, "Organizations: the billing and credit boundary, owning teams")
 {}

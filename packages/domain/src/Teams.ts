@@ -1,17 +1,9 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { Authentication } from "./Authentication.js"
-import { JsonBody } from "./JsonBody.js"
-import { invalidUnless, Name, optional, strict, Timestamp, Uuid, WebsiteUrl } from "./Fields.js"
+import { invalidUnless, Name, optional, strict, Timestamp, WebsiteUrl } from "./Fields.js"
+import { OrganizationId, TeamId } from "./Ids.js"
 import { ListEnvelope, listQueryFields } from "./Lists.js"
-import { OrganizationId } from "./Organizations.js"
 import { Timezone } from "./Timezones.js"
-
-export const TeamId = Uuid.pipe(Schema.brand("TeamId")).annotations({
-  identifier: "TeamId",
-  description: "Team (workspace) UUID"
-})
-export type TeamId = typeof TeamId.Type
 
 export const Team = Schema.Struct({
   id: TeamId,
@@ -108,9 +100,6 @@ export class TeamsGroup extends HttpApiGroup.make("teams")
           "default. Only an admin or owner of its organization may."
       )
   )
-  .middleware(JsonBody)
-  // Added last so that it runs first: an anonymous caller learns nothing about its request.
-  .middleware(Authentication)
   .annotate(OpenApi.Title, "teams")
   .annotate(OpenApi.Description, "Teams (workspaces): they own social accounts, assets and posts")
 {}

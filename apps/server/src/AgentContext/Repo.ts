@@ -9,6 +9,7 @@ import {
   type Team
 } from "@postline/domain"
 import { Effect } from "effect"
+import { policyRequire } from "../Access/Authorization.js"
 import { OrganizationsRepo } from "../Organizations/Repo.js"
 import { TeamsRepo } from "../Teams/Repo.js"
 
@@ -79,7 +80,7 @@ export class AgentContextRepo extends Effect.Service<AgentContextRepo>()("AgentC
         organizations: Effect.map(sql<Organization>`SELECT ${organizations.columns} ${scope.organizations} LIMIT ${limit}`, firstItems),
         teams: Effect.map(sql<Team>`SELECT ${teams.columns} ${scope.teams} LIMIT ${limit}`, firstItems),
         defaults: Effect.map(defaults, ([row]) => row ?? noDefaults)
-      }, { concurrency: "unbounded" }).pipe(Effect.orDie)
+      }, { concurrency: "unbounded" }).pipe(Effect.orDie, policyRequire("AgentContext", "read"))
     }
 
     /** Whose choice a row is: a user's, or an API key's own. */
@@ -95,7 +96,11 @@ export class AgentContextRepo extends Effect.Service<AgentContextRepo>()("AgentC
         VALUES (${owner.id}, ${choice.organizationId}, ${choice.teamId})
         ON CONFLICT (${owner.column}) DO UPDATE
           SET organization_id = EXCLUDED.organization_id, team_id = EXCLUDED.team_id, updated_at = now()
-        RETURNING organization_id AS "organizationId", team_id AS "teamId"`.pipe(Effect.map(([row]) => row), Effect.orDie)
+        RETURNING organization_id AS "organizationId", team_id AS "teamId"`.pipe(
+        Effect.map(([row]) => row),
+        Effect.orDie,
+        policyRequire("AgentContext", "choose")
+      )
     }
 
     return { read, save } as const

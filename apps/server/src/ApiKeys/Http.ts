@@ -1,33 +1,17 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { ApiKey, ApiKeyList, CreatedApiKey, NotFound, PostlineApi } from "@postline/domain"
-import { Effect } from "effect"
-import { AccessPolicy } from "../Access/Policy.js"
+import { ApiKey, ApiKeyList, CreatedApiKey, PostlineApi } from "@postline/domain"
+import { Effect, Layer } from "effect"
 import { asEncoded } from "../Http/Encoded.js"
-import { pageRequest } from "../Pagination/Keyset.js"
-import { ApiKeysRepo } from "./Repo.js"
+import { ApiKeys } from "./Service.js"
 
 export const ApiKeysHttpLive = HttpApiBuilder.group(PostlineApi, "apiKeys", (handlers) =>
   Effect.gen(function*() {
-    const repo = yield* ApiKeysRepo
-    const policy = yield* AccessPolicy
-
+    const apiKeys = yield* ApiKeys
     return handlers
-      .handle("createApiKey", ({ path: { organizationId }, payload }) =>
-        Effect.gen(function*() {
-          const user = yield* policy.manageApiKeys(organizationId)
-          return asEncoded(CreatedApiKey, { status: 201 })(yield* repo.create(organizationId, user.id, payload))
-        }))
-      .handle("listApiKeys", ({ path: { organizationId }, urlParams }) =>
-        Effect.gen(function*() {
-          const user = yield* policy.manageApiKeys(organizationId)
-          const request = yield* pageRequest(`api keys of organization ${organizationId.toLowerCase()} for user ${user.id}`, urlParams)
-          return asEncoded(ApiKeyList)(yield* repo.list(organizationId, request))
-        }))
-      .handle("revokeApiKey", ({ path: { apiKeyId, organizationId } }) =>
-        Effect.gen(function*() {
-          yield* policy.manageApiKeys(organizationId)
-          const revoked = yield* repo.revoke(organizationId, apiKeyId)
-          if (revoked._tag === "None") return yield* new NotFound({ message: `API key ${apiKeyId} not found` })
-          return asEncoded(ApiKey)(revoked.value)
-        }))
-  }))
+      .handle("createApiKey", ({ path, payload }) =>
+        Effect.map(apiKeys.create(path.organizationId, payload), asEncoded(CreatedApiKey, { status: 201 })))
+      .handle("listApiKeys", ({ path, urlParams }) =>
+        Effect.map(apiKeys.list(path.organizationId, urlParams), asEncoded(ApiKeyList)))
+      .handle("revokeApiKey", ({ path }) =>
+        Effect.map(apiKeys.revoke(path.organizationId, path.apiKeyId), asEncoded(ApiKey)))
+  })).pipe(Layer.provide(ApiKeys.Default))

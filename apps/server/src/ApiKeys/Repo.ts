@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import type { ApiKey, ApiKeyId, CreateApiKey, OrganizationId, UserId } from "@postline/domain"
-import { Effect, Option } from "effect"
+import { Effect, Option, Redacted } from "effect"
+import { policyRequire } from "../Access/Authorization.js"
 import { isoUtc, selectFields } from "../Database/Columns.js"
 import { type PageRequest, paginate, type SortColumns } from "../Pagination/Keyset.js"
 import { generateSecret, hashSecret } from "../Users/Secrets.js"
@@ -45,7 +46,7 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
             ${createdBy}, ${input.expiresAt ?? null}::timestamptz)
           RETURNING ${columns}`
         return { ...row, key }
-      }).pipe(Effect.orDie)
+      }).pipe(Effect.orDie, policyRequire("ApiKey", "manage"))
 
     const list = (organizationId: OrganizationId, request: PageRequest<"createdAt" | "name">) =>
       paginate<ApiKey, "createdAt" | "name">({
@@ -55,14 +56,15 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
         idOf: (key) => key.id,
         select: columns,
         rowsFrom: sql`FROM api_keys k WHERE k.organization_id = ${organizationId}`
-      }).pipe(Effect.orDie)
+      }).pipe(Effect.orDie, policyRequire("ApiKey", "manage"))
 
     /** Revokes the key, once: a revoked key keeps its first revokedAt. */
     const revoke = (organizationId: OrganizationId, id: ApiKeyId) =>
       sql<ApiKey>`UPDATE api_keys k SET revoked_at = coalesce(k.revoked_at, now())
         WHERE k.organization_id = ${organizationId} AND k.id = ${id} RETURNING ${columns}`.pipe(
         Effect.map((rows) => Option.fromNullable(rows[0])),
-        Effect.orDie
+        Effect.orDie,
+        policyRequire("ApiKey", "manage")
       )
 
     /**
@@ -72,14 +74,16 @@ export class ApiKeysRepo extends Effect.Service<ApiKeysRepo>()("ApiKeysRepo", {
     const revokeCreatedBy = (organizationId: OrganizationId, userId: UserId) =>
       sql`UPDATE api_keys SET revoked_at = now()
         WHERE organization_id = ${organizationId} AND created_by_user_id = ${userId} AND revoked_at IS NULL`.pipe(
-        Effect.asVoid
+        Effect.asVoid,
+        Effect.orDie,
+        policyRequire("Member", "change")
       )
 
     /** The key with this secret, if it is neither revoked nor expired. */
-    const findActive = (key: string) =>
+    const findActive = (key: Redacted.Redacted) =>
       sql<ActiveApiKey>`SELECT id, organization_id AS "organizationId",
           coalesce(last_used_at < now() - interval '1 minute', true) AS "useIsStale"
-        FROM api_keys WHERE key_hash = ${hashSecret(key)}
+        FROM api_keys WHERE key_hash = ${hashSecret(Redacted.value(key))}
           AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`.pipe(
         Effect.map((rows) => Option.fromNullable(rows[0])),
         Effect.orDie

@@ -1,7 +1,5 @@
 import { Clock, Data, Effect } from "effect"
-
-const maxFailures = 5
-const windowMillis = 15 * 60 * 1000
+import { DeviceLoginSettings } from "./Settings.js"
 
 export class RateLimited extends Data.TaggedError("RateLimited")<{ readonly retryAfterSeconds: number }> {}
 
@@ -21,8 +19,8 @@ export const limitKeys = ({ address, email }: ApprovalAttempt): ReadonlyArray<st
 ]
 
 /**
- * Failed approvals: at most 5 in any 15 minutes per remote address, and as many
- * per email, whoever sends them; an attempt needs both to have some left. The
+ * Failed approvals: at most `APPROVAL_MAX_FAILURES` (5) in any `APPROVAL_WINDOW_SECONDS` (15 minutes) per
+ * remote address, and as many per email, whoever sends them; an attempt needs both to have some left. The
  * counts live in this process's memory, so each server process keeps its own
  * and a restart forgets them; behind a proxy, all its clients share one
  * address. The email count is per email whether or not a user has it, so it
@@ -30,7 +28,9 @@ export const limitKeys = ({ address, email }: ApprovalAttempt): ReadonlyArray<st
  * up a person's approvals for the window by failing with their email.
  */
 export class ApprovalRateLimit extends Effect.Service<ApprovalRateLimit>()("ApprovalRateLimit", {
-  sync: () => {
+  effect: Effect.gen(function*() {
+    const { approvalMaxFailures: maxFailures, approvalWindowSeconds } = yield* DeviceLoginSettings
+    const windowMillis = approvalWindowSeconds * 1000
     const failures = new Map<string, Array<number>>()
 
     // Keys whose failures have all aged out are dropped, so the map stays as small as the window.
@@ -67,5 +67,6 @@ export class ApprovalRateLimit extends Effect.Service<ApprovalRateLimit>()("Appr
       })
 
     return { attempt } as const
-  }
+  }),
+  dependencies: [DeviceLoginSettings.Default]
 }) {}

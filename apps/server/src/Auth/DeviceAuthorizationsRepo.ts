@@ -1,13 +1,12 @@
 import { SqlClient } from "@effect/sql"
 import type { UserId } from "@postline/domain"
-import { type Brand, Effect, Option } from "effect"
+import { type Brand, Effect, Option, Redacted } from "effect"
 import { isUniqueViolation } from "../Database/Errors.js"
 import { generateSecret, hashSecret } from "../Users/Secrets.js"
 import { type Grant, LoginsRepo } from "./LoginsRepo.js"
+import { DeviceLoginSettings } from "./Settings.js"
 import { generateUserCode } from "./UserCodes.js"
 
-export const deviceCodeLifetimeSeconds = 15 * 60
-export const pollingIntervalSeconds = 5
 // RFC 8628 §3.5: each slow_down adds 5 seconds to the interval.
 const slowDownSeconds = 5
 // Kept this long after expiry, so that a late poll still gets expired_token rather than invalid_grant.
@@ -40,6 +39,7 @@ export class DeviceAuthorizationsRepo extends Effect.Service<DeviceAuthorization
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const logins = yield* LoginsRepo
+    const { deviceCodeLifetimeSeconds, pollingIntervalSeconds } = yield* DeviceLoginSettings
 
     const insert = ({ clientId, scope }: Asking) =>
       Effect.suspend(() => {
@@ -72,11 +72,11 @@ export class DeviceAuthorizationsRepo extends Effect.Service<DeviceAuthorization
      * Records a poll of this client's device code and answers the state it found. The row is locked first, so
      * that of two polls at once the second sees the first's time and is too soon.
      */
-    const recordPoll = (deviceCode: string, clientId: Grant["clientId"]) =>
+    const recordPoll = (deviceCode: Redacted.Redacted, clientId: Grant["clientId"]) =>
       sql<Poll>`WITH previous AS (
           SELECT id, coalesce(last_polled_at > now() - make_interval(secs => interval_seconds), false) AS too_soon
           FROM device_authorizations
-          WHERE device_code_hash = ${hashSecret(deviceCode)} AND client_id = ${clientId}
+          WHERE device_code_hash = ${hashSecret(Redacted.value(deviceCode))} AND client_id = ${clientId}
           FOR UPDATE
         )
         UPDATE device_authorizations d SET
@@ -121,5 +121,5 @@ export class DeviceAuthorizationsRepo extends Effect.Service<DeviceAuthorization
 
     return { create, recordPoll, redeem, decide, findPending } as const
   }),
-  dependencies: [LoginsRepo.Default]
+  dependencies: [LoginsRepo.Default, DeviceLoginSettings.Default]
 }) {}

@@ -1,10 +1,8 @@
 import { HttpApiBuilder, HttpMiddleware, HttpServerRequest, type HttpServerResponse, UrlParams } from "@effect/platform"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { formContentType } from "../Http/ContentTypes.js"
-import { UsersRepo } from "../Users/Repo.js"
-import { ApprovalRateLimit } from "./ApprovalRateLimit.js"
 import { approvalForm, confirmation, failurePage } from "./DevicePageHtml.js"
-import { DeviceAuthorizationsRepo } from "./DeviceAuthorizationsRepo.js"
+import { Approval, DeviceLogin } from "./Service.js"
 import { normalizeUserCode } from "./UserCodes.js"
 
 const decisions = { approve: "approved", deny: "denied" } as const
@@ -43,9 +41,7 @@ const neverFailing = <E, R>(page: Effect.Effect<HttpServerResponse.HttpServerRes
  */
 export const DevicePageLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
-    const devices = yield* DeviceAuthorizationsRepo
-    const users = yield* UsersRepo
-    const rateLimit = yield* ApprovalRateLimit
+    const login = yield* DeviceLogin
 
     /**
      * The form, with the code of the link prefilled. When that code is a pending login's, the page names the
@@ -56,7 +52,7 @@ export const DevicePageLive = HttpApiBuilder.Router.use((router) =>
       const userCode = typeof query.user_code === "string" ? query.user_code.slice(0, maxFieldLength) : ""
       const asking = yield* Option.match(normalizeUserCode(userCode), {
         onNone: () => Effect.succeedNone,
-        onSome: devices.findPending
+        onSome: login.pendingLogin
       })
       return approvalForm(200, { userCode, asking: Option.getOrUndefined(asking) })
     })
@@ -87,31 +83,27 @@ export const DevicePageLive = HttpApiBuilder.Router.use((router) =>
         return retry(403, "Wrong email or password.")
       }
 
-      const address = Option.getOrElse(request.remoteAddress, () => "unknown")
-      const attempt = yield* Effect.either(rateLimit.attempt({ address, email }))
-      // The same words whether the address or the email ran out: they do not tell whether the email is a user's.
-      if (attempt._tag === "Left") {
-        const wait = attempt.left.retryAfterSeconds
-        return retry(429, `Too many failed attempts: try again in ${Math.ceil(wait / 60)} minutes.`, {
-          "retry-after": String(wait)
-        })
-      }
-      const user = yield* users.verifyPasswordOf(email, password)
-      if (Option.isNone(user)) return retry(403, "Wrong email or password.")
       const decision = decisions[action]
-      const outcome = yield* devices.decide(userCode.value, user.value, decision)
-      switch (outcome._tag) {
-        case "Unknown":
-          return retry(400, "No login is waiting for this code: check it against the program.")
-        case "Expired":
-          return retry(400, "This code has expired: start the login again in the program.")
-        case "Decided":
-          yield* attempt.right.succeeded
-          return confirmation(decision, outcome.clientId)
-      }
+      const approval = yield* login.decide({
+        address: Option.getOrElse(request.remoteAddress, () => "unknown"),
+        email,
+        password: Redacted.make(password),
+        userCode: userCode.value,
+        decision
+      })
+      return yield* Approval.$match(approval, {
+        RateLimited: ({ retryAfterSeconds }) =>
+          retry(429, `Too many failed attempts: try again in ${Math.ceil(retryAfterSeconds / 60)} minutes.`, {
+            "retry-after": String(retryAfterSeconds)
+          }),
+        WrongCredentials: () => retry(403, "Wrong email or password."),
+        UnknownCode: () => retry(400, "No login is waiting for this code: check it against the program."),
+        ExpiredCode: () => retry(400, "This code has expired: start the login again in the program."),
+        Decided: ({ clientId }) => confirmation(decision, clientId)
+      })
     })
 
     yield* router.get("/device", neverFailing(show))
     yield* router.post("/device", neverFailing(decide))
   })
-).pipe(Layer.provide([DeviceAuthorizationsRepo.Default, UsersRepo.Default, ApprovalRateLimit.Default]))
+).pipe(Layer.provide(DeviceLogin.Default))

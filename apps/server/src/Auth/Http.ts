@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { HttpApiBuilder, type HttpServerRequest } from "@effect/platform"
 import {
   DeviceCodeGrant,
   deviceCodeGrantType,
@@ -9,21 +9,17 @@ import {
   RevocationRequest,
   type TokenResponse
 } from "@postline/domain"
-import { Config, Effect, Option } from "effect"
-import { secretPrefixes } from "../Users/Secrets.js"
-import {
-  deviceCodeLifetimeSeconds,
-  DeviceAuthorizationsRepo,
-  pollingIntervalSeconds
-} from "./DeviceAuthorizationsRepo.js"
-import { accessTokenLifetimeSeconds, type IssuedTokens, LoginsRepo, Refresh } from "./LoginsRepo.js"
+import { Config, Effect, Layer, Option } from "effect"
+import type { IssuedTokens } from "./LoginsRepo.js"
 import { decodeParameters, noStore, readParameters } from "./OAuthParameters.js"
+import { DeviceLogin } from "./Service.js"
+import { DeviceLoginSettings } from "./Settings.js"
 import { displayUserCode } from "./UserCodes.js"
 
-const tokenResponse = (tokens: IssuedTokens): typeof TokenResponse.Type => ({
+const tokenResponse = (expiresIn: number) => (tokens: IssuedTokens): typeof TokenResponse.Type => ({
   access_token: tokens.accessToken,
   token_type: "Bearer",
-  expires_in: accessTokenLifetimeSeconds,
+  expires_in: expiresIn,
   refresh_token: tokens.refreshToken
 })
 
@@ -32,8 +28,8 @@ const hostAndPort = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/
 
 export const AuthHttpLive = HttpApiBuilder.group(PostlineApi, "auth", (handlers) =>
   Effect.gen(function*() {
-    const devices = yield* DeviceAuthorizationsRepo
-    const logins = yield* LoginsRepo
+    const login = yield* DeviceLogin
+    const toTokenResponse = tokenResponse((yield* DeviceLoginSettings).accessTokenLifetimeSeconds)
     const publicUrl = yield* Config.option(Config.url("PUBLIC_URL"))
 
     /** Where users reach this server: PUBLIC_URL, else the Host the device used, over http. */
@@ -46,49 +42,21 @@ export const AuthHttpLive = HttpApiBuilder.group(PostlineApi, "auth", (handlers)
         }
       })
 
-    const deviceCodeGrant = ({ client_id, device_code }: typeof DeviceCodeGrant.Type) =>
-      Effect.gen(function*() {
-        const found = yield* devices.recordPoll(device_code, client_id)
-        if (Option.isNone(found)) {
-          return yield* oauthError("invalid_grant", "Unknown device code, or one issued to another client")
-        }
-        const poll = found.value
-        if (poll.status === "redeemed") return yield* oauthError("invalid_grant", "The device code has already been used")
-        if (poll.status === "denied") return yield* oauthError("access_denied", "The user denied the login")
-        if (poll.expired) return yield* oauthError("expired_token", "The device code has expired: start the login again")
-        if (poll.status === "pending") {
-          return yield* poll.tooSoon
-            ? oauthError("slow_down", `Polled too soon: wait ${poll.intervalSeconds} seconds between polls`)
-            : oauthError("authorization_pending", "The user has not approved the login yet")
-        }
-        const tokens = yield* devices.redeem(poll.id)
-        if (Option.isNone(tokens)) return yield* oauthError("invalid_grant", "The device code has already been used")
-        return tokenResponse(tokens.value)
-      })
-
-    const refreshTokenGrant = ({ client_id, refresh_token }: typeof RefreshTokenGrant.Type) =>
-      Effect.flatMap(logins.refresh(refresh_token, client_id), Refresh.$match({
-        Rotated: ({ tokens }) => Effect.succeed(tokenResponse(tokens)),
-        Reused: () =>
-          oauthError("invalid_grant", "The refresh token was already used: the login has been ended, log in again"),
-        Refused: ({ reason }) => oauthError("invalid_grant", reason)
-      }))
-
     // The handlers read the body themselves: a body the schema refuses is an OAuth invalid_request, not a DecodeError.
     return handlers
       .handleRaw("requestDeviceCode", ({ request }) =>
         Effect.gen(function*() {
           yield* noStore
           const { client_id, scope } = yield* Effect.flatMap(readParameters, decodeParameters(DeviceCodeRequest))
-          const { deviceCode, userCode } = yield* devices.create({ clientId: client_id, scope: scope ?? null })
+          const issued = yield* login.requestCode({ clientId: client_id, scope: scope ?? null })
           const verificationUri = `${originOf(request)}/device`
           return {
-            device_code: deviceCode,
-            user_code: displayUserCode(userCode),
+            device_code: issued.deviceCode,
+            user_code: displayUserCode(issued.userCode),
             verification_uri: verificationUri,
-            verification_uri_complete: `${verificationUri}?user_code=${displayUserCode(userCode)}`,
-            expires_in: deviceCodeLifetimeSeconds,
-            interval: pollingIntervalSeconds
+            verification_uri_complete: `${verificationUri}?user_code=${displayUserCode(issued.userCode)}`,
+            expires_in: issued.expiresIn,
+            interval: issued.interval
           }
         }))
       .handleRaw("token", () =>
@@ -98,10 +66,12 @@ export const AuthHttpLive = HttpApiBuilder.group(PostlineApi, "auth", (handlers)
           const grantType = parameters.grant_type
           if (grantType === undefined) return yield* oauthError("invalid_request", "grant_type is missing")
           if (grantType === deviceCodeGrantType) {
-            return yield* Effect.flatMap(decodeParameters(DeviceCodeGrant)(parameters), deviceCodeGrant)
+            const grant = yield* decodeParameters(DeviceCodeGrant)(parameters)
+            return toTokenResponse(yield* login.exchangeDeviceCode(grant.device_code, grant.client_id))
           }
           if (grantType === "refresh_token") {
-            return yield* Effect.flatMap(decodeParameters(RefreshTokenGrant)(parameters), refreshTokenGrant)
+            const grant = yield* decodeParameters(RefreshTokenGrant)(parameters)
+            return toTokenResponse(yield* login.refresh(grant.refresh_token, grant.client_id))
           }
           return yield* typeof grantType === "string"
             ? oauthError("unsupported_grant_type", `Unsupported grant_type: use ${deviceCodeGrantType} or refresh_token`)
@@ -111,12 +81,6 @@ export const AuthHttpLive = HttpApiBuilder.group(PostlineApi, "auth", (handlers)
         Effect.gen(function*() {
           yield* noStore
           const { token } = yield* Effect.flatMap(readParameters, decodeParameters(RevocationRequest))
-          if (token.startsWith(secretPrefixes.apiKey)) {
-            return yield* oauthError(
-              "unsupported_token_type",
-              "API keys are revoked with DELETE /v1/organizations/{organizationId}/api-keys/{apiKeyId}"
-            )
-          }
-          yield* logins.revoke(token)
+          yield* login.revoke(token)
         }))
-  }))
+  })).pipe(Layer.provide([DeviceLogin.Default, DeviceLoginSettings.Default]))

@@ -1,10 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import type { DeviceCodeRequest, UserId } from "@postline/domain"
-import { type Brand, Data, Effect } from "effect"
+import { type Brand, Data, Effect, Redacted } from "effect"
 import { generateSecret, hashSecret } from "../Users/Secrets.js"
-
-export const accessTokenLifetimeSeconds = 60 * 60
-const refreshTokenLifetimeSeconds = 30 * 24 * 60 * 60
+import { DeviceLoginSettings } from "./Settings.js"
 
 /** A login's id: the API never shows it, so it is branded here rather than in the domain. */
 export type LoginId = Brand.Branded<string, "LoginId">
@@ -36,6 +34,7 @@ export const Refresh = Data.taggedEnum<Refresh>()
 export class LoginsRepo extends Effect.Service<LoginsRepo>()("LoginsRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const { accessTokenLifetimeSeconds, refreshTokenLifetimeSeconds } = yield* DeviceLoginSettings
 
     const inSeconds = (seconds: number) => sql`now() + make_interval(secs => ${seconds})`
 
@@ -62,9 +61,9 @@ export class LoginsRepo extends Effect.Service<LoginsRepo>()("LoginsRepo", {
      * Rotates a refresh token: a new pair, and the old token used up. A used token presented again ends its login,
      * whatever the client_id: whoever holds a leaked token must not learn it was rotated and keep the login alive.
      */
-    const refresh = (refreshToken: string, clientId: Grant["clientId"]) =>
+    const refresh = (refreshToken: Redacted.Redacted, clientId: Grant["clientId"]) =>
       Effect.gen(function*() {
-        const tokenHash = hashSecret(refreshToken)
+        const tokenHash = hashSecret(Redacted.value(refreshToken))
         // Locked, so that of two refreshes with one token the second sees it used.
         const [found] = yield* sql<{
           readonly loginId: LoginId
@@ -88,9 +87,9 @@ export class LoginsRepo extends Effect.Service<LoginsRepo>()("LoginsRepo", {
       }).pipe(sql.withTransaction, Effect.orDie)
 
     /** Ends the login of an access or refresh token, or deletes a personal access token; unknown tokens change nothing. */
-    const revoke = (token: string) =>
+    const revoke = (token: Redacted.Redacted) =>
       Effect.gen(function*() {
-        const tokenHash = hashSecret(token)
+        const tokenHash = hashSecret(Redacted.value(token))
         yield* sql`DELETE FROM logins WHERE id IN (
           SELECT login_id FROM access_tokens WHERE token_hash = ${tokenHash}
           UNION SELECT login_id FROM refresh_tokens WHERE token_hash = ${tokenHash})`
@@ -98,5 +97,6 @@ export class LoginsRepo extends Effect.Service<LoginsRepo>()("LoginsRepo", {
       }).pipe(sql.withTransaction, Effect.orDie)
 
     return { start, refresh, revoke } as const
-  })
+  }),
+  dependencies: [DeviceLoginSettings.Default]
 }) {}

@@ -4,6 +4,10 @@ import initial from "./migrations/0001_initial.js"
 import listAccessPaths from "./migrations/0002_list_access_paths.js"
 import userPasswords from "./migrations/0003_user_passwords.js"
 import identityAndAccess from "./migrations/0004_identity_and_access.js"
+import socialAccounts from "./migrations/0005_social_accounts.js"
+import postsAndCredits from "./migrations/0006_posts_and_credits.js"
+import scheduling from "./migrations/0007_scheduling.js"
+import slotsAndLinks from "./migrations/0008_slots_and_links.js"
 
 const run = Migrator.make({})
 
@@ -13,7 +17,11 @@ export const runMigrations = run({
     "0001_initial": initial,
     "0002_list_access_paths": listAccessPaths,
     "0003_user_passwords": userPasswords,
-    "0004_identity_and_access": identityAndAccess
+    "0004_identity_and_access": identityAndAccess,
+    "0005_social_accounts": socialAccounts,
+    "0006_posts_and_credits": postsAndCredits,
+    "0007_scheduling": scheduling,
+    "0008_slots_and_links": slotsAndLinks
   }),
   table: "postline_migrations"
 })

@@ -9,7 +9,7 @@ import {
   Unauthorized
 } from "@postline/domain"
 import { Cause, Effect, Option, Schema } from "effect"
-import { maxBodyBytes } from "./JsonBody.js"
+import { bodyRefusal, withBoundedBody } from "./RequestBody.js"
 
 type PlatformIssue = HttpApiError.HttpApiDecodeError["issues"][number]
 
@@ -22,11 +22,16 @@ const isNullAlternative = (issue: PlatformIssue, all: ReadonlyArray<PlatformIssu
   issue._tag === "Type" && issue.message.startsWith("Expected null,") &&
   all.some((other) => other !== issue && within(issue.path, other.path))
 
+/** An answer lists this many issues at most, and says how many more it left out. */
+export const maxReportedIssues = 20
+
 const toContractDecodeError = (error: HttpApiError.HttpApiDecodeError) => {
-  const issues = error.issues
-    .filter((issue) => !isNullAlternative(issue, error.issues))
+  const all = error.issues.filter((issue) => !isNullAlternative(issue, error.issues))
+  const issues = all.slice(0, maxReportedIssues)
     .map((issue) => new DecodeIssue({ path: issue.path.map(String), message: issue.message }))
   const summary = issues.map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "body"}: ${issue.message}`)
+  const omitted = all.length - issues.length
+  if (omitted > 0) summary.push(`${omitted} more ${omitted === 1 ? "issue" : "issues"} not listed`)
   return new HttpApiDecodeError({ message: `Invalid request: ${summary.join("; ")}`, issues })
 }
 
@@ -40,13 +45,25 @@ const encodeUnauthorized = Schema.encode(Unauthorized)
 const isRequestBodyError = (defect: unknown) =>
   HttpServerError.isServerError(defect) && defect._tag === "RequestError"
 
+// A body refused for its size is not read to its end: the connection closes after the answer.
+const refuseBody = (refusal: { readonly reason: string; readonly message: string }) =>
+  Effect.map(Effect.orDie(encodeBadRequest(new BadRequest({ message: refusal.message }))), (body) =>
+    HttpServerResponse.unsafeJson(body, {
+      status: 400,
+      headers: refusal.reason === "TooLarge" ? { connection: "close" } : {}
+    }))
+
+const encodeBadRequest = Schema.encode(BadRequest)
+
 /**
  * Gives every failure the contract's `{ _tag, message }` body: the platform's
  * own decode error, unknown routes and unreadable bodies are rewritten, and
  * anything unexpected becomes a 500 whose details go to the log only.
  */
 export const ErrorBodiesLive = HttpApiBuilder.middleware(PostlineApi, (app) =>
-  Effect.catchAllCause(HttpServerRequest.withMaxBodySize(app, Option.some(maxBodyBytes)), (cause) =>
+  Effect.catchAllCause(
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+      Effect.provideService(app, HttpServerRequest.HttpServerRequest, withBoundedBody(request))), (cause) =>
     Effect.gen(function*() {
       const failure = Cause.failureOption(cause)
       if (Option.isSome(failure)) {
@@ -61,6 +78,8 @@ export const ErrorBodiesLive = HttpApiBuilder.middleware(PostlineApi, (app) =>
         return yield* Effect.failCause(cause)
       }
       const defect = Cause.dieOption(cause)
+      const refusal = Option.flatMap(defect, bodyRefusal)
+      if (Option.isSome(refusal)) return yield* refuseBody(refusal.value)
       if (Option.isSome(defect) && isRequestBodyError(defect.value)) {
         return yield* new BadRequest({ message: "The request body is not valid JSON" })
       }

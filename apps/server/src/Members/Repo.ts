@@ -1,7 +1,7 @@
-import { SqlClient, type SqlError } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { Conflict, type Member, type MemberRole, NotFound, type OrganizationId, type UserId } from "@postline/domain"
 import { Effect, Option } from "effect"
-import { ApiKeysRepo } from "../ApiKeys/Repo.js"
+import { policyRequire } from "../Access/Authorization.js"
 import { isoUtc, selectFields } from "../Database/Columns.js"
 import { type PageRequest, paginate, type SortColumns } from "../Pagination/Keyset.js"
 
@@ -13,12 +13,9 @@ const memberSortColumns: SortColumns = {
   id: "m.user_id"
 }
 
-const lastManager = new Conflict({ message: "An organization keeps at least one admin or owner" })
-
 export class MembersRepo extends Effect.Service<MembersRepo>()("MembersRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const apiKeys = yield* ApiKeysRepo
 
     // The exact JSON form of the contract's Member: rows are sent as they come.
     const columns = selectFields<Member>(sql, {
@@ -41,13 +38,23 @@ export class MembersRepo extends Effect.Service<MembersRepo>()("MembersRepo", {
         idOf: (member) => member.userId,
         select: columns,
         rowsFrom: membersOf(organizationId)
-      }).pipe(Effect.orDie)
+      }).pipe(Effect.orDie, policyRequire("Member", "list"))
 
     const find = (organizationId: OrganizationId, userId: UserId) =>
       sql<Member>`SELECT ${columns} ${membersOf(organizationId)} AND m.user_id = ${userId}`.pipe(
         Effect.map((rows) => Option.fromNullable(rows[0])),
         Effect.orDie
       )
+
+    /**
+     * The organization's admins and owners and the members named, locked for
+     * update in one order (by user id), so that concurrent changes of roles
+     * take turns and cannot together take away the last admin or owner.
+     */
+    const lockManagersAnd = (organizationId: OrganizationId, userIds: ReadonlyArray<UserId>) =>
+      sql<Member>`SELECT ${columns} ${membersOf(organizationId)}
+          AND (m.role IN ('owner', 'admin') OR m.user_id IN ${sql.in(userIds)})
+        ORDER BY m.user_id FOR UPDATE OF m`.pipe(Effect.orDie)
 
     /** Adds an existing user; 404 for an unknown email, 409 for a member already. */
     const add = (organizationId: OrganizationId, email: string, role: MemberRole) =>
@@ -58,45 +65,24 @@ export class MembersRepo extends Effect.Service<MembersRepo>()("MembersRepo", {
           VALUES (${user.id}, ${organizationId}, ${role}) ON CONFLICT DO NOTHING RETURNING user_id`
         if (inserted.length === 0) return yield* new Conflict({ message: `${email} is already a member` })
         return Option.getOrThrow(yield* find(organizationId, user.id))
-      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
-
-    /**
-     * Runs `change` on the member while holding the organization's admins and
-     * owners, so that two concurrent changes cannot both take away the last one.
-     */
-    const withManagersLocked = <A, E>(
-      organizationId: OrganizationId,
-      userId: UserId,
-      change: (leavesNoManager: boolean) => Effect.Effect<A, E | SqlError.SqlError>
-    ) =>
-      Effect.gen(function*() {
-        const managers = yield* sql<{ userId: UserId }>`SELECT user_id AS "userId" FROM memberships
-          WHERE organization_id = ${organizationId} AND role IN ('owner', 'admin') FOR UPDATE`
-        const onlyManager = managers.length === 1 && managers[0].userId === userId
-        return yield* change(onlyManager)
-      }).pipe(sql.withTransaction)
+      }).pipe(Effect.catchTag("SqlError", Effect.die), policyRequire("Member", "add"))
 
     const setRole = (organizationId: OrganizationId, userId: UserId, role: MemberRole) =>
-      withManagersLocked(organizationId, userId, (onlyManager) =>
-        Effect.gen(function*() {
-          if (onlyManager && role === "member") return yield* lastManager
-          yield* sql`UPDATE memberships SET role = ${role}, updated_at = now()
-            WHERE organization_id = ${organizationId} AND user_id = ${userId}`
-          if (role === "member") yield* apiKeys.revokeCreatedBy(organizationId, userId)
-          return Option.getOrThrow(yield* find(organizationId, userId))
-        })).pipe(Effect.catchTag("SqlError", Effect.die))
+      sql`UPDATE memberships SET role = ${role}, updated_at = now()
+        WHERE organization_id = ${organizationId} AND user_id = ${userId}`.pipe(
+        Effect.zipRight(find(organizationId, userId)),
+        Effect.map(Option.getOrThrow),
+        Effect.orDie,
+        policyRequire("Member", "change")
+      )
 
-    /** Removes the member, who loses access at once; answers the member as they were. */
-    const remove = (organizationId: OrganizationId, member: Member) =>
-      withManagersLocked(organizationId, member.userId, (onlyManager) =>
-        Effect.gen(function*() {
-          if (onlyManager) return yield* lastManager
-          yield* sql`DELETE FROM memberships WHERE organization_id = ${organizationId} AND user_id = ${member.userId}`
-          yield* apiKeys.revokeCreatedBy(organizationId, member.userId)
-          return member
-        })).pipe(Effect.catchTag("SqlError", Effect.die))
+    const remove = (organizationId: OrganizationId, userId: UserId) =>
+      sql`DELETE FROM memberships WHERE organization_id = ${organizationId} AND user_id = ${userId}`.pipe(
+        Effect.asVoid,
+        Effect.orDie,
+        policyRequire("Member", "change")
+      )
 
-    return { list, find, add, setRole, remove } as const
-  }),
-  dependencies: [ApiKeysRepo.Default]
+    return { list, lockManagersAnd, add, setRole, remove } as const
+  })
 }) {}

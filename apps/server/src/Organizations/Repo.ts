@@ -1,11 +1,9 @@
 import { SqlClient } from "@effect/sql"
 import type { Organization, OrganizationId, UpdateOrganization, UserId } from "@postline/domain"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Option } from "effect"
+import { policyRequire } from "../Access/Authorization.js"
 import { isoUtc, selectFields } from "../Database/Columns.js"
 import { type PageRequest, paginate, type SortColumns, sortColumnsOf } from "../Pagination/Keyset.js"
-
-export const Role = Schema.Literal("owner", "admin", "member")
-export type Role = typeof Role.Type
 
 /** The user's memberships carry their organization's sort keys: a page is one index range scan. */
 const membershipSortColumns: SortColumns = {
@@ -53,7 +51,7 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
         select: columns,
         rowsFrom: sql`FROM memberships m JOIN organizations o ON o.id = m.organization_id WHERE m.user_id = ${userId}`,
         keysFrom: sql`FROM memberships m WHERE m.user_id = ${userId}`
-      }).pipe(Effect.orDie)
+      }).pipe(Effect.orDie, policyRequire("Organization", "list"))
 
     /** The page of an API key's list: its one organization. */
     const listOne = (organizationId: OrganizationId, request: PageRequest) =>
@@ -64,7 +62,7 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
         idOf: (organization) => organization.id,
         select: columns,
         rowsFrom: sql`FROM organizations o WHERE o.id = ${organizationId}`
-      }).pipe(Effect.orDie)
+      }).pipe(Effect.orDie, policyRequire("Organization", "list"))
 
     const find = (organizationId: OrganizationId) =>
       sql<Organization>`SELECT ${columns} FROM organizations o WHERE o.id = ${organizationId}`.pipe(
@@ -78,18 +76,13 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
         JOIN memberships m ON m.organization_id = o.id AND m.user_id = ${userId}
         WHERE o.id = ${organizationId}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0])), Effect.orDie)
 
-    /** The user's role in the organization, if a member. */
-    const roleOf = (userId: UserId, organizationId: OrganizationId) =>
-      sql<{ role: Role }>`SELECT role FROM memberships WHERE user_id = ${userId} AND organization_id = ${organizationId}`
-        .pipe(Effect.map((rows) => Option.fromNullable(rows[0]?.role)), Effect.orDie)
-
     /** Creates the organization and makes its creator an admin, in one transaction. */
     const createForUser = (userId: UserId, name: string) =>
       Effect.gen(function*() {
         const [{ id }] = yield* sql<{ id: OrganizationId }>`INSERT INTO organizations (name) VALUES (${name}) RETURNING id`
         yield* sql`INSERT INTO memberships (user_id, organization_id, role) VALUES (${userId}, ${id}, 'admin')`
         return Option.getOrThrow(yield* find(id))
-      }).pipe(sql.withTransaction, Effect.orDie)
+      }).pipe(sql.withTransaction, Effect.orDie, policyRequire("Organization", "create"))
 
     const update = (id: OrganizationId, changes: UpdateOrganization) => {
       const assignments = [
@@ -104,7 +97,7 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
           sql<Organization>`UPDATE organizations o SET ${sql.csv(assignments)}, updated_at = now()
             WHERE o.id = ${id} RETURNING ${columns}`,
           ([row]) => row
-        )).pipe(Effect.orDie)
+        )).pipe(Effect.orDie, policyRequire("Organization", "manage"))
     }
 
     return {
@@ -112,7 +105,6 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
       listOne,
       find,
       findForMember,
-      roleOf,
       createForUser,
       update,
       /** The contract's JSON form of `organizations o`, for other repositories' statements. */

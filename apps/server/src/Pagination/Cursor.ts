@@ -1,12 +1,12 @@
 import { SqlClient } from "@effect/sql"
-import { BadRequest, type SortField } from "@postline/domain"
+import { AnySortField, BadRequest, SortOrder } from "@postline/domain"
 import { Effect, Schema } from "effect"
 import { createHmac, timingSafeEqual } from "node:crypto"
 
 /** Where a page starts: strictly after or before the item with this sort key. */
 export const CursorPosition = Schema.Struct({
-  sortBy: Schema.Literal("createdAt", "updatedAt", "name"),
-  sortOrder: Schema.Literal("asc", "desc"),
+  sortBy: AnySortField,
+  sortOrder: SortOrder,
   direction: Schema.Literal("after", "before"),
   value: Schema.String,
   id: Schema.UUID
@@ -44,7 +44,7 @@ export class Cursors extends Effect.Service<Cursors>()("Cursors", {
     const decode = (
       scope: CursorScope,
       cursor: string,
-      sort: { readonly sortBy: SortField; readonly sortOrder: "asc" | "desc" }
+      sort: { readonly sortBy: AnySortField; readonly sortOrder: SortOrder }
     ): Effect.Effect<CursorPosition, BadRequest> => {
       const [body, signature, ...rest] = cursor.split(".")
       if (body === undefined || signature === undefined || rest.length > 0) return Effect.fail(invalid)

@@ -1,23 +1,37 @@
 import type { SqlClient, SqlError, Statement } from "@effect/sql"
-import { DefaultPageSize, type ListQuery, MaxPageSize, type SortField } from "@postline/domain"
+import { type AnySortField, CurrentCaller, DefaultPageSize, type ListQuery, MaxPageSize, type SortField, type SortOrder } from "@postline/domain"
 import { Effect, Option } from "effect"
+import { callerLabel } from "../Access/CallerLabel.js"
 import { type CursorPosition, Cursors, type CursorScope } from "./Cursor.js"
 
 /** A validated list request: defaults applied, limit capped, cursor checked against the list and sort. */
-export interface PageRequest<F extends SortField = SortField> {
+export interface PageRequest<F extends AnySortField = SortField> {
   readonly scope: CursorScope
   readonly sortBy: F
-  readonly sortOrder: "asc" | "desc"
+  readonly sortOrder: SortOrder
   readonly limit: number
   readonly cursor: Option.Option<CursorPosition>
 }
 
-/** Reads the list query of the list named by `scope`; `F` is the fields that list sorts by. */
-export const pageRequest = <F extends SortField = SortField>(
-  scope: CursorScope,
+/** A list, as a cursor is bound to it: its resource and filters. */
+export interface ListName {
+  readonly resource: string
+  readonly filters?: Readonly<Record<string, string>>
+}
+
+/**
+ * Reads the list query of `list` for the current caller; `F` is the fields
+ * that list sorts by. A cursor is accepted only by the list and the caller it
+ * was issued to.
+ */
+export const pageRequest = <F extends AnySortField = SortField>(
+  list: ListName,
   query: Omit<ListQuery, "sortBy"> & { readonly sortBy?: F | undefined }
 ) =>
   Effect.gen(function*() {
+    const caller = yield* CurrentCaller
+    const filters = Object.entries(list.filters ?? {}).map(([name, value]) => ` ${name}=${value}`).join("")
+    const scope = `${list.resource}${filters} for ${callerLabel(caller)}`
     const sort = { sortBy: query.sortBy ?? ("createdAt" as F), sortOrder: query.sortOrder ?? "desc" } as const
     const limit = Math.min(query.limit ?? DefaultPageSize, MaxPageSize)
     const cursor = query.cursor === undefined
@@ -34,7 +48,7 @@ export interface Page<A> {
 }
 
 /** The columns, qualified, that hold each sort key `F` and the tie-breaking id. */
-export type SortColumns<F extends SortField = SortField> = Record<F | "id", string>
+export type SortColumns<F extends AnySortField = SortField> = Record<F | "id", string>
 
 /** The sort columns of a table aliased `alias` with the usual column names. */
 export const sortColumnsOf = (alias: string): SortColumns => ({
@@ -56,7 +70,12 @@ export const sortColumnsOf = (alias: string): SortColumns => ({
  * takes two forked fibers, which cost the server more CPU per page (a fifth of
  * a first page's) than the second round trip costs in waiting.
  */
-export const paginate = <A extends Record<F, string>, F extends SortField = SortField>(options: {
+/** Where the sort key of an item is: its field of the same name, unless it has none (then say where). */
+type SortValueOf<A, F extends AnySortField> = A extends Record<F, string>
+  ? { readonly sortValueOf?: (item: A, field: F) => string }
+  : { readonly sortValueOf: (item: A, field: F) => string }
+
+export const paginate = <A extends object, F extends AnySortField = SortField>(options: {
   readonly sql: SqlClient.SqlClient
   readonly request: PageRequest<F>
   readonly columns: SortColumns<F>
@@ -68,7 +87,7 @@ export const paginate = <A extends Record<F, string>, F extends SortField = Sort
   readonly rowsFrom: Statement.Fragment
   /** `FROM … WHERE …` of the same rows' sort keys alone, for counting; `rowsFrom` when it reads one table. */
   readonly keysFrom?: Statement.Fragment
-}): Effect.Effect<Page<A>, SqlError.SqlError, Cursors> =>
+} & SortValueOf<A, F>): Effect.Effect<Page<A>, SqlError.SqlError, Cursors> =>
   Effect.gen(function*() {
     const { columns, request, sql } = options
     const keysFrom = options.keysFrom ?? options.rowsFrom
@@ -99,7 +118,9 @@ export const paginate = <A extends Record<F, string>, F extends SortField = Sort
         })
       } AS "otherSide"`
     ])
-    return yield* toPage(request, direction, rows, meta, options.idOf)
+    const sortValueOf: (item: A, field: F) => string = options.sortValueOf as ((item: A, field: F) => string) ??
+      ((item, field) => (item as unknown as Record<F, string>)[field])
+    return yield* toPage(request, direction, rows, meta, (item) => ({ value: sortValueOf(item, request.sortBy), id: options.idOf(item) }))
   })
 
 interface Position {
@@ -107,12 +128,12 @@ interface Position {
   readonly id: string
 }
 
-const toPage = <A extends Record<F, string>, F extends SortField>(
+const toPage = <A, F extends AnySortField>(
   request: PageRequest<F>,
   direction: "after" | "before",
   rows: ReadonlyArray<A>,
   meta: { readonly total: number; readonly otherSide: boolean },
-  idOf: (item: A) => string
+  keyOf: (item: A) => Position
 ) =>
   Effect.map(Cursors, (cursors): Page<A> => {
     const moreAhead = rows.length > request.limit
@@ -121,7 +142,6 @@ const toPage = <A extends Record<F, string>, F extends SortField>(
     const cursorFor = (side: "before" | "after", { id, value }: Position) =>
       cursors.encode(request.scope, { sortBy: request.sortBy, sortOrder: request.sortOrder, direction: side, value, id })
 
-    const keyOf = (item: A): Position => ({ value: item[request.sortBy], id: idOf(item) })
     // With an empty page, the cursor's own position is the boundary on both sides.
     const cursor = Option.getOrUndefined(request.cursor)
     const start = data.length > 0 ? keyOf(data[0]) : cursor

@@ -1,12 +1,13 @@
 import { HttpServerRequest } from "@effect/platform"
 import { type ApiKeyId, Authentication, Caller, Unauthorized } from "@postline/domain"
-import { Effect, FiberSet, Layer, Option } from "effect"
+import { Effect, FiberSet, Layer, Option, Redacted } from "effect"
 import { ApiKeysRepo } from "../ApiKeys/Repo.js"
 import { UsersRepo } from "./Repo.js"
 import { secretPrefixes } from "./Secrets.js"
 
 // RFC 6750: the scheme word is case-insensitive, the token a b64token.
-const bearer = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
+const bearerScheme = /^bearer $/i
+const b64token = /^ *([A-Za-z0-9\-._~+/]+=*) *$/
 
 const unauthorized = (message: string) => new Unauthorized({ message })
 
@@ -23,7 +24,7 @@ export const AuthenticationLive = Layer.scoped(
         apiKeys.recordUse(id).pipe(Effect.catchAll((error) => Effect.logWarning("Could not record an API key's use", error)))
       )
 
-    const asApiKey = (key: string) =>
+    const asApiKey = (key: Redacted.Redacted) =>
       Effect.gen(function*() {
         const found = yield* apiKeys.findActive(key)
         if (Option.isNone(found)) return yield* unauthorized("Invalid, revoked or expired API key")
@@ -32,7 +33,7 @@ export const AuthenticationLive = Layer.scoped(
         return Caller.ApiKey({ apiKeyId: id, organizationId })
       })
 
-    const asUser = (token: string) =>
+    const asUser = (token: Redacted.Redacted) =>
       Effect.gen(function*() {
         const found = yield* users.findByToken(token)
         if (Option.isNone(found)) return yield* unauthorized("Invalid or revoked access token")
@@ -41,20 +42,21 @@ export const AuthenticationLive = Layer.scoped(
       })
 
     return {
-      // HttpApiSecurity.bearer only strips seven characters, whatever they are, so read the header here.
-      bearerAuth: () =>
+      // The security decoder drops the header's first seven characters whatever they are: they must say Bearer.
+      bearerAuth: (credential: Redacted.Redacted) =>
         Effect.gen(function*() {
-          const request = yield* HttpServerRequest.HttpServerRequest
-          const header = request.headers.authorization
+          const header = (yield* HttpServerRequest.HttpServerRequest).headers.authorization
           if (header === undefined) {
             return yield* unauthorized("Missing Authorization header: send `Authorization: Bearer <token>`")
           }
-          const token = bearer.exec(header)?.[1]
-          if (token === undefined) {
+          const token = b64token.exec(Redacted.value(credential))?.[1]
+          if (!bearerScheme.test(header.slice(0, 7)) || token === undefined) {
             return yield* unauthorized("Malformed Authorization header: expected `Bearer <token>`")
           }
-          return yield* token.startsWith(secretPrefixes.apiKey) ? asApiKey(token) : asUser(token)
+          return yield* token.startsWith(secretPrefixes.apiKey)
+            ? asApiKey(Redacted.make(token))
+            : asUser(Redacted.make(token))
         })
     }
   })
-)
+).pipe(Layer.provide([UsersRepo.Default, ApiKeysRepo.Default]))

@@ -1,6 +1,6 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Conflict, User, type UserId } from "@postline/domain"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Option, Redacted, Schema } from "effect"
 import { isUniqueViolation } from "../Database/Errors.js"
 import { hashPassword, verifyPassword } from "./Passwords.js"
 import { generateSecret, hashSecret } from "./Secrets.js"
@@ -42,21 +42,21 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
       }).pipe(sql.withTransaction)
 
     /** Stores the password's scrypt hash; false when no user has this email. */
-    const setPassword = (email: string, password: string) =>
+    const setPassword = (email: string, password: Redacted.Redacted) =>
       Effect.gen(function*() {
-        const passwordHash = yield* Effect.promise(() => hashPassword(password))
+        const passwordHash = yield* Effect.promise(() => hashPassword(Redacted.value(password)))
         const updated = yield* sql`UPDATE users SET password_hash = ${passwordHash}
           WHERE lower(email) = lower(${email}) RETURNING id`
         return updated.length > 0
       }).pipe(Effect.orDie)
 
     /** The user with this email, when the password is theirs (the device approval page). */
-    const verifyPasswordOf = (email: string, password: string) =>
+    const verifyPasswordOf = (email: string, password: Redacted.Redacted) =>
       Effect.gen(function*() {
         const [user] = yield* sql<{ readonly id: UserId; readonly passwordHash: string | null }>`
           SELECT id, password_hash AS "passwordHash" FROM users WHERE lower(email) = lower(${email})`
         const passwordHash = user?.passwordHash ?? null
-        const matches = yield* Effect.promise(() => verifyPassword(password, passwordHash ?? nobodysHash))
+        const matches = yield* Effect.promise(() => verifyPassword(Redacted.value(password), passwordHash ?? nobodysHash))
         return matches && passwordHash !== null ? Option.some(user.id) : Option.none()
       }).pipe(Effect.orDie)
 
@@ -65,8 +65,8 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
       setPassword,
       verifyPasswordOf,
       /** The user an access token acts for, and whether it has expired. */
-      findByToken: (token: string) =>
-        findByTokenHash(hashSecret(token)).pipe(
+      findByToken: (token: Redacted.Redacted) =>
+        findByTokenHash(hashSecret(Redacted.value(token))).pipe(
           Effect.map(Option.map(({ expired, ...user }) => ({ user, expired }))),
           Effect.orDie
         )

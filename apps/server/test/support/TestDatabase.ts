@@ -49,7 +49,10 @@ export const scopedTempDir = (prefix: string) =>
     (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
   )
 
+/** A server on this PostgreSQL database, with the credentials key that a server on PostgreSQL must be given. */
+export const postgresEnv = (url: string) => ({ DATABASE_URL: url, CREDENTIALS_KEY: randomBytes(32).toString("base64") })
+
 /** The environment of a process that uses a fresh database of this project's kind. */
 export const freshDatabaseEnv: Effect.Effect<Record<string, string>, never, Scope.Scope> = testDatabaseKind === "postgres"
-  ? Effect.map(scopedPostgresDatabase, ({ url }) => ({ DATABASE_URL: url }))
+  ? Effect.map(scopedPostgresDatabase, ({ url }) => postgresEnv(url))
   : Effect.map(scopedTempDir("postline-data-"), (dir) => ({ DATA_DIR: dir }))

@@ -1,17 +1,37 @@
 import { HttpApiClient, HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { PostlineApi } from "@postline/domain"
-import { Effect, Layer, Logger, LogLevel } from "effect"
-import { randomUUID } from "node:crypto"
+import { Effect, Layer, Logger, LogLevel, Redacted } from "effect"
+import { randomBytes, randomUUID } from "node:crypto"
 import { makeHttpLive } from "../../src/Http/Api.js"
+import { CredentialsCipher } from "../../src/Providers/CredentialsCipher.js"
+import type { SocialProviders } from "../../src/Providers/Registry.js"
+import { layerSingleProcess } from "../../src/Scheduling/Engine.js"
+import { layerScheduler } from "../../src/Scheduling/Scheduler.js"
 import { UsersRepo } from "../../src/Users/Repo.js"
+import { LocalProviders } from "./Providers.js"
 import { TestDatabase } from "./TestDatabase.js"
 
-/** The real HTTP stack, in-process, over a fresh database, logging through `logging`. */
-export const makeTestServer = (logging: Layer.Layer<never>) =>
+/** A cipher with a key of its own, as a server configured with CREDENTIALS_KEY has. */
+export const TestCipher = Layer.suspend(() =>
+  CredentialsCipher.Default({ current: Redacted.make(randomBytes(32).toString("base64")), previous: [] })
+)
+
+/**
+ * The real HTTP stack, in-process, over a fresh database, logging through `logging`; the social
+ * providers may reach this machine (their fakes listen on it) unless others are given.
+ */
+export const makeTestServer = (
+  logging: Layer.Layer<never>,
+  providers: Layer.Layer<SocialProviders> = LocalProviders
+) =>
   makeHttpLive({ accessLog: false }).pipe(
     Layer.provideMerge(NodeHttpServer.layerTest),
     Layer.provideMerge(UsersRepo.Default),
+    // The scheduler runs in this process, as on the embedded database.
+    Layer.provideMerge(layerScheduler(layerSingleProcess)),
+    Layer.provide(providers),
+    Layer.provideMerge(TestCipher),
     Layer.provideMerge(TestDatabase),
     Layer.provide(logging)
   )

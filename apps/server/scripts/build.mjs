@@ -1,0 +1,39 @@
+// Bundles the server and the admin command into one folder (default: dist).
+// Used by `pnpm build` and by the tests that run the server as a process.
+import { build } from "esbuild"
+import { readFileSync, writeFileSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
+
+const serverDir = join(dirname(fileURLToPath(import.meta.url)), "..")
+
+/**
+ * V8 keeps a script's source in memory as long as the script runs, two bytes a character if one character
+ * needs it. A few regular expressions of dependencies hold non-ASCII characters that esbuild leaves as they
+ * are: written as \u escapes, which mean the same there, they halve the bundle's resident source.
+ */
+const asciiOnly = (file) => {
+  const source = readFileSync(file, "utf8")
+  const escaped = source.replace(/[^\x00-\x7f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`)
+  if (escaped !== source) writeFileSync(file, escaped)
+}
+
+export const bundleServer = async (outdir = join(serverDir, "dist")) => {
+  await build({
+    absWorkingDir: serverDir,
+    entryPoints: ["src/main.ts", "src/admin.ts"],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    external: ["pg", "@electric-sql/pglite"],
+    outdir,
+    logLevel: "warning",
+    // Some dependencies still call require(): the bundle gives them one (named apart from their own imports).
+    banner: { js: "import { createRequire as createBundleRequire } from 'node:module'; const require = createBundleRequire(import.meta.url);" }
+  })
+  for (const entry of ["main.js", "admin.js"]) asciiOnly(join(outdir, entry))
+  return outdir
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1]).href) await bundleServer(process.argv[2])

@@ -1,0 +1,134 @@
+import { SqlClient } from "@effect/sql"
+import {
+  type CreditBalance,
+  type CreditTransaction,
+  type OrganizationId,
+  PaymentRequired,
+  type PostId,
+  type SocialAccountId
+} from "@postline/domain"
+import { Effect, Option } from "effect"
+import { policyRequire } from "../Access/Authorization.js"
+import { isoUtc, selectFields } from "../Database/Columns.js"
+import { type PageRequest, paginate } from "../Pagination/Keyset.js"
+
+/** Credits held for one publish: its post and account, and the amount. */
+export interface Hold {
+  readonly postId: PostId
+  readonly socialAccountId: SocialAccountId
+  readonly amount: number
+}
+
+/**
+ * The credits ledger. Every change of an organization's balance or reserved
+ * credits is one entry here and one update of the organization, in the caller's
+ * transaction, so that the two always agree; the update itself checks what it
+ * may take, so concurrent requests cannot overspend.
+ */
+export class CreditsRepo extends Effect.Service<CreditsRepo>()("CreditsRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const columns = selectFields<CreditTransaction>(sql, {
+      id: "c.id",
+      kind: "c.kind",
+      amount: "c.amount::float8",
+      balanceAfter: "c.balance_after::float8",
+      reservedAfter: "c.reserved_after::float8",
+      postId: "c.post_id",
+      socialAccountId: "c.social_account_id",
+      note: "c.note",
+      createdAt: isoUtc("c.created_at")
+    })
+
+    const balanceColumns = sql`credits_balance::float8 AS balance, reserved_credits::float8 AS reserved,
+      (credits_balance - reserved_credits)::float8 AS available`
+
+    const balanceOf = (organizationId: OrganizationId) =>
+      sql<CreditBalance>`SELECT ${balanceColumns} FROM organizations WHERE id = ${organizationId}`.pipe(
+        Effect.map(([row]) => Option.fromNullable(row)),
+        Effect.orDie
+      )
+
+    const list = (organizationId: OrganizationId, request: PageRequest<"createdAt">) =>
+      paginate<CreditTransaction, "createdAt">({
+        sql,
+        request,
+        columns: { createdAt: "c.created_at", id: "c.id" },
+        idOf: (entry) => entry.id,
+        select: columns,
+        rowsFrom: sql`FROM credit_transactions c WHERE c.organization_id = ${organizationId}`
+      }).pipe(Effect.orDie, policyRequire("Credits", "audit"))
+
+    /** Moves the organization's credits by the deltas, when `guard` holds; the new figures, or none. */
+    const move = (
+      organizationId: OrganizationId,
+      deltas: { readonly balance: number; readonly reserved: number },
+      guard = sql`TRUE`
+    ) =>
+      sql<CreditBalance>`UPDATE organizations SET
+          credits_balance = credits_balance + ${deltas.balance},
+          reserved_credits = reserved_credits + ${deltas.reserved}
+        WHERE id = ${organizationId} AND ${guard} RETURNING ${balanceColumns}`.pipe(
+        Effect.map(([row]) => Option.fromNullable(row))
+      )
+
+    const record = (
+      organizationId: OrganizationId,
+      kind: CreditTransaction["kind"],
+      amount: number,
+      after: CreditBalance,
+      about: { readonly postId?: PostId; readonly socialAccountId?: SocialAccountId; readonly note?: string }
+    ) =>
+      sql`INSERT INTO credit_transactions
+          (organization_id, kind, amount, balance_after, reserved_after, post_id, social_account_id, note)
+        VALUES (${organizationId}, ${kind}, ${amount}, ${after.balance}, ${after.reserved},
+          ${about.postId ?? null}, ${about.socialAccountId ?? null}, ${about.note ?? null})`
+
+    /** Adds credits to the balance. */
+    const grant = (organizationId: OrganizationId, amount: number, note: string | null) =>
+      Effect.gen(function*() {
+        const after = Option.getOrThrow(yield* move(organizationId, { balance: amount, reserved: 0 }))
+        yield* record(organizationId, "grant", amount, after, note === null ? {} : { note })
+        return after
+      }).pipe(Effect.orDie, policyRequire("Credits", "grant"))
+
+    /** Holds the credits of every hold at once, or none of them: 402 when fewer are available. */
+    const reserve = (organizationId: OrganizationId, holds: ReadonlyArray<Hold>) =>
+      Effect.gen(function*() {
+        const costly = holds.filter((hold) => hold.amount > 0)
+        const total = costly.reduce((sum, hold) => sum + hold.amount, 0)
+        if (total === 0) return
+        const moved = yield* move(organizationId, { balance: 0, reserved: total }, sql`credits_balance - reserved_credits >= ${total}`)
+        if (Option.isNone(moved)) {
+          const { available } = Option.getOrThrow(yield* balanceOf(organizationId))
+          return yield* new PaymentRequired({
+            message: `Publishing needs ${total} credits and the organization has ${available} available`
+          })
+        }
+        // One entry per hold, each showing the figures after it, as if they were made one by one.
+        let reserved = moved.value.reserved - total
+        for (const hold of costly) {
+          reserved += hold.amount
+          yield* record(organizationId, "reserve", hold.amount, { ...moved.value, reserved }, hold)
+        }
+      }).pipe(Effect.catchTag("SqlError", Effect.die), policyRequire("Post", "publish"))
+
+    /** Ends a hold: a publish that succeeded spends it from the balance; one that failed releases it. */
+    const settle = (organizationId: OrganizationId, hold: Hold, outcome: "spend" | "release") =>
+      Effect.gen(function*() {
+        if (hold.amount === 0) return
+        const deltas = { balance: outcome === "spend" ? -hold.amount : 0, reserved: -hold.amount }
+        const after = Option.getOrThrow(yield* move(organizationId, deltas))
+        yield* record(organizationId, outcome, hold.amount, after, hold)
+      }).pipe(Effect.orDie, policyRequire("Post", "publish"))
+
+    return {
+      balanceOf: (organizationId: OrganizationId) => policyRequire("Credits", "view")(balanceOf(organizationId)),
+      list,
+      grant,
+      reserve,
+      settle
+    } as const
+  })
+}) {}

@@ -1,0 +1,220 @@
+import { Config, Effect, Layer, Schema } from "effect"
+import { lookup as dnsLookup } from "node:dns/promises"
+import type { LookupAddress, LookupOptions } from "node:dns"
+import { isIP } from "node:net"
+import { Agent, fetch as undiciFetch } from "undici"
+import { reservedRange } from "./Addresses.js"
+
+/**
+ * Why an outbound call failed before a usable answer came back. Messages name the host only: the
+ * rest of an address a user gave (a webhook's path or query) may hold a secret.
+ */
+export class OutboundError extends Schema.TaggedError<OutboundError>()("OutboundError", {
+  reason: Schema.Literal("invalid_url", "refused_address", "timeout", "network", "redirect", "too_large"),
+  message: Schema.String
+}) {}
+
+export type Resolver = (hostname: string) => Promise<ReadonlyArray<LookupAddress>>
+
+export interface OutboundOptions {
+  /**
+   * Allow `http:` and addresses in loopback, private and other reserved ranges: for tests and for
+   * installations whose providers live on their own network (`OUTBOUND_ALLOW_PRIVATE=true`).
+   */
+  readonly allowPrivate: boolean
+  readonly connectTimeoutMillis?: number
+  readonly totalTimeoutMillis?: number
+  readonly maxResponseBytes?: number
+  /** Resolves a host name to all its addresses; the system resolver (`dns.lookup`) by default. */
+  readonly resolve?: Resolver
+}
+
+/** An answer, read whole. */
+export interface OutboundResponse {
+  readonly status: number
+  readonly statusText: string
+  readonly headers: Headers
+  readonly body: Uint8Array
+}
+
+const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true })
+
+const redirectStatuses = new Set([301, 302, 303, 307, 308])
+
+// Every form fetch takes (a string, a URL, a Request of another fetch implementation), made one.
+const toRequest = (input: string | URL | Request, init?: RequestInit): Request => {
+  try {
+    return new Request(input, init)
+  } catch {
+    throw new OutboundError({ reason: "invalid_url", message: "Not an absolute URL" })
+  }
+}
+
+const causes = (error: unknown): ReadonlyArray<unknown> => {
+  const chain: Array<unknown> = []
+  for (let current = error; current !== undefined && current !== null && chain.length < 10; current = (current as Error).cause) {
+    chain.push(current)
+  }
+  return chain
+}
+
+/**
+ * Calls to addresses that users choose (Mastodon instances, Bluesky services, webhooks) go through
+ * here. Only `https:` is allowed; each call has a connect timeout, a total timeout (reading the body
+ * included) and a cap on the answer's size; redirects are not followed. A host name is resolved once
+ * per connection, every address it resolves to is checked, and the connection goes to the checked
+ * addresses (undici's `connect.lookup`), so a name that answers differently the second time (DNS
+ * rebinding) cannot lead to an internal address. Literal IP addresses are checked before each call.
+ */
+export class Outbound extends Effect.Service<Outbound>()("Outbound", {
+  scoped: (options: OutboundOptions) =>
+    Effect.gen(function*() {
+      const resolve = options.resolve ?? systemResolver
+      const totalTimeoutMillis = options.totalTimeoutMillis ?? 15_000
+      const maxResponseBytes = options.maxResponseBytes ?? 1024 * 1024
+
+      const refusedAddress = (host: string, address: string): OutboundError | undefined => {
+        const range = options.allowPrivate ? undefined : reservedRange(address)
+        return range === undefined ? undefined : new OutboundError({
+          reason: "refused_address",
+          message: `${host} is refused: ${address} is a ${range} address`
+        })
+      }
+
+      /** Resolves, checks every address, and hands the connection the checked ones. */
+      const checkedAddresses = async (hostname: string): Promise<ReadonlyArray<LookupAddress>> => {
+        const addresses = await resolve(hostname).catch((cause) => {
+          throw new OutboundError({ reason: "network", message: `${hostname} could not be resolved (${cause.code ?? cause})` })
+        })
+        if (addresses.length === 0) throw new OutboundError({ reason: "network", message: `${hostname} has no address` })
+        for (const { address } of addresses) {
+          const refused = refusedAddress(hostname, address)
+          if (refused) throw refused
+        }
+        return addresses
+      }
+
+      const lookup = (
+        hostname: string,
+        lookupOptions: LookupOptions,
+        callback: (error: NodeJS.ErrnoException | null, address: string | Array<LookupAddress>, family?: number) => void
+      ) => {
+        checkedAddresses(hostname).then(
+          (addresses) => {
+            const wanted = lookupOptions.family === 4 || lookupOptions.family === 6
+              ? addresses.filter(({ family }) => family === lookupOptions.family)
+              : addresses
+            if (lookupOptions.all) callback(null, [...wanted])
+            else if (wanted[0]) callback(null, wanted[0].address, wanted[0].family)
+            else callback(new OutboundError({ reason: "network", message: `${hostname} has no IPv${lookupOptions.family} address` }), "")
+          },
+          (error) => callback(error, "")
+        )
+      }
+
+      const agent = yield* Effect.acquireRelease(
+        Effect.sync(() => new Agent({ connect: { timeout: options.connectTimeoutMillis ?? 5_000, lookup } })),
+        (agent) => Effect.promise(() => agent.close())
+      )
+
+      /** The URL, if its scheme is allowed and it does not name a refused IP address literally. */
+      const checkUrl = (text: string): URL => {
+        const url = URL.canParse(text) ? new URL(text) : undefined
+        if (url === undefined) throw new OutboundError({ reason: "invalid_url", message: "Not an absolute URL" })
+        if (url.protocol !== "https:" && !(url.protocol === "http:" && options.allowPrivate)) {
+          throw new OutboundError({ reason: "invalid_url", message: `${url.host}: only https addresses are allowed` })
+        }
+        const literal = url.hostname.replace(/^\[(.*)\]$/, "$1")
+        const refused = isIP(literal) ? refusedAddress(url.host, literal) : undefined
+        if (refused) throw refused
+        return url
+      }
+
+      const readCapped = async (response: Response, host: string): Promise<Uint8Array> => {
+        const tooLarge = new OutboundError({ reason: "too_large", message: `${host} answered more than ${maxResponseBytes} bytes` })
+        if (Number(response.headers.get("content-length") ?? 0) > maxResponseBytes) {
+          await response.body?.cancel()
+          throw tooLarge
+        }
+        const chunks: Array<Uint8Array> = []
+        let size = 0
+        for await (const chunk of response.body ?? []) {
+          size += chunk.byteLength
+          // Leaving the loop cancels the stream.
+          if (size > maxResponseBytes) throw tooLarge
+          chunks.push(chunk)
+        }
+        return Buffer.concat(chunks)
+      }
+
+      const send = async (input: string | URL | Request, init?: RequestInit): Promise<OutboundResponse> => {
+        const request = toRequest(input, init)
+        const url = checkUrl(request.url)
+        const timeout = AbortSignal.timeout(totalTimeoutMillis)
+        const signal = AbortSignal.any([request.signal, timeout])
+        try {
+          const response = await undiciFetch(url, {
+            method: request.method,
+            headers: [...request.headers],
+            body: request.body === null ? null : Buffer.from(await request.arrayBuffer()),
+            redirect: "manual",
+            dispatcher: agent,
+            signal
+          }) as unknown as Response
+          if (redirectStatuses.has(response.status)) {
+            await response.body?.cancel()
+            throw new OutboundError({ reason: "redirect", message: `${url.host} answered a redirect (${response.status}), which is not followed` })
+          }
+          const body = await readCapped(response, url.host)
+          return { status: response.status, statusText: response.statusText, headers: response.headers, body }
+        } catch (error) {
+          const known = causes(error).find((cause) => cause instanceof OutboundError)
+          if (known) throw known
+          if (timeout.aborted) {
+            throw new OutboundError({ reason: "timeout", message: `${url.host} did not answer within ${totalTimeoutMillis} ms` })
+          }
+          if (request.signal.aborted) throw error
+          const code = causes(error).map((cause) => (cause as { code?: unknown }).code).find((code) => typeof code === "string")
+          throw new OutboundError({
+            reason: typeof code === "string" && code.includes("TIMEOUT") ? "timeout" : "network",
+            message: `${url.host} could not be reached (${code ?? (error as Error).message})`
+          })
+        }
+      }
+
+      const asOutboundError = (error: unknown) =>
+        error instanceof OutboundError ? error : new OutboundError({ reason: "network", message: String(error) })
+
+      return {
+        /**
+         * A `fetch` for client libraries (@atproto/api): the same checks, and the answer is read whole
+         * (within the size cap) before it is handed back. Failures reject with an `OutboundError`.
+         */
+        fetch: async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+          const { body, headers, status, statusText } = await send(input, init)
+          const nullBody = status === 204 || status === 205 || status === 304
+          return new Response(nullBody ? null : body, { status, statusText, headers: [...headers] })
+        },
+        /** One call; interrupting the effect aborts it. */
+        request: (url: string, init: RequestInit = {}): Effect.Effect<OutboundResponse, OutboundError> =>
+          Effect.tryPromise({ try: (signal) => send(url, { ...init, signal }), catch: asOutboundError }),
+        /** Whether a call to this address would be allowed, resolving its host name as a call would. */
+        check: (url: string): Effect.Effect<void, OutboundError> =>
+          Effect.tryPromise({
+            try: async () => {
+              const { hostname } = checkUrl(url)
+              if (isIP(hostname.replace(/^\[(.*)\]$/, "$1")) === 0) await checkedAddresses(hostname)
+            },
+            catch: asOutboundError
+          })
+      } as const
+    })
+}) {}
+
+/** The outbound client as configured: `OUTBOUND_ALLOW_PRIVATE=true` allows private addresses and `http:`. */
+export const OutboundLive = Layer.unwrapEffect(
+  Effect.map(
+    Config.boolean("OUTBOUND_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
+    (allowPrivate) => Outbound.Default({ allowPrivate })
+  )
+)

@@ -1,0 +1,135 @@
+import { SqlClient } from "@effect/sql"
+import type {
+  ApiKeyId,
+  Post,
+  PostId,
+  PostListQuery,
+  PostStatus,
+  SocialAccountId,
+  TeamId,
+  UpdatePost,
+  UserId
+} from "@postline/domain"
+import { Effect, Option } from "effect"
+import { policyRequire } from "../Access/Authorization.js"
+import { isoUtc, selectFields } from "../Database/Columns.js"
+import { type PageRequest, paginate } from "../Pagination/Keyset.js"
+
+type PostSortField = NonNullable<PostListQuery["sortBy"]>
+
+/** Who writes a post: a user, or an API key. */
+export type Author = { readonly userId: UserId } | { readonly apiKeyId: ApiKeyId }
+
+export class PostsRepo extends Effect.Service<PostsRepo>()("PostsRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const uuidArray = (ids: ReadonlyArray<string>) =>
+      sql`ARRAY(SELECT id::uuid FROM jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb) WITH ORDINALITY AS ids (id, n)
+        ORDER BY n)`
+
+    // The exact JSON form of Post, targets included, oldest target first: rows are sent as they come.
+    const columns = selectFields<Post>(sql, {
+      id: "p.id",
+      teamId: "p.team_id",
+      content: "p.content",
+      status: "p.status",
+      socialAccountIds: "to_json(p.social_account_ids)",
+      targets: `coalesce((SELECT json_agg(json_build_object(
+          'socialAccountId', pt.social_account_id,
+          'status', pt.status,
+          'externalId', pt.external_id,
+          'url', pt.url,
+          'publishedAt', ${isoUtc("pt.published_at")},
+          'error', CASE WHEN pt.error_category IS NULL THEN NULL ELSE json_build_object(
+            'category', pt.error_category, 'message', pt.error_message, 'retryable', pt.error_retryable) END,
+          'creditsSpent', pt.credits_spent
+        ) ORDER BY pt.created_at, pt.social_account_id) FROM post_targets pt WHERE pt.post_id = p.id), '[]'::json)`,
+      scheduledAt: isoUtc("p.scheduled_at"),
+      linkTracking: "p.link_tracking",
+      createdBy: "json_build_object('userId', p.created_by_user_id, 'apiKeyId', p.created_by_api_key_id)",
+      createdAt: isoUtc("p.created_at"),
+      updatedAt: isoUtc("p.updated_at")
+    })
+
+    const list = (teamId: TeamId, filters: Pick<PostListQuery, "status" | "socialAccountId">, request: PageRequest<PostSortField>) =>
+      paginate<Post, PostSortField>({
+        sql,
+        request,
+        columns: {
+          createdAt: "p.created_at",
+          updatedAt: "p.updated_at",
+          scheduledAt: "coalesce(p.scheduled_at, 'infinity')",
+          id: "p.id"
+        },
+        idOf: (post) => post.id,
+        sortValueOf: (post, field) => field === "scheduledAt" ? post.scheduledAt ?? "infinity" : post[field],
+        select: columns,
+        rowsFrom: sql`FROM posts p WHERE p.team_id = ${teamId}
+          ${filters.status === undefined ? sql`` : sql`AND p.status = ${filters.status}`}
+          ${
+          filters.socialAccountId === undefined ? sql`` : sql`AND (${filters.socialAccountId}::uuid = ANY (p.social_account_ids)
+            OR EXISTS (SELECT 1 FROM post_targets pt WHERE pt.post_id = p.id AND pt.social_account_id = ${filters.socialAccountId}))`
+        }`
+      }).pipe(Effect.orDie, policyRequire("Post", "read"))
+
+    const find = (teamId: TeamId, id: PostId) =>
+      sql<Post>`SELECT ${columns} FROM posts p WHERE p.team_id = ${teamId} AND p.id = ${id}`.pipe(
+        Effect.map(([row]) => Option.fromNullable(row)),
+        Effect.orDie,
+        policyRequire("Post", "read")
+      )
+
+    /** The post's status, content and link tracking, its row locked until the transaction ends: one publish at a time. */
+    const lockForPublishing = (teamId: TeamId, id: PostId) =>
+      sql<{
+        readonly status: PostStatus
+        readonly content: string
+        readonly linkTracking: boolean | null
+        readonly scheduleVersion: number
+      }>`SELECT status, content, link_tracking AS "linkTracking", schedule_version AS "scheduleVersion" FROM posts
+        WHERE team_id = ${teamId} AND id = ${id} FOR UPDATE`.pipe(
+        Effect.map(([row]) => Option.fromNullable(row)),
+        Effect.orDie,
+        policyRequire("Post", "publish")
+      )
+
+    const insert = (teamId: TeamId, author: Author, draft: {
+      readonly content: string
+      readonly socialAccountIds: ReadonlyArray<SocialAccountId>
+      readonly linkTracking: boolean | null
+    }) =>
+      sql<Post>`INSERT INTO posts AS p
+          (team_id, content, social_account_ids, link_tracking, created_by_user_id, created_by_api_key_id)
+        VALUES (${teamId}, ${draft.content}, ${uuidArray(draft.socialAccountIds)}, ${draft.linkTracking},
+          ${"userId" in author ? author.userId : null}, ${"apiKeyId" in author ? author.apiKeyId : null})
+        RETURNING ${columns}`.pipe(Effect.map(([row]) => row), Effect.orDie, policyRequire("Post", "write"))
+
+    /** Changes a draft; none when the post is not (or no longer) a draft. */
+    const updateDraft = (teamId: TeamId, id: PostId, changes: UpdatePost) => {
+      const assignments = [
+        changes.content !== undefined ? sql`content = ${changes.content}` : undefined,
+        changes.socialAccountIds !== undefined
+          ? sql`social_account_ids = ${uuidArray(changes.socialAccountIds)}`
+          : undefined,
+        changes.linkTracking !== undefined ? sql`link_tracking = ${changes.linkTracking}` : undefined
+      ].filter((fragment) => fragment !== undefined)
+      return sql<Post>`UPDATE posts p SET ${sql.csv([...assignments, sql`updated_at = now()`])}
+        WHERE p.team_id = ${teamId} AND p.id = ${id} AND p.status = 'draft' RETURNING ${columns}`.pipe(
+        Effect.map(([row]) => Option.fromNullable(row)),
+        Effect.orDie,
+        policyRequire("Post", "write")
+      )
+    }
+
+    /** Deletes a draft; none when the post is not (or no longer) a draft. */
+    const deleteDraft = (teamId: TeamId, id: PostId) =>
+      sql<Post>`DELETE FROM posts p WHERE p.team_id = ${teamId} AND p.id = ${id} AND p.status = 'draft'
+        RETURNING ${columns}`.pipe(
+        Effect.map(([row]) => Option.fromNullable(row)),
+        Effect.orDie,
+        policyRequire("Post", "write")
+      )
+
+    return { list, find, lockForPublishing, insert, updateDraft, deleteDraft, columns } as const
+  })
+}) {}

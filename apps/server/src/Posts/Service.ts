@@ -1,0 +1,95 @@
+import {
+  Caller,
+  Conflict,
+  type CreatePost,
+  CurrentCaller,
+  NotFound,
+  type PostId,
+  type PostListQuery,
+  type SocialAccountId,
+  type TeamId,
+  type UpdatePost
+} from "@postline/domain"
+import { Effect, Option } from "effect"
+import { authorize } from "../Access/Authorization.js"
+import { transactionally } from "../Database/Transaction.js"
+import { Cursors } from "../Pagination/Cursor.js"
+import { pageRequest } from "../Pagination/Keyset.js"
+import { SocialAccountsRepo } from "../SocialAccounts/Repo.js"
+import { PostsPolicy } from "./Policy.js"
+import { type Author, PostsRepo } from "./Repo.js"
+
+export const postNotFound = (id: PostId) => new NotFound({ message: `Post ${id} not found` })
+
+export const accountNotFound = (id: SocialAccountId) => new NotFound({ message: `Social account ${id} not found` })
+
+const notADraft = (id: PostId) =>
+  new Conflict({ message: `Post ${id} has been sent: only a draft can be changed or deleted` })
+
+const authorOf = Caller.$match({
+  User: ({ user }): Author => ({ userId: user.id }),
+  ApiKey: ({ apiKeyId }): Author => ({ apiKeyId })
+})
+
+/** A team's posts and their drafts, for the current caller. */
+export class Posts extends Effect.Service<Posts>()("Posts", {
+  effect: Effect.gen(function*() {
+    const repo = yield* PostsRepo
+    const accounts = yield* SocialAccountsRepo
+    const policy = yield* PostsPolicy
+    const cursors = yield* Cursors
+
+    const list = (teamId: TeamId, { socialAccountId, status, ...query }: PostListQuery) =>
+      authorize(policy.canRead(teamId))(() =>
+        Effect.flatMap(
+          pageRequest({
+            resource: "posts",
+            filters: { teamId, ...(status ? { status } : {}), ...(socialAccountId ? { socialAccountId } : {}) }
+          }, query),
+          (request) =>
+            repo.list(teamId, { ...(status ? { status } : {}), ...(socialAccountId ? { socialAccountId } : {}) }, request)
+        )).pipe(Effect.provideService(Cursors, cursors))
+
+    const get = (teamId: TeamId, id: PostId) =>
+      authorize(policy.canRead(teamId))(() =>
+        Effect.flatMap(repo.find(teamId, id), Option.match({ onNone: () => postNotFound(id), onSome: Effect.succeed })))
+
+    /** Every id must be an account of the team: 404 naming the first that is not. */
+    const requireAccounts = (teamId: TeamId, ids: ReadonlyArray<SocialAccountId>) =>
+      Effect.flatMap(accounts.idsOfTeam(teamId, ids), (found) => {
+        const missing = ids.find((id) => !found.has(id))
+        return missing === undefined ? Effect.void : accountNotFound(missing)
+      })
+
+    const create = (teamId: TeamId, { content, linkTracking = null, socialAccountIds = [] }: CreatePost) =>
+      authorize(policy.canWrite(teamId, { lock: true }))(() =>
+        Effect.gen(function*() {
+          yield* requireAccounts(teamId, socialAccountIds)
+          return yield* repo.insert(teamId, authorOf(yield* CurrentCaller), { content, socialAccountIds, linkTracking })
+        })).pipe(transactionally)
+
+    /** A change of a draft; `change` answers none when the post is missing or no longer a draft. */
+    const ofDraft = <A, E, R>(teamId: TeamId, id: PostId, change: Effect.Effect<Option.Option<A>, E, R>) =>
+      Effect.flatMap(change, Option.match({
+        onSome: Effect.succeed,
+        // Only on refusal: whether the post is missing or sent.
+        onNone: () =>
+          authorize(policy.canRead(teamId))(() =>
+            Effect.flatMap(repo.find(teamId, id), (post) => Effect.fail(Option.isNone(post) ? postNotFound(id) : notADraft(id))))
+      }))
+
+    const update = (teamId: TeamId, id: PostId, changes: UpdatePost) =>
+      authorize(policy.canWrite(teamId, { lock: true }))(() =>
+        Effect.gen(function*() {
+          if (changes.socialAccountIds !== undefined) yield* requireAccounts(teamId, changes.socialAccountIds)
+          return yield* ofDraft(teamId, id, repo.updateDraft(teamId, id, changes))
+        })).pipe(transactionally)
+
+    const remove = (teamId: TeamId, id: PostId) =>
+      authorize(policy.canWrite(teamId, { lock: true }))(() => ofDraft(teamId, id, repo.deleteDraft(teamId, id)))
+        .pipe(transactionally)
+
+    return { list, get, create, update, remove } as const
+  }),
+  dependencies: [PostsRepo.Default, SocialAccountsRepo.Default, PostsPolicy.Default, Cursors.Default]
+}) {}

@@ -1,0 +1,121 @@
+import { AtpAgent, AtUri, BlobRef, RichText, XRPCError } from "@atproto/api"
+import { Effect, Redacted } from "effect"
+import { Outbound, OutboundError } from "../Outbound/Outbound.js"
+import { type CredentialsOf, defaultBlueskyService } from "./Credentials.js"
+import { fromOutbound, fromStatus } from "./Errors.js"
+import { type ContentLimits, type ContentProblem, ProviderError, type SocialProvider } from "./SocialProvider.js"
+import { graphemeLength, lengthProblems } from "./TextLength.js"
+
+const defaultLimits: ContentLimits = { maxLength: 300, urlLength: null }
+
+// app.bsky.feed.post also caps the text at 3000 bytes of UTF-8, which 300 long grapheme clusters can pass.
+const maxBytes = 3000
+
+// Errors the PDS answers with status 400 that are about the session, not the content.
+const authErrors = new Set(["ExpiredToken", "InvalidToken", "AccountTakedown", "AccountDeactivated", "AuthFactorTokenRequired"])
+
+/**
+ * What a failed call means. `during` tells 400 apart: at login the identifier is malformed (`auth`);
+ * when writing, the record is invalid (`invalid_content`).
+ */
+const toProviderError = (during: "login" | "write") => (error: unknown): ProviderError => {
+  for (let cause = error; cause instanceof Error; cause = cause.cause) {
+    if (cause instanceof OutboundError) return fromOutbound("bluesky", cause)
+  }
+  if (!(error instanceof XRPCError)) {
+    return new ProviderError({ provider: "bluesky", category: "unknown", retryable: false, providerMessage: String(error) })
+  }
+  // Statuses below 100 are the client's own: 1 when no answer came back, 2 when it made no sense.
+  if (error.status < 100) {
+    const category = error.status === 1 ? "transient" : "unknown"
+    return new ProviderError({ provider: "bluesky", category, retryable: category === "transient", providerMessage: error.message })
+  }
+  return fromStatus({
+    provider: "bluesky",
+    status: error.status,
+    header: (name) => error.headers?.[name],
+    providerMessage: `${error.error}: ${error.message}`,
+    clientError: error.status === 400 || error.status === 413 ? (during === "login" ? "auth" : "invalid_content") : "unknown",
+    ...(authErrors.has(error.error) ? { category: "auth" as const } : {})
+  })
+}
+
+/**
+ * Bluesky, or any AT Protocol service, through the network's own client (@atproto/api) with the guarded
+ * outbound client as its fetch. Each call logs in with the app password and logs out after: the PDS
+ * allows 30 logins per account in 5 minutes and 300 a day, which is ample for publishing and spares
+ * Postline from keeping session tokens. The protocol has no idempotency key: a retry after a timeout
+ * whose request did reach the PDS can post twice.
+ */
+export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
+  effect: Effect.gen(function*() {
+    const outbound = yield* Outbound
+
+    const withSession = <A>(
+      credentials: CredentialsOf<"bluesky">,
+      use: (agent: AtpAgent, session: { readonly did: string; readonly handle: string }) => Promise<A>
+    ) =>
+      Effect.acquireUseRelease(
+        Effect.tryPromise({
+          try: async () => {
+            const agent = new AtpAgent({ service: credentials.serviceUrl ?? defaultBlueskyService, fetch: outbound.fetch })
+            const { data } = await agent.login({ identifier: credentials.handle, password: Redacted.value(credentials.appPassword) })
+            return { agent, session: { did: data.did, handle: data.handle } }
+          },
+          catch: toProviderError("login")
+        }),
+        ({ agent, session }) => Effect.tryPromise({ try: () => use(agent, session), catch: toProviderError("write") }),
+        ({ agent }) => Effect.promise(() => agent.logout().catch(() => undefined))
+      )
+
+    const readProfile = async (agent: AtpAgent, did: string) => {
+      try {
+        const { data } = await agent.com.atproto.repo.getRecord({ repo: did, collection: "app.bsky.actor.profile", rkey: "self" })
+        return data.value as { readonly displayName?: unknown; readonly avatar?: unknown }
+      } catch (error) {
+        // A new account has no profile record yet.
+        if (error instanceof XRPCError && error.error === "RecordNotFound") return {}
+        throw error
+      }
+    }
+
+    const provider: SocialProvider<"bluesky"> = {
+      name: "bluesky",
+      defaultLimits,
+      verify: (credentials) =>
+        withSession(credentials, async (agent, { did, handle }) => {
+          const profile = await readProfile(agent, did)
+          // The blob from the account's own PDS: the protocol's address, with or without Bluesky's AppView.
+          const avatarUrl = profile.avatar instanceof BlobRef
+            ? new URL(`/xrpc/com.atproto.sync.getBlob?${new URLSearchParams({ did, cid: profile.avatar.ref.toString() })}`, agent.pdsUrl ?? agent.serviceUrl).toString()
+            : null
+          return {
+            handle,
+            displayName: typeof profile.displayName === "string" && profile.displayName !== "" ? profile.displayName : null,
+            avatarUrl,
+            profileUrl: `https://bsky.app/profile/${handle}`,
+            limits: defaultLimits
+          }
+        }),
+      publish: (account, post) =>
+        withSession(account.credentials, async (agent, { handle }) => {
+          const richText = new RichText({ text: post.text })
+          // Links and hashtags are found in the text; mentions are resolved to DIDs through the PDS.
+          await richText.detectFacets(agent)
+          const { uri } = await agent.post({
+            text: richText.text,
+            ...(richText.facets ? { facets: richText.facets } : {}),
+            createdAt: new Date().toISOString()
+          })
+          return { externalId: uri, url: `https://bsky.app/profile/${handle}/post/${new AtUri(uri).rkey}` }
+        }),
+      validate: (text, limits = defaultLimits) => {
+        const problems: ReadonlyArray<ContentProblem> = lengthProblems(text, graphemeLength(text), limits)
+        const bytes = Buffer.byteLength(text, "utf8")
+        if (problems.length > 0 || bytes <= maxBytes) return problems
+        return [{ code: "too_long", message: `The text is ${bytes} bytes long; Bluesky allows ${maxBytes}`, length: bytes, maxLength: maxBytes }]
+      }
+    }
+    return provider
+  })
+}) {}

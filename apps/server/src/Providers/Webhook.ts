@@ -1,0 +1,113 @@
+import { Effect, Redacted, Schema } from "effect"
+import { createHash, randomBytes } from "node:crypto"
+import { Webhook as StandardWebhook } from "standardwebhooks"
+import { Outbound } from "../Outbound/Outbound.js"
+import { fromOutbound, fromStatus } from "./Errors.js"
+import type { ContentLimits, SocialProvider } from "./SocialProvider.js"
+import { lengthProblems, graphemeLength } from "./TextLength.js"
+
+/** A new signing secret, `whsec_` and 32 random bytes in base64: shown once, when the webhook is connected. */
+export const generateSigningSecret = (): string => `whsec_${randomBytes(32).toString("base64")}`
+
+/**
+ * The body of each webhook call (docs/webhooks.md): JSON, signed by the Standard Webhooks scheme in the
+ * `webhook-id`, `webhook-timestamp` and `webhook-signature` headers.
+ *
+ * ```json
+ * { "type": "post.published",
+ *   "timestamp": "2026-11-23T10:00:00.000Z",
+ *   "data": { "postId": "…", "socialAccountId": "…", "text": "Hello", "idempotencyKey": "…" } }
+ * ```
+ */
+export const WebhookEvent = Schema.Struct({
+  type: Schema.Literal("post.published"),
+  /** When this attempt was sent (ISO 8601); `webhook-timestamp` holds the same instant in Unix seconds. */
+  timestamp: Schema.String,
+  data: Schema.Struct({
+    postId: Schema.String,
+    socialAccountId: Schema.String,
+    text: Schema.String,
+    idempotencyKey: Schema.String
+  })
+})
+export type WebhookEvent = typeof WebhookEvent.Type
+
+/** What a receiver may answer (optional): its own id for the post and a link to it. */
+const ReceiverAnswer = Schema.Struct({
+  id: Schema.optional(Schema.String),
+  url: Schema.optional(Schema.NullOr(Schema.String))
+})
+const decodeAnswer = Schema.decodeUnknownOption(Schema.parseJson(ReceiverAnswer))
+
+const isHttpUrl = (text: string) => URL.canParse(text) && ["https:", "http:"].includes(new URL(text).protocol)
+
+/** The same for every attempt at one publish, as Standard Webhooks wants, and always a valid header value. */
+const messageId = (idempotencyKey: string) =>
+  `msg_${createHash("sha256").update(idempotencyKey).digest("base64url").slice(0, 27)}`
+
+const defaultLimits: ContentLimits = { maxLength: null, urlLength: null }
+
+/**
+ * A team's own endpoint. There is nothing to log in to: `verify` checks that the address may be called,
+ * without calling it, since the receiver cannot know the signing secret before it is shown. A 2xx answer
+ * means published; 401 and 403 mean the receiver refused the signature (`auth`), 429 `rate_limited`,
+ * 408, 5xx and timeouts `transient`, any other 4xx `invalid_content`.
+ */
+export class Webhook extends Effect.Service<Webhook>()("Webhook", {
+  effect: Effect.gen(function*() {
+    const outbound = yield* Outbound
+
+    const provider: SocialProvider<"webhook"> = {
+      name: "webhook",
+      defaultLimits,
+      verify: (credentials) =>
+        outbound.check(credentials.url).pipe(
+          Effect.mapError((error) => fromOutbound("webhook", error)),
+          Effect.as({
+            handle: new URL(credentials.url).host,
+            displayName: null,
+            avatarUrl: null,
+            profileUrl: null,
+            limits: defaultLimits
+          })
+        ),
+      publish: (account, post) =>
+        Effect.gen(function*() {
+          const now = new Date()
+          const id = messageId(post.idempotencyKey)
+          const event: WebhookEvent = {
+            type: "post.published",
+            timestamp: now.toISOString(),
+            data: { postId: post.postId, socialAccountId: account.id, text: post.text, idempotencyKey: post.idempotencyKey }
+          }
+          const payload = JSON.stringify(event)
+          const signature = new StandardWebhook(Redacted.value(account.credentials.signingSecret)).sign(id, now, payload)
+          const response = yield* outbound.request(account.credentials.url, {
+            method: "POST",
+            headers: {
+              "content-type": "application/json",
+              "webhook-id": id,
+              "webhook-timestamp": String(Math.floor(now.getTime() / 1000)),
+              "webhook-signature": signature
+            },
+            body: payload
+          }).pipe(Effect.mapError((error) => fromOutbound("webhook", error)))
+          if (response.status < 200 || response.status > 299) {
+            return yield* fromStatus({
+              provider: "webhook",
+              status: response.status,
+              header: (name) => response.headers.get(name),
+              providerMessage: `The receiver answered ${response.status} ${response.statusText}`.trim(),
+              clientError: "invalid_content"
+            })
+          }
+          const answer = decodeAnswer(new TextDecoder().decode(response.body))
+          const receiverId = answer._tag === "Some" ? answer.value.id : undefined
+          const url = answer._tag === "Some" ? answer.value.url : undefined
+          return { externalId: receiverId ?? id, url: url && isHttpUrl(url) ? url : null }
+        }),
+      validate: (text, limits = defaultLimits) => lengthProblems(text, graphemeLength(text), limits)
+    }
+    return provider
+  })
+}) {}

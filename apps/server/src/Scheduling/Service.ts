@@ -1,0 +1,111 @@
+import {
+  BadRequest,
+  Conflict,
+  minScheduleLeadSeconds,
+  type PostId,
+  type PublishOutcome,
+  type ScheduleRequest,
+  type ScheduleResponse,
+  type TeamId
+} from "@postline/domain"
+import { Config, DateTime, Effect, Option } from "effect"
+import { authorize } from "../Access/Authorization.js"
+import { transactionally } from "../Database/Transaction.js"
+import { PostsPolicy } from "../Posts/Policy.js"
+import { PostsRepo } from "../Posts/Repo.js"
+import { postNotFound } from "../Posts/Service.js"
+import { PublishingRepo } from "../Publishing/Repo.js"
+import { Publishing } from "../Publishing/Service.js"
+import { PublishScheduled } from "./Workflow.js"
+
+const yearMillis = 366 * 24 * 60 * 60 * 1000
+
+const outcomeOf = (failed: number, all: number): PublishOutcome =>
+  failed === 0 ? "none_failed" : failed === all ? "all_failed" : "partially_failed"
+
+/**
+ * Scheduling posts: the same checks and credit holds as publishing now, then
+ * a durable execution per schedule (Workflow.ts) that publishes at the time,
+ * in whichever server process holds it. A new schedule, or none, outdates the
+ * execution of the last one, which is also cancelled.
+ */
+export class Scheduling extends Effect.Service<Scheduling>()("Scheduling", {
+  effect: Effect.gen(function*() {
+    const publishing = yield* Publishing
+    const posts = yield* PostsRepo
+    const targets = yield* PublishingRepo
+    const policy = yield* PostsPolicy
+    const minLeadSeconds = yield* Config.integer("SCHEDULE_MIN_LEAD_SECONDS").pipe(Config.withDefault(minScheduleLeadSeconds))
+
+    const cancel = (postId: PostId, version: number) =>
+      Effect.flatMap(PublishScheduled.executionId({ postId, version, dueAt: 0 }), PublishScheduled.interrupt)
+
+    /** When the request asks for: at least the minimum lead and at most a year ahead. */
+    const dueTime = (request: ScheduleRequest) =>
+      Effect.gen(function*() {
+        if (!("scheduledAt" in request)) {
+          return yield* new BadRequest({ message: "This team has no free posting slot: set some, or give scheduledAt" })
+        }
+        const at = new Date(request.scheduledAt)
+        const now = yield* DateTime.now
+        const lead = at.getTime() - DateTime.toEpochMillis(now)
+        if (lead < minLeadSeconds * 1000 || lead > yearMillis) {
+          return yield* new BadRequest({
+            message: `scheduledAt must be at least ${minLeadSeconds} seconds and at most a year ahead`
+          })
+        }
+        return at
+      })
+
+    const schedule = (teamId: TeamId, postId: PostId, request: ScheduleRequest) =>
+      authorize(policy.canPublish(teamId, { lock: false }))(() =>
+        Effect.gen(function*() {
+          const at = yield* dueTime(request)
+          const chosen = yield* publishing.accountsOf(teamId, request.socialAccountIds)
+          const prepared = yield* publishing.prepare(teamId, postId, chosen, { _tag: "At", at })
+          if (prepared.replaced !== undefined) yield* cancel(postId, prepared.replaced)
+          if (prepared.version !== undefined) {
+            yield* PublishScheduled.execute({ postId, version: prepared.version, dueAt: at.getTime() }, { discard: true })
+          }
+          const results = prepared.checks.map((checked) => ({
+            socialAccountId: checked.account.id,
+            status: checked._tag === "Send" ? "scheduled" as const : "failed" as const,
+            error: checked._tag === "Refused" ? checked.error : null
+          }))
+          const failed = results.filter((result) => result.status === "failed").length
+          return {
+            postId,
+            scheduledAt: at.toISOString(),
+            results,
+            outcome: outcomeOf(failed, results.length)
+          } satisfies ScheduleResponse
+        }))
+
+    /** Back to draft (or what its earlier targets make it), its held credits given back: 409 once it has begun. */
+    const unschedule = (teamId: TeamId, postId: PostId) =>
+      authorize(policy.canPublish(teamId, { lock: false }))(() =>
+        Effect.gen(function*() {
+          const version = yield* authorize(policy.canPublish(teamId, { lock: true }))((team) =>
+            Effect.gen(function*() {
+              const post = Option.getOrUndefined(yield* posts.lockForPublishing(teamId, postId))
+              if (post === undefined) return yield* postNotFound(postId)
+              if (post.status !== "scheduled") {
+                return yield* new Conflict({
+                  message: post.status === "publishing"
+                    ? `Post ${postId} has begun publishing: it can no longer be unscheduled`
+                    : `Post ${postId} is not scheduled`
+                })
+              }
+              yield* publishing.releaseWaiting(team.organizationId, postId)
+              yield* targets.refreshStatus(postId)
+              return post.scheduleVersion
+            })).pipe(transactionally)
+          yield* cancel(postId, version)
+          return yield* authorize(policy.canRead(teamId))(() =>
+            Effect.map(posts.find(teamId, postId), Option.getOrThrow))
+        }))
+
+    return { schedule, unschedule } as const
+  }),
+  dependencies: [Publishing.Default, PostsRepo.Default, PublishingRepo.Default, PostsPolicy.Default]
+}) {}

@@ -1,0 +1,191 @@
+import { SqlClient } from "@effect/sql"
+import type {
+  ProviderErrorCategory,
+  SocialAccount,
+  SocialAccountId,
+  SocialAccountListQuery,
+  SocialAccountStatus,
+  SocialProvider,
+  TeamId
+} from "@postline/domain"
+import { Effect, Option } from "effect"
+import { policyRequire } from "../Access/Authorization.js"
+import { isoUtc, selectFields } from "../Database/Columns.js"
+import { type PageRequest, paginate, type SortColumns } from "../Pagination/Keyset.js"
+import type { ContentLimits, Profile } from "../Providers/SocialProvider.js"
+
+const sortColumns: SortColumns = {
+  createdAt: "a.created_at",
+  updatedAt: "a.updated_at",
+  name: "a.handle",
+  id: "a.id"
+}
+
+/** An account's stored credentials (one ciphertext) and the limits its provider set when they were checked. */
+export interface StoredCredentials {
+  readonly account: SocialAccount
+  readonly ciphertext: string
+  readonly contentLimits: ContentLimits
+}
+
+/** An account as publishing needs it. */
+export interface PublishingAccount {
+  readonly id: SocialAccountId
+  readonly provider: SocialProvider
+  readonly status: SocialAccountStatus
+  readonly ciphertext: string
+  readonly contentLimits: ContentLimits
+}
+
+/** What a check of the credentials found: the profile, or the provider's refusal. */
+export type CheckOutcome =
+  | { readonly _tag: "Verified"; readonly profile: Profile }
+  | { readonly _tag: "Failed"; readonly category: ProviderErrorCategory; readonly message: string }
+
+export class SocialAccountsRepo extends Effect.Service<SocialAccountsRepo>()("SocialAccountsRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    // The exact JSON form of SocialAccount: rows are sent as they come.
+    const columns = selectFields<SocialAccount>(sql, {
+      id: "a.id",
+      teamId: "a.team_id",
+      provider: "a.provider",
+      handle: "a.handle",
+      displayName: "a.display_name",
+      avatarUrl: "a.avatar_url",
+      profileUrl: "a.profile_url",
+      status: "a.status",
+      lastError: `CASE WHEN a.last_error_at IS NULL THEN NULL ELSE json_build_object(
+        'category', a.last_error_category, 'message', a.last_error_message, 'at', ${isoUtc("a.last_error_at")}) END`,
+      createdAt: isoUtc("a.created_at"),
+      updatedAt: isoUtc("a.updated_at")
+    })
+
+    const list = (teamId: TeamId, filters: Pick<SocialAccountListQuery, "provider" | "status">, request: PageRequest) =>
+      paginate<SocialAccount>({
+        sql,
+        request,
+        columns: sortColumns,
+        idOf: (account) => account.id,
+        sortValueOf: (account, field) => field === "name" ? account.handle : account[field],
+        select: columns,
+        rowsFrom: sql`FROM social_accounts a WHERE a.team_id = ${teamId}
+          ${filters.provider === undefined ? sql`` : sql`AND a.provider = ${filters.provider}`}
+          ${filters.status === undefined ? sql`` : sql`AND a.status = ${filters.status}`}`
+      }).pipe(Effect.orDie, policyRequire("SocialAccount", "read"))
+
+    const find = (teamId: TeamId, id: SocialAccountId) =>
+      sql<SocialAccount>`SELECT ${columns} FROM social_accounts a WHERE a.team_id = ${teamId} AND a.id = ${id}`.pipe(
+        Effect.map(([row]) => Option.fromNullable(row)),
+        Effect.orDie,
+        policyRequire("SocialAccount", "read")
+      )
+
+    const findCredentials = (teamId: TeamId, id: SocialAccountId) =>
+      sql<SocialAccount & { readonly ciphertext: string; readonly contentLimits: ContentLimits }>`SELECT ${columns},
+          a.credentials AS ciphertext, a.content_limits AS "contentLimits"
+        FROM social_accounts a WHERE a.team_id = ${teamId} AND a.id = ${id}`.pipe(
+        Effect.map(([row]) =>
+          Option.map(Option.fromNullable(row), ({ ciphertext, contentLimits, ...account }): StoredCredentials => ({
+            account,
+            ciphertext,
+            contentLimits
+          }))
+        ),
+        Effect.orDie,
+        policyRequire("SocialAccount", "manage")
+      )
+
+    const profileColumns = (profile: Profile) =>
+      sql`handle = ${profile.handle}, display_name = ${profile.displayName}, avatar_url = ${profile.avatarUrl},
+        profile_url = ${profile.profileUrl}, content_limits = ${JSON.stringify(profile.limits)}::json`
+
+    const insert = (input: {
+      readonly teamId: TeamId
+      readonly provider: SocialProvider
+      readonly profile: Profile
+      readonly ciphertext: string
+    }) =>
+      sql<SocialAccount>`INSERT INTO social_accounts AS a
+          (team_id, provider, handle, display_name, avatar_url, profile_url, credentials, content_limits)
+        VALUES (${input.teamId}, ${input.provider}, ${input.profile.handle}, ${input.profile.displayName},
+          ${input.profile.avatarUrl}, ${input.profile.profileUrl}, ${input.ciphertext},
+          ${JSON.stringify(input.profile.limits)}::json)
+        RETURNING ${columns}`.pipe(Effect.map(([row]) => row), Effect.orDie, policyRequire("SocialAccount", "manage"))
+
+    /** New credentials that the provider accepted: the account is connected again. */
+    const replaceCredentials = (id: SocialAccountId, profile: Profile, ciphertext: string) =>
+      sql<SocialAccount>`UPDATE social_accounts a SET ${profileColumns(profile)}, credentials = ${ciphertext},
+          status = 'connected', last_error_category = NULL, last_error_message = NULL, last_error_at = NULL,
+          updated_at = now()
+        WHERE a.id = ${id} RETURNING ${columns}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie,
+        policyRequire("SocialAccount", "manage")
+      )
+
+    /**
+     * What a check found: a verified profile connects the account; a refusal of the credentials (`auth`)
+     * asks for a reconnection; any other failure is recorded and leaves the status as it was.
+     */
+    const recordCheck = (id: SocialAccountId, outcome: CheckOutcome) =>
+      (outcome._tag === "Verified"
+        ? sql<SocialAccount>`UPDATE social_accounts a SET ${profileColumns(outcome.profile)}, status = 'connected',
+            last_error_category = NULL, last_error_message = NULL, last_error_at = NULL, updated_at = now()
+          WHERE a.id = ${id} RETURNING ${columns}`
+        : sql<SocialAccount>`UPDATE social_accounts a SET
+            status = ${outcome.category === "auth" ? "reconnect_required" : sql`a.status`},
+            last_error_category = ${outcome.category}, last_error_message = ${outcome.message},
+            last_error_at = now(), updated_at = now()
+          WHERE a.id = ${id} RETURNING ${columns}`).pipe(
+          Effect.map((rows) => Option.fromNullable(rows[0])),
+          Effect.orDie,
+          policyRequire("SocialAccount", "manage")
+        )
+
+    const remove = (teamId: TeamId, id: SocialAccountId) =>
+      sql<SocialAccount>`DELETE FROM social_accounts a WHERE a.team_id = ${teamId} AND a.id = ${id}
+        RETURNING ${columns}`.pipe(
+        Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie,
+        policyRequire("SocialAccount", "manage")
+      )
+
+    /** Which of these ids are accounts of the team. */
+    const idsOfTeam = (teamId: TeamId, ids: ReadonlyArray<SocialAccountId>) =>
+      (ids.length === 0
+        ? Effect.succeed(new Set<string>())
+        : sql<{ readonly id: SocialAccountId }>`SELECT id FROM social_accounts
+            WHERE team_id = ${teamId} AND id IN ${sql.in(ids)}`.pipe(Effect.map((rows) => new Set<string>(rows.map((row) => row.id))))
+      ).pipe(Effect.orDie, policyRequire("Post", "write"))
+
+    /** What publishing to these accounts of the team takes: provider, status, credentials and limits. */
+    const forPublishing = (teamId: TeamId, ids: ReadonlyArray<SocialAccountId>) =>
+      sql<PublishingAccount>`SELECT a.id, a.provider, a.status, a.credentials AS ciphertext, a.content_limits AS "contentLimits"
+        FROM social_accounts a WHERE a.team_id = ${teamId} AND a.id IN ${sql.in(ids)}`.pipe(
+        Effect.orDie,
+        policyRequire("Post", "publish")
+      )
+
+    /** The provider refused the credentials while publishing: the account needs reconnecting. */
+    const recordAuthFailure = (id: SocialAccountId, message: string) =>
+      sql`UPDATE social_accounts SET status = 'reconnect_required', last_error_category = 'auth',
+          last_error_message = ${message}, last_error_at = now(), updated_at = now()
+        WHERE id = ${id}`.pipe(Effect.asVoid, Effect.orDie, policyRequire("Post", "publish"))
+
+    return {
+      list,
+      find,
+      findCredentials,
+      insert,
+      replaceCredentials,
+      recordCheck,
+      remove,
+      idsOfTeam,
+      forPublishing,
+      recordAuthFailure,
+      columns
+    } as const
+  })
+}) {}

@@ -1,0 +1,129 @@
+import {
+  BadRequest,
+  NotFound,
+  type SocialAccountCredentials,
+  type SocialAccountId,
+  type SocialAccountListQuery,
+  type TeamId
+} from "@postline/domain"
+import { Effect, Option, Redacted } from "effect"
+import { authorize } from "../Access/Authorization.js"
+import { transactionally } from "../Database/Transaction.js"
+import { Cursors } from "../Pagination/Cursor.js"
+import { pageRequest } from "../Pagination/Keyset.js"
+import { credentialsFromJson, credentialsToJson, type ProviderCredentials } from "../Providers/Credentials.js"
+import { CredentialsCipher } from "../Providers/CredentialsCipher.js"
+import { SocialProviders } from "../Providers/Registry.js"
+import type { ProviderError } from "../Providers/SocialProvider.js"
+import { generateSigningSecret } from "../Providers/Webhook.js"
+import { SocialAccountsPolicy } from "./Policy.js"
+import { type CheckOutcome, SocialAccountsRepo } from "./Repo.js"
+
+const notFound = (id: SocialAccountId) => new NotFound({ message: `Social account ${id} not found` })
+
+const refused = (error: ProviderError) =>
+  new BadRequest({ message: `The ${error.provider} account could not be connected: ${error.providerMessage}` })
+
+/**
+ * A team's social accounts. Credentials are checked with the provider before
+ * they are kept, and kept only as one ciphertext. The provider is called
+ * outside any transaction (it may take seconds); the permission is checked
+ * again, locked, in the transaction that writes.
+ */
+export class SocialAccounts extends Effect.Service<SocialAccounts>()("SocialAccounts", {
+  effect: Effect.gen(function*() {
+    const repo = yield* SocialAccountsRepo
+    const policy = yield* SocialAccountsPolicy
+    const providers = yield* SocialProviders
+    const cipher = yield* CredentialsCipher
+    const cursors = yield* Cursors
+
+    const list = (teamId: TeamId, { provider, status, ...query }: SocialAccountListQuery) =>
+      authorize(policy.canRead(teamId))(() =>
+        Effect.flatMap(
+          pageRequest({
+            resource: "social accounts",
+            filters: { teamId, ...(provider ? { provider } : {}), ...(status ? { status } : {}) }
+          }, query),
+          (request) =>
+            repo.list(teamId, { ...(provider ? { provider } : {}), ...(status ? { status } : {}) }, request)
+        )).pipe(Effect.provideService(Cursors, cursors))
+
+    const get = (teamId: TeamId, id: SocialAccountId) =>
+      authorize(policy.canRead(teamId))(() =>
+        Effect.flatMap(repo.find(teamId, id), Option.match({ onNone: () => notFound(id), onSome: Effect.succeed })))
+
+    const encrypt = (credentials: ProviderCredentials) => Effect.flatMap(credentialsToJson(credentials), cipher.encrypt)
+
+    /** Checks the credentials with their provider; a refusal is a 400 naming the provider's reason. */
+    const verified = (credentials: ProviderCredentials) =>
+      Effect.mapError(providers.verify(credentials), refused)
+
+    const connect = (teamId: TeamId, input: SocialAccountCredentials) =>
+      Effect.gen(function*() {
+        yield* authorize(policy.canManage(teamId, { lock: false }))(() => Effect.void)
+        const signingSecret = input.provider === "webhook" ? generateSigningSecret() : null
+        const credentials: ProviderCredentials = input.provider === "webhook"
+          ? { provider: "webhook", url: input.url, signingSecret: Redacted.make(signingSecret!) }
+          : input
+        const profile = yield* verified(credentials)
+        const ciphertext = yield* Effect.orDie(encrypt(credentials))
+        const account = yield* authorize(policy.canManage(teamId, { lock: true }))(() =>
+          repo.insert({ teamId, provider: input.provider, profile, ciphertext })).pipe(transactionally)
+        return { ...account, signingSecret }
+      })
+
+    /** The account's credentials, decrypted, for whoever may manage it. */
+    const credentialsOf = (teamId: TeamId, id: SocialAccountId) =>
+      authorize(policy.canManage(teamId, { lock: false }))(() =>
+        Effect.gen(function*() {
+          const stored = yield* Effect.flatMap(
+            repo.findCredentials(teamId, id),
+            Option.match({ onNone: () => notFound(id), onSome: Effect.succeed })
+          )
+          const credentials = yield* Effect.orDie(Effect.flatMap(cipher.decrypt(stored.ciphertext), credentialsFromJson))
+          return { account: stored.account, credentials }
+        }))
+
+    /** Writes what `write` does once the caller is checked again, locked, with the account still there. */
+    const whileManaging = <A, E, R>(teamId: TeamId, id: SocialAccountId, write: Effect.Effect<Option.Option<A>, E, R>) =>
+      authorize(policy.canManage(teamId, { lock: true }))(() =>
+        Effect.flatMap(write, Option.match({ onNone: () => notFound(id), onSome: Effect.succeed }))).pipe(transactionally)
+
+    const update = (teamId: TeamId, id: SocialAccountId, input: SocialAccountCredentials) =>
+      Effect.gen(function*() {
+        const { account, credentials: current } = yield* credentialsOf(teamId, id)
+        if (input.provider !== account.provider) {
+          return yield* new BadRequest({
+            message: `This is a ${account.provider} account: send ${account.provider} credentials, or connect a new account`
+          })
+        }
+        // A webhook keeps the signing secret its receiver already checks.
+        const credentials: ProviderCredentials = input.provider !== "webhook" ? input : {
+          provider: "webhook",
+          url: input.url,
+          signingSecret: current.provider === "webhook" ? current.signingSecret : Redacted.make(generateSigningSecret())
+        }
+        const profile = yield* verified(credentials)
+        const ciphertext = yield* Effect.orDie(encrypt(credentials))
+        return yield* whileManaging(teamId, id, repo.replaceCredentials(id, profile, ciphertext))
+      })
+
+    const verify = (teamId: TeamId, id: SocialAccountId) =>
+      Effect.gen(function*() {
+        const { credentials } = yield* credentialsOf(teamId, id)
+        const outcome = yield* providers.verify(credentials).pipe(
+          Effect.match({
+            onSuccess: (profile): CheckOutcome => ({ _tag: "Verified", profile }),
+            onFailure: (error): CheckOutcome => ({ _tag: "Failed", category: error.category, message: error.providerMessage })
+          })
+        )
+        return yield* whileManaging(teamId, id, repo.recordCheck(id, outcome))
+      })
+
+    const remove = (teamId: TeamId, id: SocialAccountId) => whileManaging(teamId, id, repo.remove(teamId, id))
+
+    return { list, get, connect, update, verify, remove } as const
+  }),
+  dependencies: [SocialAccountsRepo.Default, SocialAccountsPolicy.Default, Cursors.Default]
+}) {}

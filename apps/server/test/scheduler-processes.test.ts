@@ -1,0 +1,156 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { createServer } from "node:http"
+import Pg from "pg"
+import type { AddressInfo } from "node:net"
+import { createUserWithToken, freePort, type ServerProcess, startServer } from "./support/ServerProcess.js"
+import { freshDatabaseEnv, testDatabaseKind } from "./support/TestDatabase.js"
+
+/** Webhook calls as a receiver sees them: each carries its post, its account and its webhook-id. */
+const makeReceiver = Effect.acquireRelease(
+  Effect.async<{ readonly url: string; readonly calls: Array<{ post: string; account: string; id: string }>; close: () => void }>(
+    (resume) => {
+      const calls: Array<{ post: string; account: string; id: string }> = []
+      const server = createServer((request, response) => {
+        const chunks: Array<Buffer> = []
+        request.on("data", (chunk: Buffer) => chunks.push(chunk))
+        request.on("end", () => {
+          const event = JSON.parse(Buffer.concat(chunks).toString("utf8"))
+          calls.push({ post: event.data.postId, account: event.data.socialAccountId, id: String(request.headers["webhook-id"]) })
+          response.writeHead(204).end()
+        })
+      })
+      server.listen(0, "127.0.0.1", () =>
+        resume(Effect.succeed({
+          url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+          calls,
+          close: () => void server.close()
+        })))
+    }
+  ),
+  (receiver) => Effect.sync(receiver.close)
+)
+
+/**
+ * The (post, account) pairs that reached the receiver. A call repeated after a crash carries the same
+ * webhook-id, derived from the post and the account, so a receiver that de-duplicates sees one publish.
+ */
+const published = (calls: ReadonlyArray<{ post: string; account: string; id: string }>) =>
+  new Set(calls.map((call) => `${call.post}/${call.account}/${call.id}`)).size
+
+const api = (server: ServerProcess, token: string) => (method: string, path: string, json?: unknown): Effect.Effect<any> =>
+  Effect.promise(async () => {
+    const response = await fetch(`${server.base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(json ? { "content-type": "application/json" } : {}) },
+      ...(json ? { body: JSON.stringify(json) } : {})
+    })
+    const body: any = await response.json()
+    if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(body)}`)
+    return body
+  })
+
+/** A team with three webhook accounts on `receiver`, set up through `server`. */
+const teamWithAccounts = (call: ReturnType<typeof api>, receiverUrl: string) =>
+  Effect.gen(function*() {
+    const organization = yield* call("POST", "/v1/organizations", { name: "Scheduler" })
+    const team = yield* call("POST", "/v1/teams", { organizationId: organization.id, name: "Team" })
+    const accounts: Array<string> = []
+    for (const path of ["a", "b", "c"]) {
+      accounts.push((yield* call("POST", `/v1/teams/${team.id}/social-accounts`, { provider: "webhook", url: `${receiverUrl}/${path}` })).id)
+    }
+    return { teamId: team.id as string, accounts }
+  })
+
+const until = (check: () => boolean, seconds: number) =>
+  Effect.promise(async () => {
+    const deadline = Date.now() + seconds * 1000
+    while (!check() && Date.now() < deadline) await new Promise((wait) => setTimeout(wait, 200))
+  })
+
+const schedulingEnv = { LOG_LEVEL: "WARN", NODE_OPTIONS: "--heapsnapshot-near-heap-limit=1 --diagnostic-dir=/tmp/heap", OUTBOUND_ALLOW_PRIVATE: "true", SCHEDULE_MIN_LEAD_SECONDS: "1", SCHEDULER_POLL_MS: "250" }
+
+describe("scheduled posts across server processes", () => {
+  it.scopedLive.skipIf(testDatabaseKind !== "postgres")(
+    "two processes publish 200 posts to 3 accounts each exactly once, also when one is killed mid-run",
+    () =>
+      Effect.gen(function*() {
+        const receiver = yield* makeReceiver
+        const env: Record<string, string> = { ...(yield* freshDatabaseEnv), ...schedulingEnv }
+        const owner = yield* createUserWithToken(env)
+        const processEnv = (port: number) => ({ ...env, CLUSTER_HOST: "127.0.0.1", CLUSTER_PORT: String(port) })
+        const first = yield* startServer(processEnv(yield* freePort))
+        const second = yield* startServer(processEnv(yield* freePort))
+        const calls = [api(first, owner.token), api(second, owner.token)]
+        const { accounts, teamId } = yield* teamWithAccounts(calls[0], receiver.url)
+
+        const posts = yield* Effect.forEach(Array.from({ length: 200 }, (_, i) => i), (i) =>
+          calls[i % 2]("POST", `/v1/teams/${teamId}/posts`, { content: `Post ${i}` }), { concurrency: 8 })
+        // Due within the same few seconds, once every schedule is made.
+        const dueAt = new Date(Date.now() + 30_000)
+        yield* Effect.forEach(posts, (post, i) =>
+          calls[i % 2]("POST", `/v1/teams/${teamId}/posts/${post.id}/schedule`, {
+            socialAccountIds: accounts,
+            scheduledAt: new Date(dueAt.getTime() + (i % 4) * 500).toISOString()
+          }), { concurrency: 8 })
+        expect(Date.now()).toBeLessThan(dueAt.getTime())
+
+        // Mid-run, the first process dies without a word; the second takes its share over.
+        yield* until(() => receiver.calls.length >= 60, 40)
+        console.log("FIRST", receiver.calls.length, first.lines.slice(-40).join("\n"))
+        console.log("SECOND", second.lines.slice(-40).join("\n"))
+        first.child.kill("SIGKILL")
+        yield* until(() => published(receiver.calls) >= 600, 60)
+        yield* Effect.sleep("2 seconds")
+        expect(published(receiver.calls)).toBe(600)
+        const publishedPosts = yield* calls[1]("GET", `/v1/teams/${teamId}/posts?status=published&limit=100`)
+        expect(publishedPosts.total).toBe(200)
+        // Each target was recorded published once, whichever process sent it and however often it was tried.
+        const attempts = yield* Effect.promise(async () => {
+          const client = new Pg.Client({ connectionString: env.DATABASE_URL })
+          await client.connect()
+          const { rows } = await client.query(`SELECT count(*)::int AS published,
+              count(DISTINCT (post_id, social_account_id))::int AS targets FROM publish_attempts WHERE result = 'published'`)
+          await client.end()
+          return rows[0]
+        })
+        expect(attempts).toEqual({ published: 600, targets: 600 })
+      }),
+    180_000
+  )
+
+  it.scopedLive.skipIf(testDatabaseKind !== "embedded")(
+    "one embedded process killed while posts are due publishes them all once after its restart, late ones at start",
+    () =>
+      Effect.gen(function*() {
+        const receiver = yield* makeReceiver
+        const env = { ...(yield* freshDatabaseEnv), ...schedulingEnv }
+        const owner = yield* createUserWithToken(env)
+        const server = yield* startServer(env)
+        const call = api(server, owner.token)
+        const { accounts, teamId } = yield* teamWithAccounts(call, receiver.url)
+        const soon = Date.now() + 6000
+        const postIds: Array<string> = []
+        for (let i = 0; i < 20; i++) {
+          const post = yield* call("POST", `/v1/teams/${teamId}/posts`, { content: `Post ${i}` })
+          postIds.push(post.id)
+          // Half are due while the server runs, half while it is down.
+          const scheduledAt = new Date(soon + (i % 2) * 6000).toISOString()
+          yield* call("POST", `/v1/teams/${teamId}/posts/${post.id}/schedule`, { socialAccountIds: accounts, scheduledAt })
+        }
+        yield* until(() => receiver.calls.length > 0, 20)
+        server.child.kill("SIGKILL")
+        yield* Effect.promise(() => server.exited)
+        yield* Effect.sleep("8 seconds")
+        expect(published(receiver.calls)).toBeLessThan(60)
+
+        const restarted = yield* startServer(env)
+        yield* until(() => published(receiver.calls) >= 60, 40)
+        yield* Effect.sleep("2 seconds")
+        expect(published(receiver.calls)).toBe(60)
+        const posts = yield* api(restarted, owner.token)("GET", `/v1/teams/${teamId}/posts?status=published`)
+        expect(posts.total).toBe(20)
+      }),
+    120_000
+  )
+})

@@ -1,0 +1,225 @@
+import { describe, expect, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { ConfigProvider, Effect, Layer, Logger, LogLevel } from "effect"
+import { randomUUID } from "node:crypto"
+import { makeMastodonFake } from "./support/MastodonFake.js"
+import { makeWebhookReceiver, publishingTeam } from "./support/Publishing.js"
+import { makeTestServer, raw, TestServer } from "./support/TestServer.js"
+
+/** A server whose schedules may be a second ahead, and whose scheduler looks for due work five times a second. */
+const QuickServer = makeTestServer(Logger.minimumLogLevel(LogLevel.Warning)).pipe(
+  Layer.provide(Layer.setConfigProvider(
+    ConfigProvider.fromMap(new Map([["SCHEDULE_MIN_LEAD_SECONDS", "1"], ["SCHEDULER_POLL_MS", "200"]])).pipe(
+      ConfigProvider.orElse(() => ConfigProvider.fromEnv())
+    )
+  ))
+)
+
+const inSeconds = (seconds: number) => new Date(Date.now() + seconds * 1000).toISOString()
+
+/** Waits until `done` holds, checking every 100 ms, for at most `seconds`. */
+const eventually = <A>(read: Effect.Effect<A, any, any>, done: (value: A) => boolean, seconds = 20) =>
+  Effect.gen(function*() {
+    const until = Date.now() + seconds * 1000
+    for (;;) {
+      const value = yield* read
+      if (done(value) || Date.now() > until) return value
+      yield* Effect.sleep("100 millis")
+    }
+  })
+
+layer(QuickServer, { excludeTestServices: true })("scheduling", (it) => {
+  it.scoped("publishes at the time to each account, holding the credits until then", () =>
+    Effect.gen(function*() {
+      const mastodon = yield* makeMastodonFake()
+      const receiver = yield* makeWebhookReceiver
+      const { call, connect, credit, draft } = yield* publishingTeam(5)
+      const toot = yield* connect({ provider: "mastodon", instanceUrl: mastodon.url, accessToken: mastodon.token })
+      const hook = yield* connect({ provider: "webhook", url: receiver.url })
+      const post = yield* draft("At the stroke of the hour")
+      const at = inSeconds(2)
+      const scheduled = yield* call("POST", `/posts/${post.id}/schedule`, { socialAccountIds: [toot.id, hook.id], scheduledAt: at })
+      expect(scheduled.status).toBe(200)
+      expect(scheduled.body).toEqual({
+        postId: post.id,
+        scheduledAt: new Date(at).toISOString(),
+        results: [
+          { socialAccountId: toot.id, status: "scheduled", error: null },
+          { socialAccountId: hook.id, status: "scheduled", error: null }
+        ],
+        outcome: "none_failed"
+      })
+      const waiting = (yield* call("GET", `/posts/${post.id}`)).body
+      expect(waiting).toMatchObject({ status: "scheduled", scheduledAt: new Date(at).toISOString() })
+      expect(waiting.targets.map((target: any) => target.status)).toEqual(["pending", "pending"])
+      expect(yield* credit).toEqual({ balance: 5, reserved: 1, available: 4 })
+      expect(mastodon.statuses).toEqual([])
+      // The engine holds every shard in this single process, and the post's wake-up waits in its tables.
+      const health = (yield* raw({ method: "GET", path: "/health" })).body
+      expect(health.scheduler).toMatchObject({ registered: true, shards: 300 })
+      expect(health.scheduler.messagesWaiting).toBeGreaterThanOrEqual(1)
+
+      const done = yield* eventually(call("GET", `/posts/${post.id}`), (response) => response.body.status === "published")
+      expect(done.body.targets.map((target: any) => [target.socialAccountId, target.status]).sort()).toEqual([
+        [toot.id, "published"],
+        [hook.id, "published"]
+      ].sort())
+      const publishedAt = Math.min(...done.body.targets.map((target: any) => Date.parse(target.publishedAt)))
+      expect(publishedAt).toBeGreaterThanOrEqual(Date.parse(at))
+      expect(mastodon.statuses).toEqual([{ id: expect.any(String), text: "At the stroke of the hour", idempotencyKey: `${post.id}:${toot.id}` }])
+      expect(receiver.received).toHaveLength(1)
+      expect(yield* credit).toEqual({ balance: 4, reserved: 0, available: 4 })
+      const queue = yield* call("GET", "/posts?status=scheduled")
+      expect(queue.body.total).toBe(0)
+    }))
+
+  it.scoped("rescheduling moves the post: nothing at the old time, once at the new one", () =>
+    Effect.gen(function*() {
+      const receiver = yield* makeWebhookReceiver
+      const { call, connect, draft } = yield* publishingTeam()
+      const hook = yield* connect({ provider: "webhook", url: receiver.url })
+      const post = yield* draft("Moved")
+      const first = yield* call("POST", `/posts/${post.id}/schedule`, { socialAccountIds: [hook.id], scheduledAt: inSeconds(2) })
+      expect(first.status).toBe(200)
+      const later = inSeconds(5)
+      const moved = yield* call("POST", `/posts/${post.id}/schedule`, { socialAccountIds: [hook.id], scheduledAt: later })
+      expect(moved.body.scheduledAt).toBe(new Date(later).toISOString())
+      yield* Effect.sleep("3500 millis")
+      expect(receiver.received).toEqual([])
+      expect((yield* call("GET", `/posts/${post.id}`)).body.status).toBe("scheduled")
+      yield* eventually(Effect.sync(() => receiver.received.length), (count) => count > 0)
+      yield* Effect.sleep("1 second")
+      expect(receiver.received).toHaveLength(1)
+      expect((yield* call("GET", `/posts/${post.id}`)).body.status).toBe("published")
+    }))
+
+  it.scoped("unscheduling returns the post to draft and its credits, and nothing is published", () =>
+    Effect.gen(function*() {
+      const mastodon = yield* makeMastodonFake()
+      const { call, connect, credit, draft, organization } = yield* publishingTeam(3)
+      const toot = yield* connect({ provider: "mastodon", instanceUrl: mastodon.url, accessToken: mastodon.token })
+      const post = yield* draft("Never mind")
+      yield* call("POST", `/posts/${post.id}/schedule`, { socialAccountIds: [toot.id], scheduledAt: inSeconds(2) })
+      expect(yield* credit).toMatchObject({ reserved: 1 })
+      const cancelled = yield* call("POST", `/posts/${post.id}/unschedule`)
+      expect(cancelled.status).toBe(200)
+      expect(cancelled.body).toMatchObject({ id: post.id, status: "draft", scheduledAt: null, targets: [] })
+      expect(yield* credit).toEqual({ balance: 3, reserved: 0, available: 3 })
+      yield* Effect.sleep("3 seconds")
+      expect(mastodon.statuses).toEqual([])
+      expect((yield* call("POST", `/posts/${post.id}/unschedule`)).body).toMatchObject({ _tag: "Conflict" })
+      const sql = yield* SqlClient.SqlClient
+      const ledger = yield* sql<{ kind: string }>`SELECT kind FROM credit_transactions
+        WHERE organization_id = ${organization.id} ORDER BY created_at, kind DESC`
+      expect(ledger.map((entry) => entry.kind)).toEqual(["reserve", "release"])
+    }))
+
+  it.scoped("a transient failure is retried with backoff and succeeds; a permanent one fails and gives the credits back", () =>
+    Effect.gen(function*() {
+      const receiver = yield* makeWebhookReceiver
+      const mastodon = yield* makeMastodonFake({ maxCharacters: 500 })
+      const { call, connect, credit, draft } = yield* publishingTeam(2)
+      const hook = yield* connect({ provider: "webhook", url: receiver.url })
+      let answered = 0
+      receiver.answerWith((_event, response) => response.writeHead(answered++ === 0 ? 503 : 204).end())
+      const flaky = yield* draft("Second time lucky")
+      yield* call("POST", `/posts/${flaky.id}/schedule`, { socialAccountIds: [hook.id], scheduledAt: inSeconds(2) })
+      const published = yield* eventually(call("GET", `/posts/${flaky.id}`), (response) => response.body.status === "published")
+      expect(published.body.status).toBe("published")
+      expect(receiver.received).toHaveLength(2)
+      // Backoff: the second attempt came at least a second after the first.
+      const [first, second] = receiver.received.map((event) => Number(event.headers["webhook-timestamp"]))
+      expect(second - first).toBeGreaterThanOrEqual(1)
+      const sql = yield* SqlClient.SqlClient
+      const attempts = yield* sql<{ attempt: number; result: string }>`SELECT attempt, result FROM publish_attempts
+        WHERE post_id = ${flaky.id} ORDER BY attempt`
+      expect(attempts).toEqual([{ attempt: 1, result: "failed" }, { attempt: 2, result: "published" }])
+
+      const toot = yield* connect({ provider: "mastodon", instanceUrl: mastodon.url, accessToken: mastodon.token })
+      mastodon.answerNext({ status: 422, body: { error: "Validation failed: Text is invalid" } })
+      const doomed = yield* draft("Refused")
+      yield* call("POST", `/posts/${doomed.id}/schedule`, { socialAccountIds: [toot.id], scheduledAt: inSeconds(2) })
+      expect(yield* credit).toMatchObject({ reserved: 1 })
+      const failed = yield* eventually(call("GET", `/posts/${doomed.id}`), (response) => response.body.status === "failed")
+      expect(failed.body.targets[0]).toMatchObject({
+        status: "failed",
+        error: { category: "invalid_content", message: "Validation failed: Text is invalid", retryable: false },
+        creditsSpent: 0
+      })
+      expect(yield* credit).toEqual({ balance: 2, reserved: 0, available: 2 })
+    }))
+
+  it.scoped("fails an account before scheduling for what it would refuse; 402 when short; the queue by time", () =>
+    Effect.gen(function*() {
+      const mastodon = yield* makeMastodonFake({ maxCharacters: 10 })
+      const receiver = yield* makeWebhookReceiver
+      const { call, connect, draft } = yield* publishingTeam(0)
+      const toot = yield* connect({ provider: "mastodon", instanceUrl: mastodon.url, accessToken: mastodon.token })
+      const hook = yield* connect({ provider: "webhook", url: receiver.url })
+      const long = yield* draft("Too long for a ten-character instance")
+      const partly = yield* call("POST", `/posts/${long.id}/schedule`, { socialAccountIds: [toot.id, hook.id], scheduledAt: inSeconds(60) })
+      expect(partly.body).toMatchObject({
+        outcome: "partially_failed",
+        results: [
+          { socialAccountId: toot.id, status: "failed", error: { category: "invalid_content" } },
+          { socialAccountId: hook.id, status: "scheduled", error: null }
+        ]
+      })
+      const short = yield* draft("Short")
+      const broke = yield* call("POST", `/posts/${short.id}/schedule`, { socialAccountIds: [toot.id], scheduledAt: inSeconds(60) })
+      expect(broke).toMatchObject({ status: 402, body: { _tag: "PaymentRequired" } })
+      expect((yield* call("GET", `/posts/${short.id}`)).body).toMatchObject({ status: "draft", scheduledAt: null })
+
+      const soon = yield* draft("Sooner")
+      yield* call("POST", `/posts/${soon.id}/schedule`, { socialAccountIds: [hook.id], scheduledAt: inSeconds(30) })
+      const queue = yield* call("GET", "/posts?status=scheduled&sortBy=scheduledAt&sortOrder=asc")
+      expect(queue.body.data.map((post: any) => post.id)).toEqual([soon.id, long.id])
+      // Publishing a scheduled post now is refused: it is unscheduled or moved first.
+      expect((yield* call("POST", `/posts/${soon.id}/post-now`, { socialAccountIds: [hook.id] })).status).toBe(409)
+      for (const id of [soon.id, long.id]) expect((yield* call("POST", `/posts/${id}/unschedule`)).status).toBe(200)
+    }))
+
+  it.scoped("an Idempotency-Key replays a schedule; the time must have an offset and lie within a year", () =>
+    Effect.gen(function*() {
+      const receiver = yield* makeWebhookReceiver
+      const { call, connect, draft } = yield* publishingTeam()
+      const hook = yield* connect({ provider: "webhook", url: receiver.url })
+      const post = yield* draft("Once")
+      const key = randomUUID()
+      const body = { socialAccountIds: [hook.id], scheduledAt: inSeconds(60) }
+      const first = yield* call("POST", `/posts/${post.id}/schedule`, body, { "idempotency-key": key })
+      const again = yield* call("POST", `/posts/${post.id}/schedule`, body, { "idempotency-key": key })
+      expect(again.headers.get("idempotent-replayed")).toBe("true")
+      expect(again.body).toEqual(first.body)
+      const sql = yield* SqlClient.SqlClient
+      const [{ version }] = yield* sql<{ version: number }>`SELECT schedule_version AS version FROM posts WHERE id = ${post.id}`
+      expect(version).toBe(1)
+
+      for (const scheduledAt of [inSeconds(-60), inSeconds(367 * 24 * 3600)]) {
+        const refused = yield* call("POST", `/posts/${post.id}/schedule`, { socialAccountIds: [hook.id], scheduledAt })
+        expect(refused).toMatchObject({ status: 400, body: { _tag: "BadRequest" } })
+      }
+      for (const scheduledAt of ["2030-01-01T10:00:00", "tomorrow", "2030-02-30T10:00:00Z"]) {
+        const refused = yield* call("POST", `/posts/${post.id}/schedule`, { socialAccountIds: [hook.id], scheduledAt })
+        expect(refused.body._tag).toBe("HttpApiDecodeError")
+      }
+      expect((yield* call("GET", `/posts/${post.id}`)).body.status).toBe("scheduled")
+    }))
+})
+
+layer(TestServer, { excludeTestServices: true })("scheduling with the default lead", (it) => {
+  describe("scheduledAt", () => {
+    it.scoped("is at least 10 seconds ahead", () =>
+      Effect.gen(function*() {
+        const receiver = yield* makeWebhookReceiver
+        const { call, connect, draft } = yield* publishingTeam()
+        const hook = yield* connect({ provider: "webhook", url: receiver.url })
+        const post = yield* draft("Soon")
+        const tooSoon = yield* call("POST", `/posts/${post.id}/schedule`, { socialAccountIds: [hook.id], scheduledAt: inSeconds(9) })
+        expect(tooSoon.body).toEqual({ _tag: "BadRequest", message: "scheduledAt must be at least 10 seconds and at most a year ahead" })
+        const enough = yield* call("POST", `/posts/${post.id}/schedule`, { socialAccountIds: [hook.id], scheduledAt: inSeconds(11) })
+        expect(enough.status).toBe(200)
+        expect((yield* call("POST", `/posts/${post.id}/unschedule`)).status).toBe(200)
+      }))
+  })
+})

@@ -1,0 +1,72 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { Webhook as StandardWebhook } from "standardwebhooks"
+import { makeLocalServer } from "./LocalServer.js"
+import { raw, signUp } from "./TestServer.js"
+
+/** An admin's organization with `credits`, a team of it, and calls on its posts and accounts. */
+export const publishingTeam = (credits = 0) =>
+  Effect.gen(function*() {
+    const admin = yield* signUp("Ada Admin")
+    const organization = yield* admin.client.organizations.createOrganization({ payload: { name: "Acme" } })
+    const team = yield* admin.client.teams.createTeam({ payload: { organizationId: organization.id, name: "Social" } })
+    const sql = yield* SqlClient.SqlClient
+    if (credits > 0) {
+      yield* sql`UPDATE organizations SET credits_balance = ${credits} WHERE id = ${organization.id}`
+    }
+    const teamPath = (suffix = "") => `/v1/teams/${team.id}${suffix}`
+    const call = (method: "GET" | "POST" | "PATCH" | "DELETE", path: string, json?: unknown, headers?: Record<string, string>) =>
+      raw({ method, path: teamPath(path), token: admin.token, ...(json !== undefined ? { json } : {}), ...(headers ? { headers } : {}) })
+    const connect = (json: unknown) =>
+      Effect.map(call("POST", "/social-accounts", json), (response) => {
+        if (response.status !== 201) throw new Error(`connect failed: ${JSON.stringify(response.body)}`)
+        return response.body as { id: string; signingSecret: string | null }
+      })
+    const draft = (content: string, socialAccountIds?: ReadonlyArray<string>) =>
+      Effect.map(call("POST", "/posts", { content, ...(socialAccountIds ? { socialAccountIds } : {}) }), (response) => {
+        if (response.status !== 201) throw new Error(`draft failed: ${JSON.stringify(response.body)}`)
+        return response.body as { id: string }
+      })
+    const postNow = (postId: string, socialAccountIds: ReadonlyArray<string>, key?: string) =>
+      call("POST", `/posts/${postId}/post-now`, { socialAccountIds }, key === undefined ? undefined : { "idempotency-key": key })
+    const credit = Effect.map(
+      raw({ method: "GET", path: `/v1/organizations/${organization.id}/credits`, token: admin.token }),
+      (response) => response.body as { balance: number; reserved: number; available: number }
+    )
+    return { admin, organization, team, call, connect, draft, postNow, credit }
+  })
+
+export interface ReceivedEvent {
+  readonly headers: IncomingMessage["headers"]
+  readonly body: string
+}
+
+/**
+ * A webhook receiver on this machine: it records each call and answers what `answer` says (204 by default).
+ * `verify` checks a received call's Standard Webhooks signature with the secret shown at connect.
+ */
+export const makeWebhookReceiver = Effect.gen(function*() {
+  const received: Array<ReceivedEvent> = []
+  let answer: (event: ReceivedEvent, response: ServerResponse) => void = (_event, response) => response.writeHead(204).end()
+  const url = yield* makeLocalServer((request, response) => {
+    const chunks: Array<Buffer> = []
+    request.on("data", (chunk: Buffer) => chunks.push(chunk))
+    request.on("end", () => {
+      const event = { headers: request.headers, body: Buffer.concat(chunks).toString("utf8") }
+      received.push(event)
+      answer(event, response)
+    })
+  })
+  return {
+    url,
+    received,
+    answerWith: (next: typeof answer) => void (answer = next),
+    verify: (event: ReceivedEvent, secret: string) =>
+      new StandardWebhook(secret).verify(event.body, {
+        "webhook-id": String(event.headers["webhook-id"]),
+        "webhook-timestamp": String(event.headers["webhook-timestamp"]),
+        "webhook-signature": String(event.headers["webhook-signature"])
+      })
+  }
+})

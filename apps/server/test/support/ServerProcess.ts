@@ -1,0 +1,94 @@
+import { Effect } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
+import { createServer } from "node:net"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import { inject } from "vitest"
+
+export const serverDir = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
+
+/** The Node.js flags of `pnpm start`, so that a test process has the same bounded heap. */
+export const startFlags = ["--max-old-space-size=128", "--single-threaded-gc"]
+
+export const freePort = Effect.async<number>((resume) => {
+  const probe = createServer().listen(0, "127.0.0.1", () => {
+    const { port } = probe.address() as { port: number }
+    probe.close(() => resume(Effect.succeed(port)))
+  })
+})
+
+export interface ServerProcess {
+  readonly child: ChildProcess
+  readonly base: string
+  readonly lines: Array<string>
+  readonly exited: Promise<number | null>
+}
+
+/** The bundled server (`main`) or admin command (`admin`) that this test run built. */
+export const bundled = (entry: "main" | "admin") => Path.join(inject("serverBundle"), `${entry}.js`)
+
+/** Spawns the bundled server as `pnpm start` runs it, with only `env` in its environment. */
+export const spawnServer = (env: Record<string, string>) => {
+  const child = spawn(process.execPath, [...startFlags, bundled("main")], {
+    cwd: serverDir,
+    env: { PATH: process.env.PATH ?? "", ...env }
+  })
+  const lines: Array<string> = []
+  const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)))
+  let buffered = ""
+  child.stdout!.on("data", (chunk: Buffer) => {
+    const complete = (buffered + chunk.toString()).split("\n")
+    buffered = complete.pop()!
+    lines.push(...complete)
+  })
+  child.stderr!.on("data", (chunk: Buffer) => lines.push(`stderr: ${chunk}`))
+  return { child, lines, exited }
+}
+
+/** Starts the server on a free port and waits until it answers; killed when the scope closes. */
+export const startServer = (env: Record<string, string>) =>
+  Effect.acquireRelease(
+    Effect.flatMap(Effect.zip(freePort, freePort), ([port, clusterPort]) =>
+      Effect.promise(async (): Promise<ServerProcess> => {
+        // On PostgreSQL each process is a runner of the scheduler's cluster, on a port of its own.
+        const started = spawnServer({
+          HOST: "127.0.0.1",
+          LOG_LEVEL: "WARN",
+          CLUSTER_HOST: "127.0.0.1",
+          CLUSTER_PORT: String(clusterPort),
+          ...env,
+          PORT: env.PORT ?? String(port)
+        })
+        const base = `http://127.0.0.1:${env.PORT ?? port}`
+        let exitCode: number | null | undefined
+        void started.exited.then((code) => (exitCode = code))
+        for (;;) {
+          if (exitCode !== undefined) throw new Error(`server exited with ${exitCode}:\n${started.lines.join("\n")}`)
+          const up = await fetch(`${base}/health`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false)
+          if (up) return { ...started, base }
+          await new Promise((wait) => setTimeout(wait, 100))
+        }
+      })),
+    ({ child }) => Effect.sync(() => child.kill("SIGKILL"))
+  )
+
+/** Creates a user with `pnpm admin users create` on the database of `env` (before a server holds it). */
+export const createUserWithToken = (env: Record<string, string>) =>
+  Effect.promise(() =>
+    new Promise<{ readonly id: string; readonly token: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, [
+        bundled("admin"),
+        "users",
+        "create",
+        "--email",
+        `${Math.random().toString(36).slice(2)}@example.com`,
+        "--name",
+        "Process User"
+      ], { cwd: serverDir, env: { PATH: process.env.PATH ?? "", ...env } })
+      let stdout = ""
+      let stderr = ""
+      child.stdout.on("data", (chunk: Buffer) => (stdout += chunk))
+      child.stderr.on("data", (chunk: Buffer) => (stderr += chunk))
+      child.once("exit", (code) => code === 0 ? resolve(JSON.parse(stdout)) : reject(new Error(stderr)))
+    })
+  )

@@ -1,0 +1,179 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { invalidUnless, oneOf, optional, strict, Text, Timestamp, WebsiteUrl } from "./Fields.js"
+import { SocialAccountId, TeamId } from "./Ids.js"
+import { ListEnvelope, listQueryFields } from "./Lists.js"
+
+export const SocialProvider = oneOf("bluesky", "mastodon", "webhook").annotations({
+  identifier: "SocialProvider",
+  description: "Where posts go: a Bluesky account, a Mastodon account, or a webhook of the team's own"
+})
+export type SocialProvider = typeof SocialProvider.Type
+
+export const SocialAccountStatus = oneOf("connected", "reconnect_required").annotations({
+  identifier: "SocialAccountStatus",
+  description: "reconnect_required: the provider refused the credentials; update them (PATCH) to publish again"
+})
+export type SocialAccountStatus = typeof SocialAccountStatus.Type
+
+export const ProviderErrorCategory = oneOf("auth", "rate_limited", "invalid_content", "transient", "unknown").annotations({
+  identifier: "ProviderErrorCategory",
+  description: "auth: the credentials no longer work; rate_limited and transient: may pass if tried later; " +
+    "invalid_content: the provider will not take this text; unknown: anything else"
+})
+export type ProviderErrorCategory = typeof ProviderErrorCategory.Type
+
+export const SocialAccountError = Schema.Struct({
+  category: ProviderErrorCategory,
+  message: Schema.String,
+  at: Timestamp
+}).annotations({ identifier: "SocialAccountError", description: "The last failure of a check or a publish" })
+
+export const SocialAccount = Schema.Struct({
+  id: SocialAccountId,
+  teamId: TeamId,
+  provider: SocialProvider,
+  handle: Schema.String.annotations({ description: "The account's handle; for a webhook, its host" }),
+  displayName: Schema.NullOr(Schema.String),
+  avatarUrl: Schema.NullOr(Schema.String),
+  profileUrl: Schema.NullOr(Schema.String),
+  status: SocialAccountStatus,
+  lastError: Schema.NullOr(SocialAccountError),
+  createdAt: Timestamp,
+  updatedAt: Timestamp
+}).annotations({
+  identifier: "SocialAccount",
+  description: "An account posts are published to. Its credentials are kept encrypted and never shown."
+})
+export type SocialAccount = typeof SocialAccount.Type
+
+/** A secret in a request: decoded as `Redacted`, so that it is never logged. */
+const secret = (pattern: RegExp, description: string, message: string) =>
+  Schema.Redacted(
+    Schema.String.pipe(Schema.pattern(pattern)).annotations({ description, ...invalidUnless(message) })
+  )
+
+const ServiceUrl = WebsiteUrl.annotations(invalidUnless("must be an absolute http or https URL"))
+
+export const ConnectBluesky = Schema.Struct({
+  provider: Schema.Literal("bluesky"),
+  handle: Text.pipe(
+    Schema.filter((handle) => handle.length >= 1 && handle.length <= 253, { jsonSchema: { minLength: 1, maxLength: 253 } })
+  ).annotations({
+    description: "The handle (`alice.bsky.social`), email or DID the account logs in with",
+    ...invalidUnless("must be 1 to 253 characters")
+  }),
+  appPassword: secret(
+    /^[a-z2-7]{4}(-[a-z2-7]{4}){3}$/,
+    "An app password (`xxxx-xxxx-xxxx-xxxx`, from Bluesky's settings), never the account's own password",
+    "must be a Bluesky app password (xxxx-xxxx-xxxx-xxxx)"
+  ),
+  serviceUrl: optional(ServiceUrl.annotations({ description: "The account's PDS; default https://bsky.social" }))
+}).annotations({ ...strict, identifier: "ConnectBluesky" })
+
+export const ConnectMastodon = Schema.Struct({
+  provider: Schema.Literal("mastodon"),
+  instanceUrl: ServiceUrl.annotations({ description: "The instance, e.g. `https://mastodon.social`" }),
+  accessToken: secret(
+    /^[\x21-\x7E]{1,1024}$/,
+    "An access token with the read:accounts and write:statuses scopes",
+    "must be an access token: 1 to 1024 printable ASCII characters"
+  )
+}).annotations({ ...strict, identifier: "ConnectMastodon" })
+
+export const ConnectWebhook = Schema.Struct({
+  provider: Schema.Literal("webhook"),
+  url: ServiceUrl.annotations({ description: "Where each publish is POSTed as a signed JSON event" })
+}).annotations({ ...strict, identifier: "ConnectWebhook" })
+
+/** Credentials of one provider, chosen by `provider`. */
+export const SocialAccountCredentials = Schema.Union(ConnectBluesky, ConnectMastodon, ConnectWebhook).annotations({
+  identifier: "SocialAccountCredentials"
+})
+export type SocialAccountCredentials = typeof SocialAccountCredentials.Type
+
+/** The answer to connecting an account: for a webhook, the only time its signing secret is shown. */
+export const ConnectedSocialAccount = Schema.Struct({
+  ...SocialAccount.fields,
+  signingSecret: Schema.NullOr(Schema.String).annotations({
+    description: "A webhook's Standard Webhooks signing secret (`whsec_…`), shown this once; null for other providers"
+  })
+}).annotations({ identifier: "ConnectedSocialAccount" })
+
+export const SocialAccountListQuery = Schema.Struct({
+  provider: optional(SocialProvider),
+  status: optional(SocialAccountStatus),
+  ...listQueryFields
+}).annotations(strict)
+export type SocialAccountListQuery = typeof SocialAccountListQuery.Type
+
+export const SocialAccountList = ListEnvelope(SocialAccount, "SocialAccountList")
+
+const teamPath = Schema.Struct({ teamId: TeamId })
+const accountPath = Schema.Struct({ teamId: TeamId, socialAccountId: SocialAccountId })
+
+export class SocialAccountsGroup extends HttpApiGroup.make("socialAccounts")
+  .add(
+    HttpApiEndpoint.get("listSocialAccounts", "/v1/teams/:teamId/social-accounts")
+      .setPath(teamPath)
+      .setUrlParams(SocialAccountListQuery)
+      .addSuccess(SocialAccountList)
+      .annotate(OpenApi.Summary, "List social accounts")
+      .annotate(
+        OpenApi.Description,
+        "The team's accounts; any member may list them. Filters: provider, status. sortBy name sorts by handle."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("connectSocialAccount", "/v1/teams/:teamId/social-accounts")
+      .setPath(teamPath)
+      .setPayload(SocialAccountCredentials)
+      .addSuccess(ConnectedSocialAccount, { status: 201 })
+      .annotate(OpenApi.Summary, "Connect social account")
+      .annotate(
+        OpenApi.Description,
+        "Checks the credentials with the provider and keeps them encrypted. Credentials the provider refuses give " +
+          "400 with its reason, and nothing is kept. A webhook's signing secret is made here and answered this once. " +
+          "Admins, owners and the organization's API keys may."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("getSocialAccount", "/v1/teams/:teamId/social-accounts/:socialAccountId")
+      .setPath(accountPath)
+      .addSuccess(SocialAccount)
+      .annotate(OpenApi.Summary, "Get social account")
+      .annotate(OpenApi.Description, "One account of the team; any member may see it, never its credentials.")
+  )
+  .add(
+    HttpApiEndpoint.patch("updateSocialAccount", "/v1/teams/:teamId/social-accounts/:socialAccountId")
+      .setPath(accountPath)
+      .setPayload(SocialAccountCredentials)
+      .addSuccess(SocialAccount)
+      .annotate(OpenApi.Summary, "Update social account credentials")
+      .annotate(
+        OpenApi.Description,
+        "New credentials of the same provider, checked with the provider again (400 with its reason if refused, " +
+          "nothing changed); the account is then connected again. A webhook keeps its signing secret."
+      )
+  )
+  .add(
+    HttpApiEndpoint.del("removeSocialAccount", "/v1/teams/:teamId/social-accounts/:socialAccountId")
+      .setPath(accountPath)
+      .addSuccess(SocialAccount)
+      .annotate(OpenApi.Summary, "Remove social account")
+      .annotate(OpenApi.Description, "Forgets the account and its credentials; answers the account as it was.")
+  )
+  .add(
+    HttpApiEndpoint.post("verifySocialAccount", "/v1/teams/:teamId/social-accounts/:socialAccountId/verify")
+      .setPath(accountPath)
+      .addSuccess(SocialAccount)
+      .annotate(OpenApi.Summary, "Check social account")
+      .annotate(
+        OpenApi.Description,
+        "Checks the credentials with the provider now: connected if they work, reconnect_required if the provider " +
+          "refuses them; any other failure is recorded in lastError and leaves the status as it was."
+      )
+  )
+  .annotate(OpenApi.Title, "socialAccounts")
+  .annotate(OpenApi.Description, "The accounts a team publishes to, and their credentials")
+{}

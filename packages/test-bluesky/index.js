@@ -1,0 +1,53 @@
+import { AtpAgent } from "@atproto/api"
+import { TestNetworkNoAppView } from "@atproto/dev-env"
+
+// A 1x1 PNG, so that a profile can have an avatar blob.
+const avatarPng = Buffer.from(
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
+  "base64"
+)
+
+/** @type {import("./index.d.ts").startBlueskyNetwork} */
+export const startBlueskyNetwork = async (options = {}) => {
+  const network = await TestNetworkNoAppView.create({
+    pds: { rateLimitsEnabled: options.rateLimits ?? false }
+  })
+  const serviceUrl = network.pds.url
+  const reader = new AtpAgent({ service: serviceUrl })
+  let accounts = 0
+
+  const createAccount = async (profile = {}) => {
+    accounts += 1
+    const agent = new AtpAgent({ service: serviceUrl })
+    const handle = `user${accounts}.test`
+    const password = `password-${accounts}-${Date.now()}`
+    await agent.createAccount({ handle, email: `${handle}@example.com`, password })
+    const { data } = await agent.com.atproto.server.createAppPassword({ name: "postline" })
+    if (profile.displayName !== undefined || profile.avatar) {
+      const avatar = profile.avatar
+        ? (await agent.uploadBlob(avatarPng, { encoding: "image/png" })).data.blob
+        : undefined
+      await agent.upsertProfile((existing) => ({
+        ...existing,
+        ...(profile.displayName !== undefined ? { displayName: profile.displayName } : {}),
+        ...(avatar ? { avatar } : {})
+      }))
+    }
+    return { did: agent.session.did, handle, password, appPassword: data.password }
+  }
+
+  const getRecord = async (uri) => {
+    const [, , repo, collection, rkey] = uri.split("/")
+    const { data } = await reader.com.atproto.repo.getRecord({ repo, collection, rkey })
+    return data.value
+  }
+
+  /** The user revokes Postline's app password at the PDS: logging in with it fails from now on. */
+  const revokeAppPassword = async (account) => {
+    const agent = new AtpAgent({ service: serviceUrl })
+    await agent.login({ identifier: account.handle, password: account.password })
+    await agent.com.atproto.server.revokeAppPassword({ name: "postline" })
+  }
+
+  return { serviceUrl, createAccount, getRecord, revokeAppPassword, close: () => network.close() }
+}
