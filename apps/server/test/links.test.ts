@@ -283,3 +283,24 @@ layer(serverWith({}), { excludeTestServices: true })("link tracking without PUBL
       expect(yield* sql`SELECT 1 FROM post_links`).toEqual([])
     }))
 })
+
+layer(serverWith({ PUBLIC_URL: publicUrl, SCHEDULE_MIN_LEAD_SECONDS: "1", SCHEDULER_POLL_MS: "200" }), { excludeTestServices: true })(
+  "link tracking of scheduled posts",
+  (it) => {
+    it.scoped("a scheduled post is sent with the short links made when it was scheduled", () =>
+      Effect.gen(function*() {
+        const receiver = yield* makeWebhookReceiver
+        const { call, connect } = yield* publishingTeam()
+        const hook = yield* connect({ provider: "webhook", url: receiver.url })
+        const post = yield* call("POST", "/posts", { content: "Later: https://example.com/later", linkTracking: true })
+        const at = new Date(Date.now() + 1500).toISOString()
+        expect((yield* call("POST", `/posts/${post.body.id}/schedule`, { socialAccountIds: [hook.id], scheduledAt: at })).status)
+          .toBe(200)
+        const made = (yield* call("GET", `/posts/${post.body.id}/links`)).body.data.map((link: any) => link.code)
+        expect(made).toHaveLength(1)
+        const until = Date.now() + 20_000
+        while (receiver.received.length === 0 && Date.now() < until) yield* Effect.sleep("100 millis")
+        expect(textsOf(receiver)).toEqual([`Later: ${publicUrl}/l/${made[0]}`])
+      }))
+  }
+)

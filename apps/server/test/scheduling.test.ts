@@ -222,4 +222,35 @@ layer(TestServer, { excludeTestServices: true })("scheduling with the default le
         expect((yield* call("POST", `/posts/${post.id}/unschedule`)).status).toBe(200)
       }))
   })
+
+  it.scoped("slot \"next\" takes the team's next free posting slot, a different one for each post, even at once", () =>
+    Effect.gen(function*() {
+      const receiver = yield* makeWebhookReceiver
+      const { call, connect, draft } = yield* publishingTeam()
+      const hook = yield* connect({ provider: "webhook", url: receiver.url })
+      const post = yield* draft("In the next slot")
+      const none = yield* call("POST", `/posts/${post.id}/schedule`, { socialAccountIds: [hook.id], slot: "next" })
+      expect(none).toMatchObject({
+        status: 400,
+        body: { _tag: "BadRequest", message: "This team has no posting slots: set some, or give scheduledAt" }
+      })
+      expect((yield* call("GET", `/posts/${post.id}`)).body).toMatchObject({ status: "draft", scheduledAt: null, targets: [] })
+
+      // A slot at midnight every day of the week, in UTC (the team has no timezone).
+      const everyMidnight = [1, 2, 3, 4, 5, 6, 7].map((weekday) => ({ weekday, time: "00:00" }))
+      expect((yield* call("PUT", "/posting-slots", { slots: everyMidnight })).status).toBe(200)
+      const today = new Date()
+      const midnightsAhead = (days: number) =>
+        new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate() + days)).toISOString()
+      const first = yield* call("POST", `/posts/${post.id}/schedule`, { socialAccountIds: [hook.id], slot: "next" })
+      expect(first.body).toMatchObject({ postId: post.id, scheduledAt: midnightsAhead(1), outcome: "none_failed" })
+
+      const others = yield* Effect.forEach([1, 2, 3, 4], (i) => draft(`Also in a slot ${i}`))
+      const slots = yield* Effect.forEach(others, (other) =>
+        Effect.map(
+          call("POST", `/posts/${other.id}/schedule`, { socialAccountIds: [hook.id], slot: "next" }),
+          (response) => response.body.scheduledAt as string
+        ), { concurrency: "unbounded" })
+      expect([...slots].sort()).toEqual([2, 3, 4, 5].map(midnightsAhead))
+    }))
 })

@@ -9,6 +9,8 @@ export interface SendingState {
   readonly teamId: TeamId
   readonly organizationId: OrganizationId
   readonly content: string
+  /** The post's own link tracking, null to follow its team's default. */
+  readonly linkTracking: boolean | null
   readonly targetStatus: "pending" | "published" | "failed"
   readonly creditsReserved: number
   /** An attempt started and never finished: its process died during the provider call. */
@@ -37,7 +39,7 @@ export class SchedulingRepo extends Effect.Service<SchedulingRepo>()("Scheduling
 
     const sendingState = (postId: PostId, socialAccountId: SocialAccountId) =>
       sql<SendingState>`SELECT p.schedule_version AS version, p.team_id AS "teamId", t.organization_id AS "organizationId",
-          p.content, pt.status AS "targetStatus", pt.credits_reserved AS "creditsReserved",
+          p.content, p.link_tracking AS "linkTracking", pt.status AS "targetStatus", pt.credits_reserved AS "creditsReserved",
           (SELECT a.attempt FROM publish_attempts a
             WHERE a.post_id = pt.post_id AND a.social_account_id = pt.social_account_id AND a.finished_at IS NULL
             ORDER BY a.attempt DESC LIMIT 1) AS "unfinishedAttempt"

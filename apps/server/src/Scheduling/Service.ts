@@ -11,6 +11,7 @@ import {
 import { Config, DateTime, Effect, Option } from "effect"
 import { authorize } from "../Access/Authorization.js"
 import { transactionally } from "../Database/Transaction.js"
+import { PostingSlots } from "../PostingSlots/Service.js"
 import { PostsPolicy } from "../Posts/Policy.js"
 import { PostsRepo } from "../Posts/Repo.js"
 import { postNotFound } from "../Posts/Service.js"
@@ -35,21 +36,29 @@ export class Scheduling extends Effect.Service<Scheduling>()("Scheduling", {
     const posts = yield* PostsRepo
     const targets = yield* PublishingRepo
     const policy = yield* PostsPolicy
+    const slots = yield* PostingSlots
     const minLeadSeconds = yield* Config.integer("SCHEDULE_MIN_LEAD_SECONDS").pipe(Config.withDefault(minScheduleLeadSeconds))
 
     const cancel = (postId: PostId, version: number) =>
       Effect.flatMap(PublishScheduled.executionId({ postId, version, dueAt: 0 }), PublishScheduled.interrupt)
 
-    /** When the request asks for: at least the minimum lead and at most a year ahead. */
-    const dueTime = (request: ScheduleRequest) =>
+    /**
+     * When the request asks for: at least the minimum lead and at most a year ahead; or the team's next free
+     * posting slot from the minimum lead on, which locks the team until the schedule's transaction ends.
+     */
+    const dueTime = (teamId: TeamId, request: ScheduleRequest) =>
       Effect.gen(function*() {
+        const now = DateTime.toEpochMillis(yield* DateTime.now)
+        const earliest = now + minLeadSeconds * 1000
         if (!("scheduledAt" in request)) {
-          return yield* new BadRequest({ message: "This team has no free posting slot: set some, or give scheduledAt" })
+          const slot = yield* slots.nextFreeSlot(teamId, new Date(earliest))
+          if (Option.isNone(slot)) {
+            return yield* new BadRequest({ message: "This team has no posting slots: set some, or give scheduledAt" })
+          }
+          return slot.value
         }
         const at = new Date(request.scheduledAt)
-        const now = yield* DateTime.now
-        const lead = at.getTime() - DateTime.toEpochMillis(now)
-        if (lead < minLeadSeconds * 1000 || lead > yearMillis) {
+        if (at.getTime() < earliest || at.getTime() > now + yearMillis) {
           return yield* new BadRequest({
             message: `scheduledAt must be at least ${minLeadSeconds} seconds and at most a year ahead`
           })
@@ -60,9 +69,12 @@ export class Scheduling extends Effect.Service<Scheduling>()("Scheduling", {
     const schedule = (teamId: TeamId, postId: PostId, request: ScheduleRequest) =>
       authorize(policy.canPublish(teamId, { lock: false }))(() =>
         Effect.gen(function*() {
-          const at = yield* dueTime(request)
-          const chosen = yield* publishing.accountsOf(teamId, request.socialAccountIds)
-          const prepared = yield* publishing.prepare(teamId, postId, chosen, { _tag: "At", at })
+          // The slot is chosen in the transaction that takes it, so that two posts never get the same one.
+          const { at, prepared } = yield* Effect.gen(function*() {
+            const at = yield* dueTime(teamId, request)
+            const chosen = yield* publishing.accountsOf(teamId, request.socialAccountIds)
+            return { at, prepared: yield* publishing.prepare(teamId, postId, chosen, { _tag: "At", at }) }
+          }).pipe(transactionally)
           if (prepared.replaced !== undefined) yield* cancel(postId, prepared.replaced)
           if (prepared.version !== undefined) {
             yield* PublishScheduled.execute({ postId, version: prepared.version, dueAt: at.getTime() }, { discard: true })
@@ -107,5 +119,5 @@ export class Scheduling extends Effect.Service<Scheduling>()("Scheduling", {
 
     return { schedule, unschedule } as const
   }),
-  dependencies: [Publishing.Default, PostsRepo.Default, PublishingRepo.Default, PostsPolicy.Default]
+  dependencies: [Publishing.Default, PostsRepo.Default, PublishingRepo.Default, PostsPolicy.Default, PostingSlots.Default]
 }) {}

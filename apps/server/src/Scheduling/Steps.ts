@@ -4,6 +4,7 @@ import { withSystemActor } from "../Access/Authorization.js"
 import { makeFifoLimiter } from "../Concurrency/FifoLimiter.js"
 import { CreditsRepo } from "../Credits/Repo.js"
 import { transactionally } from "../Database/Transaction.js"
+import { Links } from "../Links/Service.js"
 import { PublishingRepo } from "../Publishing/Repo.js"
 import { Publishing } from "../Publishing/Service.js"
 import { SocialAccountsRepo } from "../SocialAccounts/Repo.js"
@@ -28,6 +29,7 @@ export class ScheduledPublishing extends Effect.Service<ScheduledPublishing>()("
     const accounts = yield* SocialAccountsRepo
     const credits = yield* CreditsRepo
     const publishing = yield* Publishing
+    const links = yield* Links
     const maxAttempts = yield* Config.integer("SCHEDULE_MAX_ATTEMPTS").pipe(Config.withDefault(5))
     // However many posts come due at once, this process sends a few targets at a time: the database
     // connections they would all wait for are also the ones the engine needs to hand out the next steps,
@@ -78,7 +80,8 @@ export class ScheduledPublishing extends Effect.Service<ScheduledPublishing>()("
         const { outcome, retryAfterSeconds } = yield* publishing.publishTarget({
           organizationId: state.organizationId,
           postId,
-          content: state.content,
+          // The text as checked when the post was scheduled: its links tracked with the codes made then.
+          content: yield* links.linksFor({ id: postId, teamId: state.teamId, content: state.content, linkTracking: state.linkTracking }),
           account,
           attempt: state.number,
           hold
@@ -97,6 +100,7 @@ export class ScheduledPublishing extends Effect.Service<ScheduledPublishing>()("
     PublishingRepo.Default,
     SocialAccountsRepo.Default,
     CreditsRepo.Default,
-    Publishing.Default
+    Publishing.Default,
+    Links.Default
   ]
 }) {}

@@ -16,7 +16,7 @@ export const publishingTeam = (credits = 0) =>
       yield* sql`UPDATE organizations SET credits_balance = ${credits} WHERE id = ${organization.id}`
     }
     const teamPath = (suffix = "") => `/v1/teams/${team.id}${suffix}`
-    const call = (method: "GET" | "POST" | "PATCH" | "DELETE", path: string, json?: unknown, headers?: Record<string, string>) =>
+    const call = (method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE", path: string, json?: unknown, headers?: Record<string, string>) =>
       raw({ method, path: teamPath(path), token: admin.token, ...(json !== undefined ? { json } : {}), ...(headers ? { headers } : {}) })
     const connect = (json: unknown) =>
       Effect.map(call("POST", "/social-accounts", json), (response) => {
