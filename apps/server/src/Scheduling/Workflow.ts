@@ -28,16 +28,16 @@ export const PublishScheduledLive = PublishScheduled.toLayer(Effect.fn(function*
   const steps = yield* ScheduledPublishing
   const now = yield* Clock.currentTimeMillis
   yield* DurableClock.sleep({ name: "due", duration: Duration.millis(Math.max(0, dueAt - now)), inMemoryThreshold: durably })
-  const accountIds = yield* Activity.make({
+  // Every step waits its turn before it is handed to the engine, so that a burst of due posts holds
+  // waiting workflows, not hundreds of steps under way.
+  const accountIds = yield* steps.inTurn(Activity.make({
     name: "begin",
     success: Schema.Array(Schema.String),
     execute: steps.begin(postId, version)
-  })
+  }))
   yield* Effect.forEach(accountIds, (accountId) =>
     Effect.gen(function*() {
       for (let attempt = 1;; attempt++) {
-        // Waits its turn before the step is handed to the engine, so that a burst of due posts
-        // holds waiting workflows, not hundreds of steps under way.
         const result = yield* steps.inTurn(Activity.make({
           name: `send/${accountId}/${attempt}`,
           success: AttemptResult,
@@ -51,5 +51,5 @@ export const PublishScheduledLive = PublishScheduled.toLayer(Effect.fn(function*
         })
       }
     }), { concurrency: 8 })
-  yield* Activity.make({ name: "finish", execute: steps.finish(postId) })
+  yield* steps.inTurn(Activity.make({ name: "finish", execute: steps.finish(postId) }))
 }))
