@@ -2,6 +2,7 @@ import { describe, expect, it, layer } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Layer } from "effect"
 import { maxHeaderBytes } from "../src/Http/ClientErrors.js"
 import { serverTimeouts } from "../src/Http/ServerTimeouts.js"
+import { renderOpenApi } from "../scripts/openapi.js"
 import { head, sendRaw } from "./support/RawSocket.js"
 import { type ServerProcess, startServer } from "./support/ServerProcess.js"
 import { freshDatabaseEnv } from "./support/TestDatabase.js"
@@ -94,6 +95,14 @@ layer(EdgeServerLive, { excludeTestServices: true, timeout: 60_000 })("the edge 
       expect(idle.closed).toBe(true)
       expect(idle.elapsedMs).toBeLessThan(2_000)
     }))
+})
+
+describe("the OpenAPI document", () => {
+  it("declares the answers any request may get from the parser", () => {
+    const { description } = JSON.parse(renderOpenApi()).info
+    expect(description).toContain("408 `RequestTimeout`")
+    expect(description).toContain(`431 \`RequestHeaderFieldsTooLarge\` (its request line and headers exceed ${maxHeaderBytes} bytes)`)
+  })
 })
 
 describe("the server timeouts", () => {
