@@ -89,6 +89,13 @@ layer(EdgeServerLive, { excludeTestServices: true, timeout: 60_000 })("the edge 
         expect(answer.elapsedMs).toBeLessThan(4_000)
         expect(answer.body).toEqual({ _tag: "RequestTimeout", message: "The request did not arrive in time" })
       }
+      // A request answered before its body arrived (401 here) is dropped at the request timeout, not answered twice.
+      const answeredEarly = yield* Effect.promise(() =>
+        sendRaw(port, [head("POST /v1/organizations HTTP/1.1", "Content-Type: application/json", "Content-Length: 100") + "{"]))
+      expect(answeredEarly.status).toBe(401)
+      expect(answeredEarly.body).toEqual({ _tag: "Unauthorized", message: expect.any(String) })
+      expect(answeredEarly.closed).toBe(true)
+      expect(answeredEarly.elapsedMs).toBeLessThan(4_000)
       // A kept-alive connection left idle is closed after the keep-alive timeout.
       const idle = yield* Effect.promise(() => sendRaw(port, [head("GET /health HTTP/1.1")], 5_000))
       expect(idle.status).toBe(200)
