@@ -1,9 +1,11 @@
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Config, Effect, Layer, Logger, LogLevel } from "effect"
-import { createServer } from "node:http"
+import { createServer, type ServerOptions } from "node:http"
 import { DatabaseLive } from "./Database/Database.js"
 import { makeHttpLive } from "./Http/Api.js"
+import { answerClientErrors, maxHeaderBytes } from "./Http/ClientErrors.js"
+import { serverTimeouts } from "./Http/ServerTimeouts.js"
 import { OutboundLive } from "./Outbound/Outbound.js"
 import { CredentialsCipherLive } from "./Providers/CredentialsCipher.js"
 import { SocialProviders } from "./Providers/Registry.js"
@@ -14,22 +16,26 @@ import { withTracing } from "./Tracing.js"
 /**
  * The platform listens as soon as the server exists, and attaches the API
  * when every layer is built: a request in between would get no answer at all.
- * It gets 503 instead, until the API takes over.
+ * It gets 503 instead, until the API takes over. What Node's parser refuses
+ * gets a JSON answer too (`answerClientErrors`).
  */
-const createStartingServer = () => {
-  const server = createServer()
+const createStartingServer = (options: ServerOptions) => {
+  const server = createServer({ ...options, maxHeaderSize: maxHeaderBytes })
+  answerClientErrors(server)
+  const ownListeners = server.listenerCount("request") + 1
   server.on("request", (_request, response) => {
-    if (server.listenerCount("request") > 1) return
+    if (server.listenerCount("request") > ownListeners) return
     response.writeHead(503, { "content-type": "application/json", connection: "close" })
     response.end(JSON.stringify({ _tag: "ServiceUnavailable", message: "The server is starting: try again shortly" }))
   })
   return server
 }
 
-const ServerLive = NodeHttpServer.layerConfig(createStartingServer, {
-  port: Config.port("PORT").pipe(Config.withDefault(3000)),
-  host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0"))
-})
+const ServerLive = Layer.unwrapEffect(Effect.map(serverTimeouts, (timeouts) =>
+  NodeHttpServer.layerConfig(() => createStartingServer(timeouts), {
+    port: Config.port("PORT").pipe(Config.withDefault(3000)),
+    host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0"))
+  })))
 
 const logLevel = Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info))
 

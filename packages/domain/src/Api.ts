@@ -90,7 +90,10 @@ export class PostlineApi extends HttpApi.make("postline")
   .annotate(OpenApi.Version, "0.1.0")
   .annotate(
     OpenApi.Description,
-    "Draft, schedule and publish social posts for organizations and their teams."
+    "Draft, schedule and publish social posts for organizations and their teams. Besides the answers each operation " +
+      "lists, any request may get 408 `RequestTimeout` (its headers or body arrived slower than the server's " +
+      "timeouts) or 431 `RequestHeaderFieldsTooLarge` (its request line and headers exceed 16384 bytes), with a " +
+      "`{ _tag, message }` body; the server then closes the connection."
   )
   .annotate(OpenApi.Servers, [{ url: "/", description: "The Postline server that serves this document" }])
   .annotate(OpenApi.Transform, describeContractDecodeError)

@@ -1,6 +1,7 @@
 import { HttpApiBuilder, HttpMiddleware, HttpServerRequest, type HttpServerResponse, UrlParams } from "@effect/platform"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { formContentType } from "../Http/ContentTypes.js"
+import { refusalIn, refusalsToEdge } from "../Http/RequestBody.js"
 import { approvalForm, confirmation, failurePage } from "./DevicePageHtml.js"
 import { Approval, DeviceLogin } from "./Service.js"
 import { normalizeUserCode } from "./UserCodes.js"
@@ -27,10 +28,18 @@ const loggedWithoutQuery = <R>(page: Effect.Effect<HttpServerResponse.HttpServer
     return response
   })
 
-/** A page never fails: what went wrong unexpectedly is logged and answered with an HTML page. */
+/**
+ * A page never fails: what went wrong unexpectedly is logged and answered with an HTML page. A body refused
+ * for its size or encoding gets the edge's answer, as on every route.
+ */
 const neverFailing = <E, R>(page: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
   page.pipe(
-    Effect.catchAllCause((cause) => Effect.as(Effect.logError("The device page failed", cause), failurePage)),
+    Effect.catchAllCause((cause) =>
+      Option.match(refusalIn(cause), {
+        onSome: Effect.die,
+        onNone: () => Effect.as(Effect.logError("The device page failed", cause), failurePage)
+      })
+    ),
     loggedWithoutQuery
   )
 
@@ -62,7 +71,7 @@ export const DevicePageLive = HttpApiBuilder.Router.use((router) =>
       if (!formContentType.test(request.headers["content-type"] ?? "")) {
         return approvalForm(415, { error: "Send the form from this page." })
       }
-      const params = yield* Effect.either(request.urlParamsBody)
+      const params = yield* Effect.either(refusalsToEdge(request.urlParamsBody))
       if (params._tag === "Left") return approvalForm(400, { error: "The form could not be read: send it again." })
       const field = (name: string) => Option.getOrElse(UrlParams.getFirst(params.right, name), () => "")
       const email = field("email").trim()

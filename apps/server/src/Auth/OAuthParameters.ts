@@ -2,6 +2,7 @@ import { HttpApp, HttpServerRequest, HttpServerResponse, UrlParams } from "@effe
 import { oauthError } from "@postline/domain"
 import { Effect, ParseResult, Predicate, Schema } from "effect"
 import { formContentType, jsonContentType } from "../Http/ContentTypes.js"
+import { refusalsToEdge } from "../Http/RequestBody.js"
 
 const invalidRequest = (description: string) => oauthError("invalid_request", description)
 
@@ -13,9 +14,9 @@ export const readParameters = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const contentType = request.headers["content-type"] ?? ""
   const body: unknown = formContentType.test(contentType)
-    ? UrlParams.toRecord(yield* request.urlParamsBody)
+    ? UrlParams.toRecord(yield* refusalsToEdge(request.urlParamsBody))
     : jsonContentType.test(contentType)
-    ? yield* request.json
+    ? yield* refusalsToEdge(request.json)
     : yield* invalidRequest("Send the parameters as application/x-www-form-urlencoded (or as a JSON object)")
   if (!Predicate.isRecord(body)) return yield* invalidRequest("The parameters must be a JSON object of strings")
   return Object.fromEntries(Object.entries(body).filter(([, value]) => value !== ""))

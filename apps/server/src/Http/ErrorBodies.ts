@@ -9,7 +9,7 @@ import {
   Unauthorized
 } from "@postline/domain"
 import { Cause, Effect, Option, Schema } from "effect"
-import { bodyRefusal, withBoundedBody } from "./RequestBody.js"
+import { refusalIn, withBoundedBody } from "./RequestBody.js"
 
 type PlatformIssue = HttpApiError.HttpApiDecodeError["issues"][number]
 
@@ -78,7 +78,7 @@ export const ErrorBodiesLive = HttpApiBuilder.middleware(PostlineApi, (app) =>
         return yield* Effect.failCause(cause)
       }
       const defect = Cause.dieOption(cause)
-      const refusal = Option.flatMap(defect, bodyRefusal)
+      const refusal = refusalIn(cause)
       if (Option.isSome(refusal)) return yield* refuseBody(refusal.value)
       if (Option.isSome(defect) && isRequestBodyError(defect.value)) {
         return yield* new BadRequest({ message: "The request body is not valid JSON" })

@@ -1,19 +1,14 @@
-import { HttpServerError, type HttpServerRequest, UrlParams } from "@effect/platform"
-import { Data, Effect, Option } from "effect"
+import { HttpServerError, type HttpServerRequest } from "@effect/platform"
+import { Cause, Data, Effect, Option } from "effect"
 import type { IncomingMessage } from "node:http"
+import { parseForm } from "./FormBody.js"
 
 /** Request bodies are small JSON objects or forms. */
 export const maxBodyBytes = 1024 * 1024
 
-/**
- * A body found too large while it arrives is read on, and dropped, up to this
- * much more, so that the client is answered rather than reset mid-send.
- */
-const drainBytes = 2 * maxBodyBytes
-
 /** Why a body was refused before anything looked at its content. */
 export class BodyRefused extends Data.TaggedError("BodyRefused")<{
-  readonly reason: "TooLarge" | "InvalidUtf8" | "Unreadable"
+  readonly reason: "TooLarge" | "InvalidUtf8" | "InvalidFormUtf8" | "Unreadable"
 }> {
   override get message() {
     switch (this.reason) {
@@ -21,18 +16,20 @@ export class BodyRefused extends Data.TaggedError("BodyRefused")<{
         return `The request body must not exceed ${maxBodyBytes} bytes`
       case "InvalidUtf8":
         return "The request body is not valid UTF-8"
+      case "InvalidFormUtf8":
+        return "The form's percent-encoded bytes are not valid UTF-8"
       case "Unreadable":
         return "The request body could not be read"
     }
   }
 }
 
-const declaredLength = (request: HttpServerRequest.HttpServerRequest) => {
-  const header = request.headers["content-length"]
-  return header === undefined ? undefined : Number(header)
-}
-
-/** Reads the whole body, at most `maxBodyBytes`; past that, drops up to `drainBytes` more before failing. */
+/**
+ * Reads the whole body, keeping at most `maxBodyBytes`. A larger one is read
+ * to its end and dropped, however it is sent, before it is refused: a server
+ * that closes while the client still sends resets the connection, and the
+ * client never reads the answer. The request timeout bounds how long that takes.
+ */
 const readBytes = (source: IncomingMessage) =>
   Effect.async<Buffer, BodyRefused>((resume) => {
     const chunks: Array<Buffer> = []
@@ -48,7 +45,6 @@ const readBytes = (source: IncomingMessage) =>
       size += chunk.length
       if (size <= maxBodyBytes) return void chunks.push(chunk)
       chunks.length = 0
-      if (size > maxBodyBytes + drainBytes) finish(Effect.fail(new BodyRefused({ reason: "TooLarge" })))
     }
     const onEnd = () =>
       finish(size > maxBodyBytes ? Effect.fail(new BodyRefused({ reason: "TooLarge" })) : Effect.succeed(Buffer.concat(chunks, size)))
@@ -60,21 +56,30 @@ const readBytes = (source: IncomingMessage) =>
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
 
 const readText = (request: HttpServerRequest.HttpServerRequest) =>
-  Effect.gen(function*() {
-    // A declared size over the limit is refused unread.
-    if ((declaredLength(request) ?? 0) > maxBodyBytes) return yield* new BodyRefused({ reason: "TooLarge" })
-    const bytes = yield* readBytes(request.source as IncomingMessage)
-    return yield* Effect.try({ try: () => utf8.decode(bytes), catch: () => new BodyRefused({ reason: "InvalidUtf8" }) })
-  })
+  Effect.flatMap(readBytes(request.source as IncomingMessage), (bytes) =>
+    Effect.try({ try: () => utf8.decode(bytes), catch: () => new BodyRefused({ reason: "InvalidUtf8" }) }))
 
 const asRequestError = (request: HttpServerRequest.HttpServerRequest) => (cause: unknown) =>
   new HttpServerError.RequestError({ request, reason: "Decode", cause })
 
-/** The BodyRefused behind a failure to read a body, if that is what it was. */
+/** The BodyRefused behind a failure to read a body, or passed on as it is, if that is what it was. */
 export const bodyRefusal = (error: unknown): Option.Option<BodyRefused> =>
-  HttpServerError.isServerError(error) && error._tag === "RequestError" && error.cause instanceof BodyRefused
+  error instanceof BodyRefused
+    ? Option.some(error)
+    : HttpServerError.isServerError(error) && error._tag === "RequestError" && error.cause instanceof BodyRefused
     ? Option.some(error.cause)
     : Option.none()
+
+/** The BodyRefused a failure died of, if any: refusals are answered at the edge (`ErrorBodies.ts`). */
+export const refusalIn = (cause: Cause.Cause<unknown>): Option.Option<BodyRefused> =>
+  Option.flatMap(Cause.dieOption(cause), bodyRefusal)
+
+/**
+ * Reading a body on a route that answers its own errors: a body refused for
+ * its size or encoding still gets the edge's answer, the same on every route.
+ */
+export const refusalsToEdge = <A, E, R>(read: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.catchIf(read, (error) => Option.isSome(bodyRefusal(error)), Effect.die)
 
 /**
  * The request, with its body read at most once, bounded by `maxBodyBytes` with
@@ -92,7 +97,7 @@ export const withBoundedBody = (request: HttpServerRequest.HttpServerRequest): H
     text,
     json,
     urlParamsBody: Effect.flatMap(text, (body) =>
-      Effect.try({ try: () => UrlParams.fromInput(new URLSearchParams(body)), catch: fail })),
+      Effect.try({ try: () => parseForm(body), catch: () => fail(new BodyRefused({ reason: "InvalidFormUtf8" })) })),
     arrayBuffer: Effect.map(text, (body) => new TextEncoder().encode(body).buffer)
   }
   return new Proxy(request, {
