@@ -1,6 +1,6 @@
 import { RateLimiter } from "@effect/experimental"
 import * as RateLimiterRedis from "@effect/experimental/RateLimiter/Redis"
-import { Config, ConfigError, Effect, Either, Layer, Option, Redacted } from "effect"
+import { Config, ConfigError, Duration, Effect, Either, Layer, Option, Redacted, Schedule } from "effect"
 import type { RedisOptions } from "ioredis"
 
 /**
@@ -39,10 +39,21 @@ const config = Config.all({
 })
 
 /**
+ * Redis is connected to in the background, and commands fail until it is: the server waits for a first
+ * answer, up to 3 seconds, so that its first requests are counted. Without one it starts anyway.
+ */
+const firstAnswer = (limiter: RateLimiter.RateLimiter) =>
+  limiter.consume({ key: "startup", limit: 1_000_000, window: Duration.seconds(1) }).pipe(
+    Effect.retry(Schedule.spaced(Duration.millis(50))),
+    Effect.timeout(Duration.seconds(3)),
+    Effect.ignore
+  )
+
+/**
  * The counts of every limit: in Redis when `REDIS_URL` is set, so that every server process shares them, else
  * in this process's memory (the embedded database has one process).
  */
-export const RateLimiterLive = RateLimiter.layer.pipe(
+export const RateLimiterLive = Layer.effect(RateLimiter.RateLimiter, Effect.tap(RateLimiter.make, firstAnswer)).pipe(
   Layer.provide(Layer.unwrapEffect(Effect.map(config, ({ prefix, url }) =>
     Option.match(url, {
       onNone: () => RateLimiter.layerStoreMemory,
