@@ -791,6 +791,8 @@ layer(PublicServer, { excludeTestServices: true })("device login behind a public
     Effect.gen(function*() {
       const { code, tokens } = yield* deviceLogin
       expect(code.verification_uri_complete).toBe(`https://postline.example/device?user_code=${code.user_code}`)
+      const metadata = yield* raw({ method: "GET", path: "/.well-known/oauth-authorization-server" })
+      expect(metadata.body).toMatchObject({ issuer: "https://postline.example", token_endpoint: "https://postline.example/v1/auth/token" })
       const page = yield* raw({ method: "GET", path: `/device?user_code=${code.user_code}` })
       expect(page.status).toBe(200)
       const rotated = (yield* refresh(tokens.refresh_token)).body
