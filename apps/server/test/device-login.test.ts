@@ -692,9 +692,12 @@ layer(Layer.empty)("approval rate limit, per address and per email", (unit) => {
           return true
         }), identity)
       yield* Effect.forEach(Array.from({ length: 20 }, (_, i) => i), check, { concurrency: "unbounded", discard: true })
-      expect(most).toBe(2)
+      expect(most).toBe(3)
       expect(order).toEqual(Array.from({ length: 20 }, (_, i) => i))
-    }).pipe(Effect.provide(ApprovalRateLimit.Default)))
+    }).pipe(
+      Effect.provide(ApprovalRateLimit.Default),
+      Effect.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PASSWORD_CHECK_CONCURRENCY", "3"]]))))
+    ))
 })
 
 /** The approval form, sent from another loopback address (127.0.0.x), as a different client would. */
