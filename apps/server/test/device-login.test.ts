@@ -676,6 +676,17 @@ layer(Layer.empty)("approval rate limit, per address and per email", (unit) => {
       expect(yield* allowed(limit, { address: "10.0.2.2", email: "user@example.com" })).toBe(false)
     }).pipe(Effect.provide(ApprovalRateLimit.Default)))
 
+  unit.effect("of many failing attempts sent at once, only as many as the limit allows check a password", () =>
+    Effect.gen(function*() {
+      const limit = yield* ApprovalRateLimit
+      let checked = 0
+      const attempt = (i: number) =>
+        Effect.either(limit.guard({ address: "10.0.4.1", email: `user${i}@example.com` }, Effect.sync(() => ++checked < 0), identity))
+      const outcomes = yield* Effect.forEach(Array.from({ length: 50 }, (_, i) => i), attempt, { concurrency: "unbounded" })
+      expect(checked).toBe(5)
+      expect(outcomes.filter(Either.isLeft)).toHaveLength(45)
+    }).pipe(Effect.provide(ApprovalRateLimit.Default)))
+
   unit.effect("password checks run at most PASSWORD_CHECK_CONCURRENCY at a time, in the order they came", () =>
     Effect.gen(function*() {
       const limit = yield* ApprovalRateLimit
