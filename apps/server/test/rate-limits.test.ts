@@ -2,8 +2,9 @@ import { describe, expect, it, layer } from "@effect/vitest"
 import { HttpServerRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { TooManyRequests } from "@postline/domain"
-import { ConfigProvider, Effect, Layer, Logger, LogLevel, Option } from "effect"
+import { Cause, ConfigProvider, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
 import { ClientAddress } from "../src/RateLimits/ClientAddress.js"
+import { RequestLimits } from "../src/RateLimits/RequestLimits.js"
 import { renderOpenApi } from "../scripts/openapi.js"
 import { makeTestServer, raw, type RawResponse, signUp } from "./support/TestServer.js"
 
@@ -190,5 +191,28 @@ describe("the OpenAPI document", () => {
         $ref: "#/components/schemas/TooManyRequests"
       })
     }
+  })
+})
+
+describe("rate limit settings", () => {
+  const startWith = (settings: Record<string, string>) =>
+    Effect.runSyncExit(Effect.scoped(Layer.build(RequestLimits.Default.pipe(Layer.provide(withSettings(settings))))))
+
+  const failureOf = (settings: Record<string, string>) => {
+    const exit = startWith(settings)
+    expect(Exit.isFailure(exit)).toBe(true)
+    return Exit.isFailure(exit) ? Cause.pretty(exit.cause) : ""
+  }
+
+  it("refuses a REDIS_URL that is no redis:// URL, without repeating it", () => {
+    const message = failureOf({ REDIS_URL: "http://user:hunter2@cache.local:6379" })
+    expect(message).toContain("REDIS_URL must be a redis:// or rediss:// URL")
+    expect(message).not.toContain("hunter2")
+  })
+
+  it("refuses limits that are not positive integers", () => {
+    expect(failureOf({ RATE_LIMIT_REQUESTS: "0" })).toContain("RATE_LIMIT_REQUESTS must be a positive integer")
+    expect(failureOf({ RATE_LIMIT_WINDOW_SECONDS: "-5" })).toContain("RATE_LIMIT_WINDOW_SECONDS must be a positive integer")
+    expect(Exit.isSuccess(startWith({}))).toBe(true)
   })
 })
