@@ -2,7 +2,8 @@ import { describe, expect, it, layer } from "@effect/vitest"
 import { HttpServerRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { TooManyRequests } from "@postline/domain"
-import { Cause, ConfigProvider, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
+import { Cause, ConfigProvider, Context, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
+import { randomBytes } from "node:crypto"
 import { ClientAddress } from "../src/RateLimits/ClientAddress.js"
 import { RequestLimits } from "../src/RateLimits/RequestLimits.js"
 import { renderOpenApi } from "../scripts/openapi.js"
@@ -215,4 +216,22 @@ describe("rate limit settings", () => {
     expect(failureOf({ RATE_LIMIT_WINDOW_SECONDS: "-5" })).toContain("RATE_LIMIT_WINDOW_SECONDS must be a positive integer")
     expect(Exit.isSuccess(startWith({}))).toBe(true)
   })
+})
+
+describe("rate limits in Redis", () => {
+  // Redis stores a count's life in whole milliseconds: 60 s / 7 requests is not one.
+  it.scoped("hold for limits that do not divide the window", () =>
+    Effect.gen(function*() {
+      const settings = withSettings({
+        REDIS_URL: process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379",
+        REDIS_KEY_PREFIX: `postline-test:${randomBytes(8).toString("hex")}:`,
+        RATE_LIMIT_ANONYMOUS_REQUESTS: "7"
+      })
+      const limits = yield* Layer.build(RequestLimits.Default.pipe(Layer.provide(settings)))
+      const count = Context.get(limits, RequestLimits).count("address", "192.0.2.7")
+      for (let i = 0; i < 7; i++) yield* count
+      const refused = yield* Effect.flip(count)
+      expect(refused).toBeInstanceOf(TooManyRequests)
+      expect(refused.message).toMatch(/^Too many requests: at most 7 every 60 seconds from each address; try again in \d+ seconds$/)
+    }))
 })

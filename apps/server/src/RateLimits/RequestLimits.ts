@@ -34,12 +34,17 @@ export class RequestLimits extends Effect.Service<RequestLimits>()("RequestLimit
     const stateField = (policy: Policy, remaining: number, reset: Duration.Duration) =>
       `"${policy}";r=${remaining};t=${seconds(reset)}`
 
+    // Redis keeps a count for `window / limit` milliseconds per request, and only a whole number of them:
+    // the window is stretched by at most a millisecond per request of the limit so that it divides evenly.
+    const windowOf = (policy: Policy) =>
+      Duration.millis(limits[policy] * Math.ceil((windowSeconds * 1000) / limits[policy]))
+
     /** Counts one request of `key` under `policy`; fails with TooManyRequests past the limit. */
     const count = (policy: Policy, key: string) =>
       limiter.consume({
         algorithm: "fixed-window",
         onExceeded: "fail",
-        window: Duration.seconds(windowSeconds),
+        window: windowOf(policy),
         limit: limits[policy],
         key: `${policy}:${key}`
       }).pipe(

@@ -43,7 +43,9 @@ const config = Config.all({
  * answer, up to 3 seconds, so that its first requests are counted. Without one it starts anyway.
  */
 const firstAnswer = (limiter: RateLimiter.RateLimiter) =>
-  limiter.consume({ key: "startup", limit: 1_000_000, window: Duration.seconds(1) }).pipe(
+  limiter.consume({ key: "startup", limit: 1, window: Duration.seconds(1) }).pipe(
+    // Redis answered, whether or not another process starting at once took the token.
+    Effect.catchIf((error) => error.reason === "Exceeded", () => Effect.void),
     Effect.retry(Schedule.spaced(Duration.millis(50))),
     Effect.timeout(Duration.seconds(3)),
     Effect.ignore
