@@ -3,6 +3,7 @@ import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Config, Effect, Layer, Logger, LogLevel } from "effect"
 import { createServer, type ServerOptions } from "node:http"
 import { DatabaseLive } from "./Database/Database.js"
+import { JsonLogger } from "./Logging.js"
 import { makeHttpLive } from "./Http/Api.js"
 import { answerClientErrors, maxHeaderBytes } from "./Http/ClientErrors.js"
 import { serverTimeouts } from "./Http/ServerTimeouts.js"
@@ -64,7 +65,7 @@ AppLive.pipe(
   withTracing,
   Layer.launch,
   Effect.tapErrorCause((cause) => Effect.logFatal("The server could not start", cause)),
-  Effect.provide(Logger.json),
+  Effect.provide(JsonLogger),
   Effect.provide(Layer.unwrapEffect(Effect.map(Effect.orElseSucceed(logLevel, () => LogLevel.Info), Logger.minimumLogLevel))),
   NodeRuntime.runMain({ disablePrettyLogger: true, disableErrorReporting: true })
 )

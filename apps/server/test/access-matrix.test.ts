@@ -265,6 +265,8 @@ const cases: ReadonlyArray<Case> = [
   { operation: "auth.token", call: () => ({ method: "POST", path: "/v1/auth/token", json: { grant_type: "urn:ietf:params:oauth:grant-type:device_code", device_code: "pld_unknown", client_id: "matrix-cli" } }),
     statuses: [400, 400, 400, 400, 400, 400, 400, 400, 400] },
   { operation: "auth.revoke", call: () => ({ method: "POST", path: "/v1/auth/revoke", json: { token: "plr_unknown", client_id: "matrix-cli" } }),
+    statuses: [200, 200, 200, 200, 200, 200, 200, 200, 200] },
+  { operation: "auth.authorizationServerMetadata", call: () => ({ method: "GET", path: "/.well-known/oauth-authorization-server" }),
     statuses: [200, 200, 200, 200, 200, 200, 200, 200, 200] }
 ]
 

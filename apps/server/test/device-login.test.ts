@@ -2,7 +2,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
-import { ConfigProvider, Duration, Effect, Either, HashMap, Layer, Logger, Redacted, TestClock } from "effect"
+import { ConfigProvider, Duration, Effect, Either, HashMap, identity, Layer, Logger, Redacted, TestClock } from "effect"
 import { createHash } from "node:crypto"
 import { request as httpRequest } from "node:http"
 import { createServer } from "node:net"
@@ -607,7 +607,7 @@ layer(TestServer, { excludeTestServices: true })("device approval refusals", (it
 })
 
 layer(TestServer, { excludeTestServices: true })("device approval rate limit", (it) => {
-  it.effect("after 5 failures in 15 minutes an address gets 429, even with the right credentials; successes do not count", () =>
+  it.effect("after 5 failures an address gets 429 for 3 minutes, even with the right credentials; successes do not count", () =>
     Effect.gen(function*() {
       const account = yield* userWithPassword
       const code = yield* newCode
@@ -620,8 +620,7 @@ layer(TestServer, { excludeTestServices: true })("device approval rate limit", (
       expectRefusal(yield* attempt({ user_code: "BCDF-GHJK" }), 400, "No login is waiting for this code")
       const limited = yield* attempt({})
       expectRefusal(limited, 429, "Too many failed attempts")
-      expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(890)
-      expect(Number(limited.headers.get("retry-after"))).toBeLessThanOrEqual(900)
+      expect(limited.headers.get("retry-after")).toBe("180")
       expectOAuthError(yield* poll(code.device_code), "authorization_pending")
     }))
 })
@@ -629,30 +628,40 @@ layer(TestServer, { excludeTestServices: true })("device approval rate limit", (
 // The test server's requests all come from one address: the limiter's keys are tested on the service itself, a
 // fresh one in each test, with the test clock. (A layer of its own: `layer` rebinds `it.effect` for the file.)
 layer(Layer.empty)("approval rate limit, per address and per email", (unit) => {
-  const failTimes = (limit: ApprovalRateLimit, times: number, key: (i: number) => { address: string; email: string }) =>
-    Effect.forEach(Array.from({ length: times }, (_, i) => i), (i) => limit.attempt(key(i)), { discard: true })
+  type Who = { address: string; email: string }
+  const fail = (limit: ApprovalRateLimit, who: Who) => limit.guard(who, Effect.succeed(false), identity)
+  const failTimes = (limit: ApprovalRateLimit, times: number, key: (i: number) => Who) =>
+    Effect.forEach(Array.from({ length: times }, (_, i) => i), (i) => fail(limit, key(i)), { discard: true })
 
-  const allowed = (limit: ApprovalRateLimit, key: { address: string; email: string }) =>
-    Effect.map(Effect.either(limit.attempt(key)), Either.isRight)
+  // A successful attempt: it runs when the limits allow it, and counts against neither.
+  const allowed = (limit: ApprovalRateLimit, who: Who) =>
+    Effect.map(Effect.either(limit.guard(who, Effect.succeed(true), identity)), Either.isRight)
 
-  unit.effect("5 failures for one email from different addresses lock that email, in any case, for 15 minutes", () =>
+  unit.effect("5 failures for one email from different addresses lock that email, in any case, for 3 minutes", () =>
     Effect.gen(function*() {
       const limit = yield* ApprovalRateLimit
       yield* failTimes(limit, 5, (i) => ({ address: `10.0.0.${i}`, email: i % 2 === 0 ? "Victim@Example.com" : "victim@example.com" }))
-      const locked = yield* Effect.either(limit.attempt({ address: "10.0.1.1", email: "VICTIM@example.COM" }))
+      const locked = yield* Effect.either(limit.guard({ address: "10.0.1.1", email: "VICTIM@example.COM" }, Effect.void, () => true))
       expect(locked._tag).toBe("Left")
-      if (locked._tag === "Left") expect(locked.left.retryAfterSeconds).toBe(900)
+      if (locked._tag === "Left") expect(locked.left).toMatchObject({ _tag: "RateLimited", retryAfterSeconds: 180 })
       // The new addresses are not locked for other emails, nor other emails by them.
       expect(yield* allowed(limit, { address: "10.0.1.1", email: "someone@example.com" })).toBe(true)
       expect(yield* allowed(limit, { address: "10.0.0.1", email: "someone-else@example.com" })).toBe(true)
-      yield* TestClock.adjust(Duration.minutes(15))
+      yield* TestClock.adjust(Duration.seconds(179))
+      expect(yield* allowed(limit, { address: "10.0.1.2", email: "victim@example.com" })).toBe(false)
+      yield* TestClock.adjust(Duration.seconds(1))
       expect(yield* allowed(limit, { address: "10.0.1.2", email: "victim@example.com" })).toBe(true)
+      // One failure has come back, and one is all it allows.
+      yield* fail(limit, { address: "10.0.1.3", email: "victim@example.com" })
+      expect(yield* allowed(limit, { address: "10.0.1.4", email: "victim@example.com" })).toBe(false)
     }).pipe(Effect.provide(ApprovalRateLimit.Default)))
 
   unit.effect("5 failures from one address lock that address, whatever the email", () =>
     Effect.gen(function*() {
       const limit = yield* ApprovalRateLimit
-      yield* failTimes(limit, 5, (i) => ({ address: "10.0.0.1", email: `user${i}@example.com` }))
+      yield* failTimes(limit, 4, (i) => ({ address: "10.0.0.1", email: `user${i}@example.com` }))
+      expect(yield* allowed(limit, { address: "10.0.0.1", email: "fresh@example.com" })).toBe(true)
+      yield* fail(limit, { address: "10.0.0.1", email: "user4@example.com" })
       expect(yield* allowed(limit, { address: "10.0.0.1", email: "fresh@example.com" })).toBe(false)
       expect(yield* allowed(limit, { address: "10.0.0.2", email: "user0@example.com" })).toBe(true)
     }).pipe(Effect.provide(ApprovalRateLimit.Default)))
@@ -660,14 +669,46 @@ layer(Layer.empty)("approval rate limit, per address and per email", (unit) => {
   unit.effect("a success counts against neither the address nor the email", () =>
     Effect.gen(function*() {
       const limit = yield* ApprovalRateLimit
-      for (let i = 0; i < 10; i++) {
-        const { succeeded } = yield* limit.attempt({ address: `10.0.0.${i}`, email: "user@example.com" })
-        yield* succeeded
-      }
+      for (let i = 0; i < 10; i++) expect(yield* allowed(limit, { address: `10.0.0.${i}`, email: "user@example.com" })).toBe(true)
       yield* failTimes(limit, 4, (i) => ({ address: `10.0.1.${i}`, email: "user@example.com" }))
       expect(yield* allowed(limit, { address: "10.0.2.1", email: "user@example.com" })).toBe(true)
+      yield* fail(limit, { address: "10.0.2.1", email: "user@example.com" })
       expect(yield* allowed(limit, { address: "10.0.2.2", email: "user@example.com" })).toBe(false)
     }).pipe(Effect.provide(ApprovalRateLimit.Default)))
+
+  unit.effect("of many failing attempts sent at once, only as many as the limit allows check a password", () =>
+    Effect.gen(function*() {
+      const limit = yield* ApprovalRateLimit
+      let checked = 0
+      const attempt = (i: number) =>
+        Effect.either(limit.guard({ address: "10.0.4.1", email: `user${i}@example.com` }, Effect.sync(() => ++checked < 0), identity))
+      const outcomes = yield* Effect.forEach(Array.from({ length: 50 }, (_, i) => i), attempt, { concurrency: "unbounded" })
+      expect(checked).toBe(5)
+      expect(outcomes.filter(Either.isLeft)).toHaveLength(45)
+    }).pipe(Effect.provide(ApprovalRateLimit.Default)))
+
+  unit.effect("password checks run at most PASSWORD_CHECK_CONCURRENCY at a time, in the order they came", () =>
+    Effect.gen(function*() {
+      const limit = yield* ApprovalRateLimit
+      let running = 0
+      let most = 0
+      const order: Array<number> = []
+      const check = (i: number) =>
+        limit.guard({ address: `10.0.3.${i}`, email: `user${i}@example.com` }, Effect.gen(function*() {
+          running++
+          most = Math.max(most, running)
+          order.push(i)
+          for (let turn = 0; turn < 5; turn++) yield* Effect.yieldNow()
+          running--
+          return true
+        }), identity)
+      yield* Effect.forEach(Array.from({ length: 20 }, (_, i) => i), check, { concurrency: "unbounded", discard: true })
+      expect(most).toBe(3)
+      expect(order).toEqual(Array.from({ length: 20 }, (_, i) => i))
+    }).pipe(
+      Effect.provide(ApprovalRateLimit.Default),
+      Effect.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PASSWORD_CHECK_CONCURRENCY", "3"]]))))
+    ))
 })
 
 /** The approval form, sent from another loopback address (127.0.0.x), as a different client would. */
@@ -764,6 +805,8 @@ layer(PublicServer, { excludeTestServices: true })("device login behind a public
     Effect.gen(function*() {
       const { code, tokens } = yield* deviceLogin
       expect(code.verification_uri_complete).toBe(`https://postline.example/device?user_code=${code.user_code}`)
+      const metadata = yield* raw({ method: "GET", path: "/.well-known/oauth-authorization-server" })
+      expect(metadata.body).toMatchObject({ issuer: "https://postline.example", token_endpoint: "https://postline.example/v1/auth/token" })
       const page = yield* raw({ method: "GET", path: `/device?user_code=${code.user_code}` })
       expect(page.status).toBe(200)
       const rotated = (yield* refresh(tokens.refresh_token)).body

@@ -36,6 +36,7 @@ describe("the OpenAPI document", () => {
         "apiKeys.createApiKey POST /v1/organizations/{organizationId}/api-keys",
         "apiKeys.listApiKeys GET /v1/organizations/{organizationId}/api-keys",
         "apiKeys.revokeApiKey DELETE /v1/organizations/{organizationId}/api-keys/{apiKeyId}",
+        "auth.authorizationServerMetadata GET /.well-known/oauth-authorization-server",
         "auth.requestDeviceCode POST /v1/auth/device/code",
         "auth.revoke POST /v1/auth/revoke",
         "auth.token POST /v1/auth/token",
@@ -76,7 +77,7 @@ describe("the OpenAPI document", () => {
   })
 
   // The device login is how a caller gets a token, so it cannot ask for one.
-  const isOpen = (path: string) => path === "/health" || path.startsWith("/v1/auth/")
+  const isOpen = (path: string) => path === "/health" || path.startsWith("/v1/auth/") || path.startsWith("/.well-known/")
 
   it("declares bearerAuth as HTTP bearer and requires it everywhere but /health and the device login", () => {
     expect(spec.components.securitySchemes.bearerAuth).toMatchObject({ type: "http", scheme: "bearer" })

@@ -22,6 +22,7 @@ import { CreditsGroup } from "./Credits.js"
 import { OrganizationsGroup } from "./Organizations.js"
 import { PostingSlotsGroup } from "./PostingSlots.js"
 import { PostsGroup } from "./Posts.js"
+import { CallerRateLimit } from "./RateLimits.js"
 import { SocialAccountsGroup } from "./SocialAccounts.js"
 import { TeamsGroup } from "./Teams.js"
 
@@ -55,8 +56,9 @@ const dropBuiltinFromUnion = (value: { anyOf: Array<{ $ref?: string }> }) => {
 
 /**
  * Everything that acts for a caller: authenticated first (added last, it runs
- * first, so an anonymous caller learns nothing about its request), then bodies
- * checked as JSON. A new resource's group is added here.
+ * first, so an anonymous caller learns nothing about its request), then counted
+ * against the caller's rate limit, then bodies checked as JSON. A new resource's
+ * group is added here.
  */
 export class AuthenticatedApi extends HttpApi.make("authenticated")
   .add(OrganizationsGroup)
@@ -70,6 +72,7 @@ export class AuthenticatedApi extends HttpApi.make("authenticated")
   .add(PostingSlotsGroup)
   .add(LinksGroup)
   .middleware(JsonBody)
+  .middleware(CallerRateLimit)
   .middleware(Authentication)
 {}
 

@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { integer, invalidUnless, optional } from "./Fields.js"
+import { AddressRateLimit } from "./RateLimits.js"
 
 /**
  * The device-authorization login of agent clients (RFC 8628), its token
@@ -114,6 +115,20 @@ export const TokenResponse = Schema.Struct({
   refresh_token: Schema.String.annotations({ description: "Single-use refresh token (`plr_…`)" })
 }).annotations({ identifier: "TokenResponse" })
 
+/** RFC 8414 metadata: what an OAuth client library needs to run the device login from the issuer's address alone. */
+export const AuthorizationServerMetadata = Schema.Struct({
+  issuer: Schema.String.annotations({ description: "`PUBLIC_URL`, else `http://` and the Host of the request" }),
+  device_authorization_endpoint: Schema.String,
+  token_endpoint: Schema.String,
+  revocation_endpoint: Schema.String,
+  grant_types_supported: Schema.Array(Schema.String),
+  response_types_supported: Schema.Array(Schema.String).annotations({
+    description: "Empty: there is no authorization endpoint, only the device login"
+  }),
+  token_endpoint_auth_methods_supported: Schema.Array(Schema.String),
+  revocation_endpoint_auth_methods_supported: Schema.Array(Schema.String)
+}).annotations({ identifier: "AuthorizationServerMetadata" })
+
 // OAuth parameters come form-encoded (RFC 6749 appendix B); JSON bodies are accepted too.
 const urlParams = { kind: "UrlParams" } as const
 
@@ -163,7 +178,19 @@ export class AuthGroup extends HttpApiGroup.make("auth")
           "them with DELETE /v1/organizations/{organizationId}/api-keys/{apiKeyId}."
       )
   )
+  .add(
+    HttpApiEndpoint.get("authorizationServerMetadata", "/.well-known/oauth-authorization-server")
+      .addSuccess(AuthorizationServerMetadata)
+      .annotate(OpenApi.Summary, "OAuth discovery")
+      .annotate(
+        OpenApi.Description,
+        "Authorization server metadata (RFC 8414): the issuer, the device authorization, token and revocation " +
+          "endpoints and the grant types, so that an OAuth client library can run the device login from the " +
+          "server's address alone. Clients are public: they authenticate with nothing but their client_id."
+      )
+  )
   .addError(OAuthError)
+  .middleware(AddressRateLimit)
   .annotate(OpenApi.Title, "auth")
   .annotate(
     OpenApi.Description,

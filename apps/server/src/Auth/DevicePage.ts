@@ -1,7 +1,10 @@
-import { HttpApiBuilder, HttpMiddleware, HttpServerRequest, type HttpServerResponse, UrlParams } from "@effect/platform"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { HttpApiBuilder, HttpMiddleware, HttpServerRequest, HttpServerResponse, UrlParams } from "@effect/platform"
+import { TooManyRequests } from "@postline/domain"
+import { Effect, Layer, Option, Redacted, Schema } from "effect"
 import { formContentType } from "../Http/ContentTypes.js"
 import { refusalIn, refusalsToEdge } from "../Http/RequestBody.js"
+import { ClientAddress } from "../RateLimits/ClientAddress.js"
+import { RequestLimits } from "../RateLimits/RequestLimits.js"
 import { approvalForm, confirmation, failurePage } from "./DevicePageHtml.js"
 import { Approval, DeviceLogin } from "./Service.js"
 import { normalizeUserCode } from "./UserCodes.js"
@@ -51,6 +54,19 @@ const neverFailing = <E, R>(page: Effect.Effect<HttpServerResponse.HttpServerRes
 export const DevicePageLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const login = yield* DeviceLogin
+    const limits = yield* RequestLimits
+    const clientAddress = yield* ClientAddress
+
+    /** Every request of the page counts against its address's limit, as the API's other anonymous endpoints do. */
+    const limited = <E, R>(page: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const counted = yield* Effect.either(limits.count("address", clientAddress.of(request)))
+        if (counted._tag === "Left") {
+          return HttpServerResponse.unsafeJson(yield* encodeTooManyRequests(counted.left), { status: 429 })
+        }
+        return yield* page
+      })
 
     /**
      * The form, with the code of the link prefilled. When that code is a pending login's, the page names the
@@ -94,7 +110,7 @@ export const DevicePageLive = HttpApiBuilder.Router.use((router) =>
 
       const decision = decisions[action]
       const approval = yield* login.decide({
-        address: Option.getOrElse(request.remoteAddress, () => "unknown"),
+        address: clientAddress.of(request),
         email,
         password: Redacted.make(password),
         userCode: userCode.value,
@@ -112,7 +128,9 @@ export const DevicePageLive = HttpApiBuilder.Router.use((router) =>
       })
     })
 
-    yield* router.get("/device", neverFailing(show))
-    yield* router.post("/device", neverFailing(decide))
+    yield* router.get("/device", neverFailing(limited(show)))
+    yield* router.post("/device", neverFailing(limited(decide)))
   })
-).pipe(Layer.provide(DeviceLogin.Default))
+).pipe(Layer.provide([DeviceLogin.Default, RequestLimits.Default, ClientAddress.Default]))
+
+const encodeTooManyRequests = Schema.encode(TooManyRequests)

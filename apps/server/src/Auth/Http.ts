@@ -1,5 +1,6 @@
 import { HttpApiBuilder, type HttpServerRequest } from "@effect/platform"
 import {
+  type AuthorizationServerMetadata,
   DeviceCodeGrant,
   deviceCodeGrantType,
   DeviceCodeRequest,
@@ -25,6 +26,18 @@ const tokenResponse = (expiresIn: number) => (tokens: IssuedTokens): typeof Toke
 
 // host[:port], by name, IPv4 or [IPv6]: a Host header that is anything else is not echoed into a link.
 const hostAndPort = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/
+
+const metadata = (issuer: string): typeof AuthorizationServerMetadata.Type => ({
+  issuer,
+  device_authorization_endpoint: `${issuer}/v1/auth/device/code`,
+  token_endpoint: `${issuer}/v1/auth/token`,
+  revocation_endpoint: `${issuer}/v1/auth/revoke`,
+  grant_types_supported: [deviceCodeGrantType, "refresh_token"],
+  response_types_supported: [],
+  // Public clients: a client_id names the program and nothing authenticates it.
+  token_endpoint_auth_methods_supported: ["none"],
+  revocation_endpoint_auth_methods_supported: ["none"]
+})
 
 export const AuthHttpLive = HttpApiBuilder.group(PostlineApi, "auth", (handlers) =>
   Effect.gen(function*() {
@@ -83,4 +96,5 @@ export const AuthHttpLive = HttpApiBuilder.group(PostlineApi, "auth", (handlers)
           const { token } = yield* Effect.flatMap(readParameters, decodeParameters(RevocationRequest))
           yield* login.revoke(token)
         }))
+      .handle("authorizationServerMetadata", ({ request }) => Effect.succeed(metadata(originOf(request))))
   })).pipe(Layer.provide([DeviceLogin.Default, DeviceLoginSettings.Default]))

@@ -78,8 +78,8 @@ export class DeviceLogin extends Effect.Service<DeviceLogin>()("DeviceLogin", {
         : logins.revoke(token)
 
     /**
-     * The user's decision on the login of `userCode` (normalized). Every attempt counts as a failure against
-     * the address and the email until it decides a pending login.
+     * The user's decision on the login of `userCode` (normalized). Every attempt that decides no pending login
+     * counts as a failure against the address and the email.
      */
     const decide = (input: {
       readonly address: string
@@ -88,17 +88,18 @@ export class DeviceLogin extends Effect.Service<DeviceLogin>()("DeviceLogin", {
       readonly userCode: string
       readonly decision: "approved" | "denied"
     }) =>
-      Effect.gen(function*() {
-        const attempt = yield* Effect.either(rateLimit.attempt(input))
-        if (attempt._tag === "Left") return Approval.RateLimited({ retryAfterSeconds: attempt.left.retryAfterSeconds })
-        const user = yield* users.verifyPasswordOf(input.email, input.password)
-        if (Option.isNone(user)) return Approval.WrongCredentials()
-        const outcome = yield* devices.decide(input.userCode, user.value, input.decision)
-        if (outcome._tag === "Unknown") return Approval.UnknownCode()
-        if (outcome._tag === "Expired") return Approval.ExpiredCode()
-        yield* attempt.right.succeeded
-        return Approval.Decided({ clientId: outcome.clientId })
-      })
+      rateLimit.guard(
+        input,
+        Effect.gen(function*() {
+          const user = yield* users.verifyPasswordOf(input.email, input.password)
+          if (Option.isNone(user)) return Approval.WrongCredentials()
+          const outcome = yield* devices.decide(input.userCode, user.value, input.decision)
+          if (outcome._tag === "Unknown") return Approval.UnknownCode()
+          if (outcome._tag === "Expired") return Approval.ExpiredCode()
+          return Approval.Decided({ clientId: outcome.clientId })
+        }),
+        Approval.$is("Decided")
+      ).pipe(Effect.catchTag("RateLimited", ({ retryAfterSeconds }) => Effect.succeed(Approval.RateLimited({ retryAfterSeconds }))))
 
     return { requestCode, exchangeDeviceCode, refresh, revoke, pendingLogin: devices.findPending, decide } as const
   }),

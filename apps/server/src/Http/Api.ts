@@ -13,6 +13,7 @@ import { MembersHttpLive } from "../Members/Http.js"
 import { OrganizationsHttpLive } from "../Organizations/Http.js"
 import { PostingSlotsHttpLive } from "../PostingSlots/Http.js"
 import { PostsHttpLive } from "../Posts/Http.js"
+import { RateLimitMiddlewareLive } from "../RateLimits/Middleware.js"
 import { SocialAccountsHttpLive } from "../SocialAccounts/Http.js"
 import { TeamsHttpLive } from "../Teams/Http.js"
 import { AuthenticationLive } from "../Users/Authentication.js"
@@ -35,7 +36,7 @@ const ApiLive = HttpApiBuilder.api(PostlineApi).pipe(
     AuthHttpLive,
     HealthHttpLive
   ]),
-  Layer.provide([AuthenticationLive, JsonBodyLive])
+  Layer.provide([AuthenticationLive, RateLimitMiddlewareLive, JsonBodyLive])
 )
 
 /**
