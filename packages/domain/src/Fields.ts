@@ -14,18 +14,28 @@ export const oneOf = <const Values extends ReadonlyArray<string>>(...values: Val
   Schema.Literal(...values).annotations(invalidUnless(`must be one of ${values.join(", ")}`))
 
 /** A string PostgreSQL can store: text and jsonb refuse the NUL character. */
-export const Text = Schema.String.pipe(Schema.filter((s) => !s.includes("\u0000")))
+export const Text = Schema.String.pipe(
+  Schema.filter((s) => !s.includes("\u0000"), { jsonSchema: { pattern: "^[^\\u0000]*$" } })
+)
 
-const codePoints = (s: string) => [...s].length
+/** Lengths as JSON Schema counts them (minLength, maxLength): in code points, not UTF-16 units. */
+export const codePoints = (s: string) => [...s].length
 
-// White space and the invisible characters that make a name look blank.
-const invisible = /[\p{White_Space}\u200B-\u200D\u2060\uFEFF]/gu
-const isBlank = (s: string) => s.replace(invisible, "").length === 0
+/**
+ * A pattern that finds one visible character, given the characters that do not count. Written as
+ * plain ranges, not \p{...}, so that validators without Unicode regular expressions read it alike.
+ */
+export const visibleCharacter = (invisibleRanges: string) => `[^${invisibleRanges}]`
+
+// White space (Unicode's White_Space) and the zero-width characters that make a name look blank.
+const nameVisible = visibleCharacter("\\t-\\r \\u0085\\u00A0\\u1680\\u2000-\\u200D\\u2028\\u2029\\u202F\\u205F\\u2060\\u3000\\uFEFF")
+const nameVisibleCharacter = new RegExp(nameVisible)
+const isBlank = (s: string) => !nameVisibleCharacter.test(s)
 
 /** Names of organizations, teams and onboarding profiles: 2 to 64 code points, not blank. */
 export const Name = Text.pipe(
   Schema.filter((s) => codePoints(s) >= 2 && codePoints(s) <= 64 && !isBlank(s), {
-    jsonSchema: { minLength: 2, maxLength: 64 }
+    jsonSchema: { minLength: 2, maxLength: 64, pattern: nameVisible }
   })
 ).annotations({
   identifier: "Name",
@@ -36,16 +46,23 @@ export const Name = Text.pipe(
 export const maxUrlLength = 2048
 
 // The URL parser forgives spaces, missing slashes and control characters; a
-// website must need no forgiving, so it is stored exactly as sent.
-const httpUrlShape = /^https?:\/\/[^\s\u0000-\u001F\u007F]+$/i
+// website must need no forgiving, so it is stored exactly as sent. Spelt without
+// the i flag, so that the document's pattern is this very one.
+const httpUrlShape = /^[Hh][Tt][Tt][Pp][Ss]?:\/\/[^\s\u0000-\u001F\u007F]+$/
 
 const isHttpUrl = (s: string) =>
-  s.length <= maxUrlLength && httpUrlShape.test(s) && URL.canParse(s) && new URL(s).hostname.length > 0
+  codePoints(s) <= maxUrlLength && httpUrlShape.test(s) && URL.canParse(s) && new URL(s).hostname.length > 0
 
-/** An absolute http(s) URL. */
+/**
+ * An absolute http(s) URL. Not `format: uri`: that format refuses the non-ASCII
+ * characters of international addresses, which the server accepts as written.
+ */
 export const WebsiteUrl = Schema.String.pipe(
-  Schema.filter(isHttpUrl, { jsonSchema: { format: "uri", maxLength: maxUrlLength } })
-).annotations({ identifier: "WebsiteUrl", description: `An absolute http or https URL of at most ${maxUrlLength} characters` })
+  Schema.filter(isHttpUrl, { jsonSchema: { pattern: httpUrlShape.source, maxLength: maxUrlLength } })
+).annotations({
+  identifier: "WebsiteUrl",
+  description: `An absolute http or https URL of at most ${maxUrlLength} characters, with a host, that parses as a URL`
+})
 
 /** A whole number (Schema.Int alone would be titled "int" in the document). */
 export const integer = (description: string) =>
