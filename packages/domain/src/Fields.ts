@@ -13,31 +13,47 @@ export const optional = <S extends Schema.Schema.Any>(schema: S) => Schema.optio
 export const oneOf = <const Values extends ReadonlyArray<string>>(...values: Values) =>
   Schema.Literal(...values).annotations(invalidUnless(`must be one of ${values.join(", ")}`))
 
+const nul = "\\u0000"
+const hasNoNul = (s: string) => !s.includes("\u0000")
+
 /** A string PostgreSQL can store: text and jsonb refuse the NUL character. */
-export const Text = Schema.String.pipe(
-  Schema.filter((s) => !s.includes("\u0000"), { jsonSchema: { pattern: "^[^\\u0000]*$" } })
-)
+export const Text = Schema.String.pipe(Schema.filter(hasNoNul, { jsonSchema: { pattern: `^[^${nul}]*$` } }))
 
 /** Lengths as JSON Schema counts them (minLength, maxLength): in code points, not UTF-16 units. */
 export const codePoints = (s: string) => [...s].length
 
 /**
- * A pattern that finds one visible character, given the characters that do not count. Written as
- * plain ranges, not \p{...}, so that validators without Unicode regular expressions read it alike.
+ * Text of `minLength` to `maxLength` code points, with a character that is not among `blankRanges`
+ * and no NUL. The document gets one pattern for both: a second one would need `allOf`, which
+ * client generators read as "unknown". Ranges are \s and escapes of characters that end no line,
+ * not \p{...}: validators without Unicode regular expressions read them alike, and generators that
+ * write a pattern out as a regular expression literal (unescaped) do not break it.
  */
-export const visibleCharacter = (invisibleRanges: string) => `[^${invisibleRanges}]`
-
-// White space (Unicode's White_Space) and the zero-width characters that make a name look blank.
-const nameVisible = visibleCharacter("\\t-\\r \\u0085\\u00A0\\u1680\\u2000-\\u200D\\u2028\\u2029\\u202F\\u205F\\u2060\\u3000\\uFEFF")
-const nameVisibleCharacter = new RegExp(nameVisible)
-const isBlank = (s: string) => !nameVisibleCharacter.test(s)
+export const visibleText = (options: { readonly blankRanges: string; readonly minLength: number; readonly maxLength: number }) => {
+  const visibleCharacter = new RegExp(`[^${options.blankRanges}]`)
+  return Schema.String.pipe(
+    Schema.filter(
+      (s) =>
+        hasNoNul(s) && codePoints(s) >= options.minLength && codePoints(s) <= options.maxLength &&
+        visibleCharacter.test(s),
+      {
+        jsonSchema: {
+          minLength: options.minLength,
+          maxLength: options.maxLength,
+          pattern: `^[^${nul}]*[^${nul}${options.blankRanges}][^${nul}]*$`
+        }
+      }
+    )
+  )
+}
 
 /** Names of organizations, teams and onboarding profiles: 2 to 64 code points, not blank. */
-export const Name = Text.pipe(
-  Schema.filter((s) => codePoints(s) >= 2 && codePoints(s) <= 64 && !isBlank(s), {
-    jsonSchema: { minLength: 2, maxLength: 64, pattern: nameVisible }
-  })
-).annotations({
+export const Name = visibleText({
+  // White space (\s and U+0085, Unicode's White_Space) and the zero-width characters that make a name look blank.
+  blankRanges: "\\s\\u0085\\u200B-\\u200D\\u2060",
+  minLength: 2,
+  maxLength: 64
+}).annotations({
   identifier: "Name",
   description: "2 to 64 characters, not blank",
   ...invalidUnless("must be a string of 2 to 64 characters, not blank")

@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { codePoints, integer, invalidUnless, oneOf, optional, strict, Text, Timestamp, visibleCharacter } from "./Fields.js"
+import { integer, invalidUnless, oneOf, optional, strict, Timestamp, visibleText } from "./Fields.js"
 import { ApiKeyId, PostId, SocialAccountId, TeamId, UserId } from "./Ids.js"
 import { instantWithOffsetPattern, isInstantWithOffset } from "./Instants.js"
 import { ListEnvelope, listQueryFieldsSortedBy } from "./Lists.js"
@@ -9,16 +9,12 @@ import { ProviderErrorCategory } from "./SocialAccounts.js"
 export const maxPostLength = 10_000
 export const maxTargetsPerPublish = 50
 
-// The characters String.prototype.trim removes: a post of these alone is blank.
-const contentVisible = visibleCharacter("\\t-\\r \\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000\\uFEFF")
-const contentVisibleCharacter = new RegExp(contentVisible)
-
-export const PostContent = Text.pipe(
-  Schema.filter(
-    (text) => codePoints(text) >= 1 && codePoints(text) <= maxPostLength && contentVisibleCharacter.test(text),
-    { jsonSchema: { minLength: 1, maxLength: maxPostLength, pattern: contentVisible } }
-  )
-).annotations({
+export const PostContent = visibleText({
+  // \s is what String.prototype.trim removes: a post of these alone is blank.
+  blankRanges: "\\s",
+  minLength: 1,
+  maxLength: maxPostLength
+}).annotations({
   identifier: "PostContent",
   description: `The text, 1 to ${maxPostLength} characters, not blank; each provider's own limit applies when it is published`,
   ...invalidUnless(`must be 1 to ${maxPostLength} characters, not blank`)
