@@ -1,8 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
+import { Arbitrary, Schema } from "effect"
 import fc from "fast-check"
 import { isDocumentedException } from "./support/DocumentExceptions.js"
 import { edgeValue, isValid, type JsonSchema, operations, validValue } from "./support/OpenApiDocument.js"
-import { serverDecoders } from "./support/ServerDecoders.js"
+import { serverDecoders, serverSchemas } from "./support/ServerDecoders.js"
 
 /**
  * For every operation's path parameters, query and JSON body: a value is valid
@@ -50,6 +51,18 @@ describe("openapi.json and the server's decoders accept the same inputs", () => 
           )
           // Exceptions are rare edges, not the rule.
           expect(exceptions).toBeLessThan(numRuns * 0.9)
+        })
+
+        it("calls valid what the server's own schema generates (Effect's Arbitrary, encoded)", () => {
+          const serverSchema = serverSchemas.get(operation.id)![input]!
+          const encode = Schema.encodeSync(serverSchema)
+          fc.assert(
+            fc.property(Arbitrary.make(serverSchema), (decoded) => {
+              const value = encode(decoded)
+              expect(isValid(schema, value), JSON.stringify(value)).toBe(true)
+            }),
+            { numRuns: 50 }
+          )
         })
 
         it("refuses only what the document calls invalid, at edges, wrong types, missing and extra fields", () => {

@@ -1,3 +1,5 @@
+import type { LazyArbitrary } from "effect/Arbitrary"
+
 // An instant with an explicit offset, so that it means the same on every machine. Date.parse
 // forgives 30 February and offsets past ±14:00; PostgreSQL does not, so neither does this
 // pattern, which is also the document's: calendar days (29 February in leap years only),
@@ -15,3 +17,13 @@ export const instantWithOffsetPattern = `^${date}${time}${offset}$`
 const instantWithOffset = new RegExp(instantWithOffsetPattern)
 
 export const isInstantWithOffset = (s: string): boolean => instantWithOffset.test(s)
+
+const twoDigits = (n: number) => String(n).padStart(2, "0")
+
+/** For property tests: instants between `min` and `max`, written with offsets from -14:00 to +14:00. */
+export const instantArbitrary = (min: Date, max: Date): LazyArbitrary<string> => (fc) =>
+  fc.tuple(fc.date({ min, max, noInvalidDate: true }), fc.integer({ min: -14 * 60, max: 14 * 60 })).map(([date, offset]) => {
+    const local = new Date(date.getTime() + offset * 60_000).toISOString().slice(0, 19)
+    const sign = offset < 0 ? "-" : "+"
+    return `${local}${sign}${twoDigits(Math.floor(Math.abs(offset) / 60))}:${twoDigits(Math.abs(offset) % 60)}`
+  })

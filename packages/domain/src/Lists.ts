@@ -14,6 +14,7 @@ export const PageLimit = Schema.compose(
 ).annotations({
   ...invalidUnless("must be a positive integer"),
   identifier: "PageLimit",
+  arbitrary: () => (fc) => fc.integer({ min: 1, max: 1000 }),
   description: pageLimitDescription
 })
 

@@ -2,7 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { integer, invalidUnless, oneOf, optional, strict, Timestamp, visibleText } from "./Fields.js"
 import { ApiKeyId, PostId, SocialAccountId, TeamId, UserId } from "./Ids.js"
-import { instantWithOffsetPattern, isInstantWithOffset } from "./Instants.js"
+import { instantArbitrary, instantWithOffsetPattern, isInstantWithOffset } from "./Instants.js"
 import { ListEnvelope, listQueryFieldsSortedBy } from "./Lists.js"
 import { ProviderErrorCategory } from "./SocialAccounts.js"
 
@@ -164,6 +164,7 @@ export const ScheduleRequest = Schema.Union(
     scheduledAt: Schema.String.pipe(
       Schema.filter(isInstantWithOffset, { jsonSchema: { pattern: instantWithOffsetPattern } })
     ).annotations({
+      arbitrary: () => instantArbitrary(new Date(Date.UTC(1000, 0, 1)), new Date(Date.UTC(9998, 0, 1))),
       description: `When to publish: an ISO 8601 instant with an offset. It must also be at least ` +
         `${minScheduleLeadSeconds} seconds (SCHEDULE_MIN_LEAD_SECONDS) and at most one year ahead, which the pattern cannot say`,
       ...invalidUnless("must be an ISO 8601 instant with an offset, e.g. 2027-01-31T09:00:00+01:00")

@@ -60,6 +60,7 @@ export const Timezone = Schema.String.pipe(
   })
 ).annotations({
   identifier: "Timezone",
+  arbitrary: () => (fc) => fc.constantFrom(...supported),
   description: "IANA timezone name, such as Europe/Paris, Asia/Kolkata or UTC. It must also be one the server " +
     "supports (Node.js's own list, the current names of zones listed under an old one, UTC and Etc/UTC), which " +
     "the pattern cannot say"
