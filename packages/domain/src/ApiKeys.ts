@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { invalidUnless, Name, oneOf, optional, strict, Timestamp } from "./Fields.js"
-import { isInstantWithOffset } from "./Instants.js"
+import { instantArbitrary, instantWithOffsetPattern, isInstantWithOffset } from "./Instants.js"
 import { ListEnvelope, listQueryFieldsSortedBy } from "./Lists.js"
 import { ApiKeyId, OrganizationId, UserId } from "./Ids.js"
 import { OrganizationPath } from "./Organizations.js"
@@ -27,11 +27,13 @@ export const CreatedApiKey = Schema.Struct({
 
 const FutureTimestamp = Schema.String.pipe(
   Schema.filter((s) => isInstantWithOffset(s) && Date.parse(s) > Date.now() && Date.parse(s) < Date.UTC(9999, 0, 1), {
-    jsonSchema: { format: "date-time" }
+    jsonSchema: { pattern: instantWithOffsetPattern }
   })
 ).annotations({
   identifier: "FutureTimestamp",
-  description: "An ISO 8601 timestamp with a time zone offset (e.g. `2027-01-31T12:00:00Z`), in the future, before year 9999",
+  arbitrary: () => instantArbitrary(new Date(Date.now() + 3_600_000), new Date(Date.UTC(9998, 0, 1))),
+  description: "An ISO 8601 timestamp with a time zone offset (e.g. `2027-01-31T12:00:00Z` or `2027-06-30T00:00:00+02:00`). " +
+    "It must also be in the future and before year 9999 (UTC), which the pattern cannot say",
   ...invalidUnless("must be an ISO 8601 timestamp with an offset, in the future, before year 9999")
 })
 

@@ -41,8 +41,17 @@ export const oauthError = (error: OAuthErrorCode, description: string) =>
 const parameter = (description: string) =>
   Schema.String.annotations({ description, ...invalidUnless("must be given once, as a string") })
 
-/** A parameter that holds a secret: decoded as `Redacted`, so that it is never logged. */
-const secretParameter = (description: string) => Schema.Redacted(parameter(description))
+/**
+ * A parameter that holds a secret: decoded as `Redacted`, so that it is never logged. An empty one
+ * counts as absent (RFC 6749 §3.1), so the document asks for at least one character.
+ */
+const secretParameter = (description: string) =>
+  Schema.Redacted(
+    Schema.String.pipe(Schema.filter((s) => s.length > 0, { jsonSchema: { minLength: 1 } })).annotations({
+      description,
+      ...invalidUnless("must be given once, as a non-empty string")
+    })
+  )
 
 // RFC 6749 appendix A: VSCHAR is printable ASCII.
 const ClientId = Schema.String.pipe(Schema.pattern(/^[\x20-\x7E]{1,255}$/)).annotations({
@@ -51,15 +60,17 @@ const ClientId = Schema.String.pipe(Schema.pattern(/^[\x20-\x7E]{1,255}$/)).anno
   ...invalidUnless("must be 1 to 255 printable ASCII characters")
 })
 
-// RFC 6749 §3.3: space-separated tokens of printable ASCII without `"` and `\`.
-const scopeTokens = /^[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*$/
+// RFC 6749 §3.3: space-separated tokens of printable ASCII without `"` and `\`. An empty scope
+// counts as absent (RFC 6749 §3.1), and is accepted as such.
+const scopeTokens = /^(?:[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*)?$/
 const Scope = Schema.String.pipe(
   Schema.filter((s) => s.length <= 1000 && scopeTokens.test(s), {
     jsonSchema: { pattern: scopeTokens.source, maxLength: 1000 }
   })
 ).annotations({
   identifier: "Scope",
-  description: "Space-separated scope tokens (RFC 6749 §3.3), at most 1000 characters; kept with the login",
+  description: "Space-separated scope tokens (RFC 6749 §3.3), at most 1000 characters; kept with the login. Empty " +
+    "means no scope, as if absent",
   ...invalidUnless("must be space-separated scope tokens of printable ASCII, at most 1000 characters")
 })
 

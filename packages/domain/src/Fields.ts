@@ -13,21 +13,47 @@ export const optional = <S extends Schema.Schema.Any>(schema: S) => Schema.optio
 export const oneOf = <const Values extends ReadonlyArray<string>>(...values: Values) =>
   Schema.Literal(...values).annotations(invalidUnless(`must be one of ${values.join(", ")}`))
 
+const nul = "\\u0000"
+const hasNoNul = (s: string) => !s.includes("\u0000")
+
 /** A string PostgreSQL can store: text and jsonb refuse the NUL character. */
-export const Text = Schema.String.pipe(Schema.filter((s) => !s.includes("\u0000")))
+export const Text = Schema.String.pipe(Schema.filter(hasNoNul, { jsonSchema: { pattern: `^[^${nul}]*$` } }))
 
-const codePoints = (s: string) => [...s].length
+/** Lengths as JSON Schema counts them (minLength, maxLength): in code points, not UTF-16 units. */
+export const codePoints = (s: string) => [...s].length
 
-// White space and the invisible characters that make a name look blank.
-const invisible = /[\p{White_Space}\u200B-\u200D\u2060\uFEFF]/gu
-const isBlank = (s: string) => s.replace(invisible, "").length === 0
+/**
+ * Text of `minLength` to `maxLength` code points, with a character that is not among `blankRanges`
+ * and no NUL. The document gets one pattern for both: a second one would need `allOf`, which
+ * client generators read as "unknown". Ranges are \s and escapes of characters that end no line,
+ * not \p{...}: validators without Unicode regular expressions read them alike, and generators that
+ * write a pattern out as a regular expression literal (unescaped) do not break it.
+ */
+export const visibleText = (options: { readonly blankRanges: string; readonly minLength: number; readonly maxLength: number }) => {
+  const visibleCharacter = new RegExp(`[^${options.blankRanges}]`)
+  return Schema.String.pipe(
+    Schema.filter(
+      (s) =>
+        hasNoNul(s) && codePoints(s) >= options.minLength && codePoints(s) <= options.maxLength &&
+        visibleCharacter.test(s),
+      {
+        jsonSchema: {
+          minLength: options.minLength,
+          maxLength: options.maxLength,
+          pattern: `^[^${nul}]*[^${nul}${options.blankRanges}][^${nul}]*$`
+        }
+      }
+    )
+  )
+}
 
 /** Names of organizations, teams and onboarding profiles: 2 to 64 code points, not blank. */
-export const Name = Text.pipe(
-  Schema.filter((s) => codePoints(s) >= 2 && codePoints(s) <= 64 && !isBlank(s), {
-    jsonSchema: { minLength: 2, maxLength: 64 }
-  })
-).annotations({
+export const Name = visibleText({
+  // White space (\s and U+0085, Unicode's White_Space) and the zero-width characters that make a name look blank.
+  blankRanges: "\\s\\u0085\\u200B-\\u200D\\u2060",
+  minLength: 2,
+  maxLength: 64
+}).annotations({
   identifier: "Name",
   description: "2 to 64 characters, not blank",
   ...invalidUnless("must be a string of 2 to 64 characters, not blank")
@@ -36,16 +62,23 @@ export const Name = Text.pipe(
 export const maxUrlLength = 2048
 
 // The URL parser forgives spaces, missing slashes and control characters; a
-// website must need no forgiving, so it is stored exactly as sent.
-const httpUrlShape = /^https?:\/\/[^\s\u0000-\u001F\u007F]+$/i
+// website must need no forgiving, so it is stored exactly as sent. Spelt without
+// the i flag, so that the document's pattern is this very one.
+const httpUrlShape = /^[Hh][Tt][Tt][Pp][Ss]?:\/\/[^\s\u0000-\u001F\u007F]+$/
 
 const isHttpUrl = (s: string) =>
-  s.length <= maxUrlLength && httpUrlShape.test(s) && URL.canParse(s) && new URL(s).hostname.length > 0
+  codePoints(s) <= maxUrlLength && httpUrlShape.test(s) && URL.canParse(s) && new URL(s).hostname.length > 0
 
-/** An absolute http(s) URL. */
+/**
+ * An absolute http(s) URL. Not `format: uri`: that format refuses the non-ASCII
+ * characters of international addresses, which the server accepts as written.
+ */
 export const WebsiteUrl = Schema.String.pipe(
-  Schema.filter(isHttpUrl, { jsonSchema: { format: "uri", maxLength: maxUrlLength } })
-).annotations({ identifier: "WebsiteUrl", description: `An absolute http or https URL of at most ${maxUrlLength} characters` })
+  Schema.filter(isHttpUrl, { jsonSchema: { pattern: httpUrlShape.source, maxLength: maxUrlLength } })
+).annotations({
+  identifier: "WebsiteUrl",
+  description: `An absolute http or https URL of at most ${maxUrlLength} characters, with a host, that parses as a URL`
+})
 
 /** A whole number (Schema.Int alone would be titled "int" in the document). */
 export const integer = (description: string) =>

@@ -11,7 +11,11 @@ export const Uuid = Schema.transform(
   Schema.String.pipe(Schema.pattern(uuidShape)),
   Schema.String.pipe(Schema.lowercased()),
   { strict: true, decode: (id) => id.toLowerCase(), encode: (id) => id }
-).annotations(invalidUnless("must be a UUID (8-4-4-4-12 hexadecimal digits)"))
+).annotations({
+  ...invalidUnless("must be a UUID (8-4-4-4-12 hexadecimal digits)"),
+  // Property tests generate UUIDs, not lower-case strings that a UUID's pattern would refuse.
+  arbitrary: () => (fc) => fc.uuid()
+})
 
 const id = <const Brand extends string>(brand: Brand, description: string) =>
   Uuid.pipe(Schema.brand(brand)).annotations({ identifier: brand, description })

@@ -7,14 +7,14 @@ export const MaxPageSize = 100
 /** A page size: a string of a positive integer; values above 100 are capped where the page is read. */
 const pageLimitDescription = `Page size, a positive integer; default ${DefaultPageSize}, capped at ${MaxPageSize}`
 
+// Digits with at least one that is not 0: `0` and `00` are refused by the pattern itself, so the document says so.
 export const PageLimit = Schema.compose(
-  Schema.String.pipe(Schema.pattern(/^[0-9]+$/)).annotations({ description: pageLimitDescription }),
+  Schema.String.pipe(Schema.pattern(/^[0-9]*[1-9][0-9]*$/)).annotations({ description: pageLimitDescription }),
   Schema.NumberFromString
-).pipe(
-  Schema.filter((n) => n > 0)
 ).annotations({
   ...invalidUnless("must be a positive integer"),
   identifier: "PageLimit",
+  arbitrary: () => (fc) => fc.integer({ min: 1, max: 1000 }),
   description: pageLimitDescription
 })
 

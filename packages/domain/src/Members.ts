@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { invalidUnless, oneOf, strict, Text, Timestamp } from "./Fields.js"
+import { codePoints, invalidUnless, oneOf, strict, Timestamp } from "./Fields.js"
 import { ListEnvelope, listQueryFields } from "./Lists.js"
 import { OrganizationId, UserId } from "./Ids.js"
 import { OrganizationPath } from "./Organizations.js"
@@ -22,8 +22,17 @@ export const Member = Schema.Struct({
 }).annotations({ identifier: "Member" })
 export type Member = typeof Member.Type
 
-const Email = Text.pipe(Schema.filter((s) => /^[^\s@]+@[^\s@]+$/.test(s) && s.length <= 254)).annotations({
+// No white space, and no NUL, which PostgreSQL cannot store.
+const emailShape = /^[^\s@\u0000]+@[^\s@\u0000]+$/
+const maxEmailLength = 254
+
+const Email = Schema.String.pipe(
+  Schema.filter((s) => emailShape.test(s) && codePoints(s) <= maxEmailLength, {
+    jsonSchema: { pattern: emailShape.source, maxLength: maxEmailLength }
+  })
+).annotations({
   identifier: "Email",
+  description: `An email address: something, @, something, without white space; at most ${maxEmailLength} characters`,
   ...invalidUnless("must be an email address")
 })
 

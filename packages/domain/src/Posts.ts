@@ -1,21 +1,20 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { integer, invalidUnless, oneOf, optional, strict, Text, Timestamp } from "./Fields.js"
+import { integer, invalidUnless, oneOf, optional, strict, Timestamp, visibleText } from "./Fields.js"
 import { ApiKeyId, PostId, SocialAccountId, TeamId, UserId } from "./Ids.js"
-import { isInstantWithOffset } from "./Instants.js"
+import { instantArbitrary, instantWithOffsetPattern, isInstantWithOffset } from "./Instants.js"
 import { ListEnvelope, listQueryFieldsSortedBy } from "./Lists.js"
 import { ProviderErrorCategory } from "./SocialAccounts.js"
 
 export const maxPostLength = 10_000
 export const maxTargetsPerPublish = 50
 
-const codePoints = (text: string) => [...text].length
-
-export const PostContent = Text.pipe(
-  Schema.filter((text) => codePoints(text) >= 1 && codePoints(text) <= maxPostLength && text.trim() !== "", {
-    jsonSchema: { minLength: 1, maxLength: maxPostLength }
-  })
-).annotations({
+export const PostContent = visibleText({
+  // \s is what String.prototype.trim removes: a post of these alone is blank.
+  blankRanges: "\\s",
+  minLength: 1,
+  maxLength: maxPostLength
+}).annotations({
   identifier: "PostContent",
   description: `The text, 1 to ${maxPostLength} characters, not blank; each provider's own limit applies when it is published`,
   ...invalidUnless(`must be 1 to ${maxPostLength} characters, not blank`)
@@ -163,10 +162,11 @@ export const ScheduleRequest = Schema.Union(
   Schema.Struct({
     socialAccountIds: accountIds(1, "The accounts to publish to, accounts of the post's team"),
     scheduledAt: Schema.String.pipe(
-      Schema.filter(isInstantWithOffset, { jsonSchema: { format: "date-time" } })
+      Schema.filter(isInstantWithOffset, { jsonSchema: { pattern: instantWithOffsetPattern } })
     ).annotations({
-      description: `When to publish: an ISO 8601 instant with an offset, at least ${minScheduleLeadSeconds} seconds and at ` +
-        "most one year ahead",
+      arbitrary: () => instantArbitrary(new Date(Date.UTC(1000, 0, 1)), new Date(Date.UTC(9998, 0, 1))),
+      description: `When to publish: an ISO 8601 instant with an offset. It must also be at least ` +
+        `${minScheduleLeadSeconds} seconds (SCHEDULE_MIN_LEAD_SECONDS) and at most one year ahead, which the pattern cannot say`,
       ...invalidUnless("must be an ISO 8601 instant with an offset, e.g. 2027-01-31T09:00:00+01:00")
     })
   }).annotations({ ...strict, identifier: "ScheduleAt" }),

@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { invalidUnless, oneOf, optional, strict, Text, Timestamp, WebsiteUrl } from "./Fields.js"
+import { codePoints, invalidUnless, oneOf, optional, strict, Text, Timestamp, WebsiteUrl } from "./Fields.js"
 import { SocialAccountId, TeamId } from "./Ids.js"
 import { ListEnvelope, listQueryFields } from "./Lists.js"
 
@@ -58,7 +58,9 @@ const ServiceUrl = WebsiteUrl.annotations(invalidUnless("must be an absolute htt
 export const ConnectBluesky = Schema.Struct({
   provider: Schema.Literal("bluesky"),
   handle: Text.pipe(
-    Schema.filter((handle) => handle.length >= 1 && handle.length <= 253, { jsonSchema: { minLength: 1, maxLength: 253 } })
+    Schema.filter((handle) => codePoints(handle) >= 1 && codePoints(handle) <= 253, {
+      jsonSchema: { minLength: 1, maxLength: 253 }
+    })
   ).annotations({
     description: "The handle (`alice.bsky.social`), email or DID the account logs in with",
     ...invalidUnless("must be 1 to 253 characters")

@@ -50,7 +50,18 @@ const supported: ReadonlySet<string> = new Set([
 
 export const isSupportedTimezone = (name: string): boolean => supported.has(name)
 
-export const Timezone = Schema.String.pipe(Schema.filter(isSupportedTimezone, { jsonSchema: {} })).annotations({
+// The shape of an IANA name; which names the runtime supports is its own list, too long and too
+// changeable (a Node.js update brings new ones) for an enum in the document.
+const timezoneShape = /^[A-Za-z_]+(?:\/[A-Za-z0-9_+-]+)*$/
+
+export const Timezone = Schema.String.pipe(
+  Schema.filter((name) => timezoneShape.test(name) && isSupportedTimezone(name), {
+    jsonSchema: { pattern: timezoneShape.source }
+  })
+).annotations({
   identifier: "Timezone",
-  description: "IANA timezone name, such as Europe/Paris, Asia/Kolkata or UTC"
+  arbitrary: () => (fc) => fc.constantFrom(...supported),
+  description: "IANA timezone name, such as Europe/Paris, Asia/Kolkata or UTC. It must also be one the server " +
+    "supports (Node.js's own list, the current names of zones listed under an old one, UTC and Etc/UTC), which " +
+    "the pattern cannot say"
 })

@@ -6,6 +6,10 @@ import { refusalsToEdge } from "../Http/RequestBody.js"
 
 const invalidRequest = (description: string) => oauthError("invalid_request", description)
 
+/** Parameters without a value count as absent (RFC 6749 §3.1). */
+export const withoutEmptyParameters = (parameters: Record<string, unknown>): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(parameters).filter(([, value]) => value !== ""))
+
 /**
  * The parameters of an OAuth request, form-encoded (RFC 6749 appendix B) or
  * as a JSON object. Parameters without a value count as absent (RFC 6749 §3.1).
@@ -19,7 +23,7 @@ export const readParameters = Effect.gen(function*() {
     ? yield* refusalsToEdge(request.json)
     : yield* invalidRequest("Send the parameters as application/x-www-form-urlencoded (or as a JSON object)")
   if (!Predicate.isRecord(body)) return yield* invalidRequest("The parameters must be a JSON object of strings")
-  return Object.fromEntries(Object.entries(body).filter(([, value]) => value !== ""))
+  return withoutEmptyParameters(body)
 }).pipe(
   Effect.catchTag("RequestError", () => invalidRequest("The request body could not be read as its content type says"))
 )
