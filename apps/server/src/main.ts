@@ -12,9 +12,9 @@ import { layerScheduler } from "./Scheduling/Scheduler.js"
 import { withTracing } from "./Tracing.js"
 
 /**
- * The platform listens as soon as the server exists, and attaches the API
- * when every layer is built: a request in between would get no answer at all.
- * It gets 503 instead, until the API takes over.
+ * The server listens before anything else is built, and attaches the API
+ * when every layer is built: a request in between (while the database is
+ * awaited, for instance) gets 503 instead of no answer at all.
  */
 const createStartingServer = () => {
   const server = createServer()
@@ -47,10 +47,10 @@ const AppLive = Layer.unwrapEffect(
   Effect.map(logLevel, (level) =>
     makeHttpLive({ accessLog: LogLevel.lessThanEqual(level, LogLevel.Info) }).pipe(
       HttpServer.withLogAddress,
-      Layer.provide(ServerLive),
       Layer.provide(SchedulerLive),
       Layer.provide(ProvidersLive),
-      Layer.provide(DatabaseLive)
+      Layer.provide(DatabaseLive),
+      Layer.provide(ServerLive)
     ))
 )
 

@@ -2,15 +2,16 @@ import { PGlite } from "@electric-sql/pglite"
 import { createPgConfig } from "@electric-sql/pglite/node-postgres"
 import { SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Config, Effect, Layer, Option, Redacted } from "effect"
+import { Config, Effect, Layer, Option } from "effect"
 import Pg from "pg"
 import { lockDataDir } from "./DataDirLock.js"
+import { layerPostgres, PostgresTimeoutsConfig } from "./Postgres.js"
+import { retryStart, StartRetryConfig } from "./StartRetry.js"
 
 // Rows keep the column names their statements give them: statements name each column after its
 // field (Database/Columns.ts), which costs nothing per row, unlike a renaming pass.
 
-/** A real PostgreSQL server. */
-export const layerPostgres = (url: Redacted.Redacted) => PgClient.layer({ url })
+export { layerPostgres } from "./Postgres.js"
 
 /**
  * PostgreSQL's default 128 MB buffer pool lives in the embedded database's
@@ -42,11 +43,17 @@ export const layerEmbedded = (dataDir: string) =>
     }).pipe(Effect.mapError((error) => error._tag === "SqlError" ? error : new SqlError.SqlError({ cause: error, message: error.message })))
   })
 
-/** `DATABASE_URL` selects a PostgreSQL server; without it the embedded database lives in `DATA_DIR`. */
+/**
+ * `DATABASE_URL` selects a PostgreSQL server, which the server waits for at start (it may be
+ * starting too); without it the embedded database lives in `DATA_DIR`.
+ */
 export const SqlLive = Layer.unwrapEffect(
   Effect.gen(function*() {
     const url = yield* Config.option(Config.redacted("DATABASE_URL"))
-    if (Option.isSome(url)) return layerPostgres(url.value)
+    if (Option.isSome(url)) {
+      const timeouts = yield* PostgresTimeoutsConfig
+      return retryStart(layerPostgres(url.value, timeouts), yield* StartRetryConfig)
+    }
     const dataDir = yield* Config.string("DATA_DIR").pipe(Config.withDefault("./data"))
     return layerEmbedded(dataDir)
   })
