@@ -4,6 +4,7 @@ import { SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Config, Effect, Layer, Option } from "effect"
 import Pg from "pg"
+import { openDataDir } from "./DataDirCreation.js"
 import { lockDataDir } from "./DataDirLock.js"
 import { layerPostgres, PostgresTimeoutsConfig } from "./Postgres.js"
 import { retryStart, StartRetryConfig } from "./StartRetry.js"
@@ -29,11 +30,12 @@ export const layerEmbedded = (dataDir: string) =>
   PgClient.layerFromPool({
     acquire: Effect.gen(function*() {
       if (!dataDir.startsWith("memory://")) yield* lockDataDir(dataDir)
+      const create = Effect.tryPromise({
+        try: () => PGlite.create(dataDir, { startParams: [...PGlite.defaultStartParams, ...embeddedSettings] }),
+        catch: (cause) => new SqlError.SqlError({ cause, message: `Failed to open the embedded database in ${dataDir}` })
+      })
       const pglite = yield* Effect.acquireRelease(
-        Effect.tryPromise({
-          try: () => PGlite.create(dataDir, { startParams: [...PGlite.defaultStartParams, ...embeddedSettings] }),
-          catch: (cause) => new SqlError.SqlError({ cause, message: `Failed to open the embedded database in ${dataDir}` })
-        }),
+        dataDir.startsWith("memory://") ? create : openDataDir(dataDir, create),
         (db) => Effect.promise(() => db.close())
       )
       return yield* Effect.acquireRelease(
