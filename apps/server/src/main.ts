@@ -1,9 +1,9 @@
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Config, Effect, Layer, Logger, LogLevel } from "effect"
-import { createServer } from "node:http"
 import { DatabaseLive } from "./Database/Database.js"
 import { makeHttpLive } from "./Http/Api.js"
+import { makeServerLifecycle } from "./Http/ServerLifecycle.js"
 import { OutboundLive } from "./Outbound/Outbound.js"
 import { CredentialsCipherLive } from "./Providers/CredentialsCipher.js"
 import { SocialProviders } from "./Providers/Registry.js"
@@ -11,22 +11,9 @@ import { layerCluster, layerSingleProcess } from "./Scheduling/Engine.js"
 import { layerScheduler } from "./Scheduling/Scheduler.js"
 import { withTracing } from "./Tracing.js"
 
-/**
- * The server listens before anything else is built, and attaches the API
- * when every layer is built: a request in between (while the database is
- * awaited, for instance) gets 503 instead of no answer at all.
- */
-const createStartingServer = () => {
-  const server = createServer()
-  server.on("request", (_request, response) => {
-    if (server.listenerCount("request") > 1) return
-    response.writeHead(503, { "content-type": "application/json", connection: "close" })
-    response.end(JSON.stringify({ _tag: "ServiceUnavailable", message: "The server is starting: try again shortly" }))
-  })
-  return server
-}
+const lifecycle = makeServerLifecycle()
 
-const ServerLive = NodeHttpServer.layerConfig(createStartingServer, {
+const ServerLive = NodeHttpServer.layerConfig(lifecycle.createServer, {
   port: Config.port("PORT").pipe(Config.withDefault(3000)),
   host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0"))
 })
@@ -47,6 +34,7 @@ const AppLive = Layer.unwrapEffect(
   Effect.map(logLevel, (level) =>
     makeHttpLive({ accessLog: LogLevel.lessThanEqual(level, LogLevel.Info) }).pipe(
       HttpServer.withLogAddress,
+      Layer.provide(lifecycle.DrainLive),
       Layer.provide(SchedulerLive),
       Layer.provide(ProvidersLive),
       Layer.provide(DatabaseLive),
