@@ -6,6 +6,7 @@ import { Config, Effect, Layer, Option } from "effect"
 import Pg from "pg"
 import { openDataDir } from "./DataDirCreation.js"
 import { lockDataDir } from "./DataDirLock.js"
+import { durableStartParams, SyncingNodeFS } from "./SyncingNodeFS.js"
 import { layerPostgres, PostgresTimeoutsConfig } from "./Postgres.js"
 import { retryStart, StartRetryConfig } from "./StartRetry.js"
 
@@ -25,17 +26,23 @@ const embeddedSettings = ["-c", "shared_buffers=16MB"]
  * Embedded PostgreSQL (PGlite) in `dataDir`, or in memory for `memory://`.
  * PGlite is a single session: a pool of exactly one client serialises every
  * statement and holds it for a whole transaction, so transactions never interleave.
+ * With `fsync` (the default), a commit is on the disk when it returns (see SyncingNodeFS.ts).
  */
-export const layerEmbedded = (dataDir: string) =>
+export const layerEmbedded = (dataDir: string, options: { readonly fsync: boolean } = { fsync: true }) =>
   PgClient.layerFromPool({
     acquire: Effect.gen(function*() {
-      if (!dataDir.startsWith("memory://")) yield* lockDataDir(dataDir)
+      const inMemory = dataDir.startsWith("memory://")
+      if (!inMemory) yield* lockDataDir(dataDir)
+      const startParams = [...PGlite.defaultStartParams, ...embeddedSettings]
       const create = Effect.tryPromise({
-        try: () => PGlite.create(dataDir, { startParams: [...PGlite.defaultStartParams, ...embeddedSettings] }),
+        try: () =>
+          inMemory || !options.fsync
+            ? PGlite.create(dataDir, { startParams })
+            : PGlite.create({ fs: new SyncingNodeFS(dataDir), startParams: durableStartParams(startParams) }),
         catch: (cause) => new SqlError.SqlError({ cause, message: `Failed to open the embedded database in ${dataDir}` })
       })
       const pglite = yield* Effect.acquireRelease(
-        dataDir.startsWith("memory://") ? create : openDataDir(dataDir, create),
+        inMemory ? create : openDataDir(dataDir, create),
         (db) => Effect.promise(() => db.close())
       )
       return yield* Effect.acquireRelease(
@@ -57,6 +64,7 @@ export const SqlLive = Layer.unwrapEffect(
       return retryStart(layerPostgres(url.value, timeouts), yield* StartRetryConfig)
     }
     const dataDir = yield* Config.string("DATA_DIR").pipe(Config.withDefault("./data"))
-    return layerEmbedded(dataDir)
+    const fsync = yield* Config.boolean("EMBEDDED_FSYNC").pipe(Config.withDefault(true))
+    return layerEmbedded(dataDir, { fsync })
   })
 )
