@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import Fs from "node:fs"
+import * as Path from "node:path"
 import { vi } from "vitest"
 import { layerEmbedded } from "../src/Database/Sql.js"
 import { scopedTempDir, testDatabaseKind } from "./support/TestDatabase.js"
@@ -24,6 +25,12 @@ const fsyncsOfOneCommit = (fsync: boolean) =>
     }).pipe(Effect.provide(layerEmbedded(dataDir, { fsync }))))
   })
 
+/** Every file under `dir`, with its path. */
+const filesUnder = (dir: string): Array<string> =>
+  Fs.readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => Path.join(entry.parentPath, entry.name))
+
 // Only the embedded database keeps its files itself.
 describe.skipIf(testDatabaseKind !== "embedded")("the embedded database's commits", () => {
   it.scopedLive("reach the disk with fsync() before they return", () =>
@@ -38,5 +45,16 @@ describe.skipIf(testDatabaseKind !== "embedded")("the embedded database's commit
       const { calls, setting } = yield* fsyncsOfOneCommit(false)
       expect(setting).toBe("off")
       expect(calls).toBe(0)
+    }), 60_000)
+
+  it.scopedLive("of a new data folder: every file of it reaches the disk before it counts as made", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* scopedTempDir("postline-durable-")
+      const spy = vi.spyOn(Fs, "fsyncSync")
+      const synced = yield* Effect.scoped(Layer.build(layerEmbedded(dataDir))).pipe(
+        Effect.map(() => spy.mock.calls.length),
+        Effect.ensuring(Effect.sync(() => spy.mockRestore()))
+      )
+      expect(synced).toBeGreaterThanOrEqual(filesUnder(dataDir).length)
     }), 60_000)
 })

@@ -1,5 +1,5 @@
 import { Data, Effect } from "effect"
-import * as Fs from "node:fs"
+import Fs from "node:fs"
 import * as Path from "node:path"
 
 export class DataDirUnusable extends Data.TaggedError("DataDirUnusable")<{ readonly message: string }> {}
@@ -12,15 +12,29 @@ const keptEntries = new Set(["postline.lock", "credentials.key", "lost+found", c
 
 const exists = (dataDir: string, name: string) => Fs.existsSync(Path.join(dataDir, name))
 
+const syncPath = (path: string) => {
+  const descriptor = Fs.openSync(path, "r")
+  try {
+    Fs.fsyncSync(descriptor)
+  } finally {
+    Fs.closeSync(descriptor)
+  }
+}
+
 /** Writes or removes a file, and makes the change to the folder survive a crash of the machine. */
 const durably = (dataDir: string, change: () => void) => {
   change()
-  const folder = Fs.openSync(dataDir, "r")
-  try {
-    Fs.fsyncSync(folder)
-  } finally {
-    Fs.closeSync(folder)
+  syncPath(dataDir)
+}
+
+/** PGlite writes a new database without syncing it: every file and folder is synced once it is made. */
+const syncTree = (dir: string) => {
+  for (const entry of Fs.readdirSync(dir, { withFileTypes: true })) {
+    const path = Path.join(dir, entry.name)
+    if (entry.isDirectory()) syncTree(path)
+    else if (entry.isFile()) syncPath(path)
   }
+  syncPath(dir)
 }
 
 const removeHalfMade = (dataDir: string) =>
@@ -36,9 +50,10 @@ const removeHalfMade = (dataDir: string) =>
 /**
  * Opens the embedded database in `dataDir` (locked by the caller) with `open`, which makes it
  * when the folder holds none. A kill while it is being made leaves a folder PGlite cannot open:
- * the marker file says so at the next start, and the half-made database is made again.
+ * the marker file says so at the next start, and the half-made database is made again. With
+ * `durable`, the new database's files reach the disk before the marker goes.
  */
-export const openDataDir = <A, E>(dataDir: string, open: Effect.Effect<A, E>) =>
+export const openDataDir = <A, E>(dataDir: string, open: Effect.Effect<A, E>, options: { readonly durable: boolean }) =>
   Effect.gen(function*() {
     if (exists(dataDir, creatingMarker)) yield* removeHalfMade(dataDir)
     else if (exists(dataDir, "PG_VERSION")) return yield* open
@@ -52,6 +67,7 @@ export const openDataDir = <A, E>(dataDir: string, open: Effect.Effect<A, E>) =>
     }
     durably(dataDir, () => Fs.writeFileSync(Path.join(dataDir, creatingMarker), ""))
     const opened = yield* open
+    if (options.durable) syncTree(dataDir)
     durably(dataDir, () => Fs.rmSync(Path.join(dataDir, creatingMarker)))
     return opened
   })

@@ -42,7 +42,7 @@ export const layerEmbedded = (dataDir: string, options: { readonly fsync: boolea
         catch: (cause) => new SqlError.SqlError({ cause, message: `Failed to open the embedded database in ${dataDir}` })
       })
       const pglite = yield* Effect.acquireRelease(
-        inMemory ? create : openDataDir(dataDir, create),
+        inMemory ? create : openDataDir(dataDir, create, { durable: options.fsync }),
         (db) => Effect.promise(() => db.close())
       )
       return yield* Effect.acquireRelease(
