@@ -29,7 +29,12 @@ const SchedulerLive = Layer.unwrapEffect(
     layerScheduler(url._tag === "Some" ? layerCluster : layerSingleProcess))
 )
 
-/** JSON logs from `LOG_LEVEL` up; at INFO and below, an access log line per request. */
+/**
+ * JSON logs from `LOG_LEVEL` up; at INFO and below, an access log line per request.
+ * Layers are built from the last `provide` up and closed the other way: the listener comes
+ * first (503 while the rest starts), and draining sits between the API and the database, so that
+ * at shutdown requests in flight finish before the database closes.
+ */
 const AppLive = Layer.unwrapEffect(
   Effect.map(logLevel, (level) =>
     makeHttpLive({ accessLog: LogLevel.lessThanEqual(level, LogLevel.Info) }).pipe(

@@ -17,12 +17,12 @@ const positiveMs = (name: string, fallback: number) =>
     Config.validate({ message: `${name} must be a positive number of milliseconds`, validation: (ms) => ms > 0 })
   )
 
-export const PostgresTimeoutsConfig: Config.Config<PostgresTimeouts> = Config.all({
-  connectMs: positiveMs("DATABASE_CONNECT_TIMEOUT_MS", 5_000),
-  statementMs: positiveMs("DATABASE_STATEMENT_TIMEOUT_MS", 15_000)
-})
-
 export const defaultPostgresTimeouts: PostgresTimeouts = { connectMs: 5_000, statementMs: 15_000 }
+
+export const PostgresTimeoutsConfig: Config.Config<PostgresTimeouts> = Config.all({
+  connectMs: positiveMs("DATABASE_CONNECT_TIMEOUT_MS", defaultPostgresTimeouts.connectMs),
+  statementMs: positiveMs("DATABASE_STATEMENT_TIMEOUT_MS", defaultPostgresTimeouts.statementMs)
+})
 
 /**
  * A `pg` pool whose every wait is bounded. PostgreSQL itself ends a statement after

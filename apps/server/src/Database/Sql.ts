@@ -13,8 +13,6 @@ import { retryStart, StartRetryConfig } from "./StartRetry.js"
 // Rows keep the column names their statements give them: statements name each column after its
 // field (Database/Columns.ts), which costs nothing per row, unlike a renaming pass.
 
-export { layerPostgres } from "./Postgres.js"
-
 /**
  * PostgreSQL's default 128 MB buffer pool lives in the embedded database's
  * WebAssembly memory, inside the server's own process, and fills under load;
