@@ -1,11 +1,10 @@
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Config, Effect, Layer, Logger, LogLevel } from "effect"
-import { createServer, type ServerOptions } from "node:http"
 import { DatabaseLive } from "./Database/Database.js"
 import { JsonLogger } from "./Logging.js"
 import { makeHttpLive } from "./Http/Api.js"
-import { answerClientErrors, maxHeaderBytes } from "./Http/ClientErrors.js"
+import { makeServerLifecycle } from "./Http/ServerLifecycle.js"
 import { serverTimeouts } from "./Http/ServerTimeouts.js"
 import { OutboundLive } from "./Outbound/Outbound.js"
 import { CredentialsCipherLive } from "./Providers/CredentialsCipher.js"
@@ -14,26 +13,10 @@ import { layerCluster, layerSingleProcess } from "./Scheduling/Engine.js"
 import { layerScheduler } from "./Scheduling/Scheduler.js"
 import { withTracing } from "./Tracing.js"
 
-/**
- * The platform listens as soon as the server exists, and attaches the API
- * when every layer is built: a request in between would get no answer at all.
- * It gets 503 instead, until the API takes over. What Node's parser refuses
- * gets a JSON answer too (`answerClientErrors`).
- */
-const createStartingServer = (options: ServerOptions) => {
-  const server = createServer({ ...options, maxHeaderSize: maxHeaderBytes })
-  answerClientErrors(server)
-  const ownListeners = server.listenerCount("request") + 1
-  server.on("request", (_request, response) => {
-    if (server.listenerCount("request") > ownListeners) return
-    response.writeHead(503, { "content-type": "application/json", connection: "close" })
-    response.end(JSON.stringify({ _tag: "ServiceUnavailable", message: "The server is starting: try again shortly" }))
-  })
-  return server
-}
+const lifecycle = makeServerLifecycle()
 
 const ServerLive = Layer.unwrapEffect(Effect.map(serverTimeouts, (timeouts) =>
-  NodeHttpServer.layerConfig(() => createStartingServer(timeouts), {
+  NodeHttpServer.layerConfig(() => lifecycle.createServer(timeouts), {
     port: Config.port("PORT").pipe(Config.withDefault(3000)),
     host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0"))
   })))
@@ -49,15 +32,21 @@ const SchedulerLive = Layer.unwrapEffect(
     layerScheduler(url._tag === "Some" ? layerCluster : layerSingleProcess))
 )
 
-/** JSON logs from `LOG_LEVEL` up; at INFO and below, an access log line per request. */
+/**
+ * JSON logs from `LOG_LEVEL` up; at INFO and below, an access log line per request.
+ * Layers are built from the last `provide` up and closed the other way: the listener comes
+ * first (503 while the rest starts), and draining sits between the API and the database, so that
+ * at shutdown requests in flight finish before the database closes.
+ */
 const AppLive = Layer.unwrapEffect(
   Effect.map(logLevel, (level) =>
     makeHttpLive({ accessLog: LogLevel.lessThanEqual(level, LogLevel.Info) }).pipe(
       HttpServer.withLogAddress,
-      Layer.provide(ServerLive),
+      Layer.provide(lifecycle.DrainLive),
       Layer.provide(SchedulerLive),
       Layer.provide(ProvidersLive),
-      Layer.provide(DatabaseLive)
+      Layer.provide(DatabaseLive),
+      Layer.provide(ServerLive)
     ))
 )
 

@@ -5,7 +5,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import * as Path from "node:path"
 import { PGlite } from "@electric-sql/pglite"
 import Pg from "pg"
-import { lockDataDir } from "../src/Database/DataDirLock.js"
+import { lockDataDir, processStartTime } from "../src/Database/DataDirLock.js"
 import { verifyPassword } from "../src/Users/Passwords.js"
 import { freshDatabaseEnv, scopedTempDir, testDatabaseKind } from "./support/TestDatabase.js"
 import { bundled, serverDir } from "./support/ServerProcess.js"
@@ -61,7 +61,7 @@ describe("the data folder lock", () => {
         writeFileSync(Path.join(dir, "postline.lock"), stale)
         const scope = yield* Scope.make()
         yield* lockDataDir(dir).pipe(Scope.extend(scope))
-        expect(readFileSync(Path.join(dir, "postline.lock"), "utf8")).toBe(String(process.pid))
+        expect(readFileSync(Path.join(dir, "postline.lock"), "utf8")).toBe(`${process.pid} ${processStartTime(process.pid)}`)
         yield* Scope.close(scope, Exit.void)
         expect(existsSync(Path.join(dir, "postline.lock"))).toBe(false)
       }

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { statSync } from "node:fs"
 import * as Path from "node:path"
-import { spawnServer, startServer } from "./support/ServerProcess.js"
+import { freePort, spawnServer, startServer } from "./support/ServerProcess.js"
 import { freshDatabaseEnv, testDatabaseKind } from "./support/TestDatabase.js"
 
 const credentialsKeyLogs = (lines: ReadonlyArray<string>) =>
@@ -14,7 +14,7 @@ describe("the credentials key", () => {
     () =>
       Effect.gen(function*() {
         const { CREDENTIALS_KEY: _, ...withoutKey } = yield* freshDatabaseEnv
-        const server = spawnServer({ ...withoutKey, PORT: "1" })
+        const server = spawnServer({ ...withoutKey, PORT: String(yield* freePort) })
         expect(yield* Effect.promise(() => server.exited)).toBe(1)
         const lines = server.lines.filter((line) => line.length > 0).map((line) => JSON.parse(line))
         expect(lines).toEqual([

@@ -4,7 +4,7 @@ import { spawn } from "node:child_process"
 import { existsSync } from "node:fs"
 import * as Path from "node:path"
 import { lockDataDir } from "../src/Database/DataDirLock.js"
-import { bundled, serverDir, startServer } from "./support/ServerProcess.js"
+import { bundled, freePort, serverDir, startServer } from "./support/ServerProcess.js"
 import { freshDatabaseEnv, testDatabaseKind } from "./support/TestDatabase.js"
 
 describe("the server process", () => {
@@ -48,11 +48,12 @@ describe("the server process", () => {
         const { DATA_DIR } = yield* freshDatabaseEnv
         const holder = yield* Scope.make()
         yield* lockDataDir(DATA_DIR!).pipe(Scope.extend(holder))
+        const port = yield* freePort
         const run = yield* Effect.promise(() =>
           new Promise<{ code: number | null; stdout: string }>((resolve) => {
             const child = spawn(process.execPath, [bundled("main")], {
               cwd: serverDir,
-              env: { PATH: process.env.PATH ?? "", DATA_DIR: DATA_DIR!, PORT: "1" }
+              env: { PATH: process.env.PATH ?? "", DATA_DIR: DATA_DIR!, PORT: String(port) }
             })
             let stdout = ""
             child.stdout.on("data", (chunk: Buffer) => (stdout += chunk))

@@ -13,15 +13,40 @@ const isAlive = (pid: number) => {
   }
 }
 
+/**
+ * When the process started, in clock ticks since boot (field 22 of /proc/<pid>/stat), or
+ * undefined where there is no /proc. A pid is reused; a pid with its start time is not.
+ */
+export const processStartTime = (pid: number): string | undefined => {
+  try {
+    const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    // The command name, in parentheses, may hold spaces: count the fields after it.
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]
+  } catch {
+    return undefined
+  }
+}
+
+/** The lock's content: `<pid> <start time>`, or `<pid>` alone where the start time is unknown. */
+const ownContent = () => [process.pid, processStartTime(process.pid)].filter((part) => part !== undefined).join(" ")
+
+const isHeld = (content: string) => {
+  const [pidText, recordedStart] = content.trim().split(" ")
+  const pid = Number(pidText)
+  // Our own pid in the file means an earlier life of this pid crashed (a container restarting as pid 1).
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || !isAlive(pid)) return false
+  // The pid is alive; it is still the holder unless it has since been given to another process.
+  const currentStart = processStartTime(pid)
+  return recordedStart === undefined || currentStart === undefined || recordedStart === currentStart
+}
+
 const tryLock = (file: string): boolean => {
   try {
-    Fs.writeFileSync(file, String(process.pid), { flag: "wx" })
+    Fs.writeFileSync(file, ownContent(), { flag: "wx" })
     return true
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error
-    const holder = Number(Fs.readFileSync(file, "utf8"))
-    // Our own pid in the file means an earlier life of this pid crashed (a container restarting as pid 1).
-    if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder)) return false
+    if (isHeld(Fs.readFileSync(file, "utf8"))) return false
     // A lock left by a process that died: take it over.
     Fs.rmSync(file, { force: true })
     return tryLock(file)
@@ -30,7 +55,7 @@ const tryLock = (file: string): boolean => {
 
 /**
  * PGlite's data folder can be opened by one process at a time. The lock is a
- * file holding the owner's pid, released when the scope closes.
+ * file holding the owner's pid and start time, released when the scope closes.
  */
 export const lockDataDir = (dataDir: string) => {
   const file = Path.join(dataDir, "postline.lock")
@@ -42,7 +67,7 @@ export const lockDataDir = (dataDir: string) => {
         : Effect.fail(
           new DataDirLocked({
             message: `The data folder ${Path.resolve(dataDir)} is in use by another Postline process ` +
-              `(pid ${Fs.readFileSync(file, "utf8").trim()}). Stop it first, or set DATABASE_URL.`
+              `(pid ${Fs.readFileSync(file, "utf8").trim().split(" ")[0]}). Stop it first, or set DATABASE_URL.`
           })
         )
     }),

@@ -2,15 +2,16 @@ import { PGlite } from "@electric-sql/pglite"
 import { createPgConfig } from "@electric-sql/pglite/node-postgres"
 import { SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Config, Effect, Layer, Option, Redacted } from "effect"
+import { Config, Effect, Layer, Option } from "effect"
 import Pg from "pg"
+import { openDataDir } from "./DataDirCreation.js"
 import { lockDataDir } from "./DataDirLock.js"
+import { durableStartParams, SyncingNodeFS } from "./SyncingNodeFS.js"
+import { layerPostgres, PostgresTimeoutsConfig } from "./Postgres.js"
+import { retryStart, StartRetryConfig } from "./StartRetry.js"
 
 // Rows keep the column names their statements give them: statements name each column after its
 // field (Database/Columns.ts), which costs nothing per row, unlike a renaming pass.
-
-/** A real PostgreSQL server. */
-export const layerPostgres = (url: Redacted.Redacted) => PgClient.layer({ url })
 
 /**
  * PostgreSQL's default 128 MB buffer pool lives in the embedded database's
@@ -23,16 +24,23 @@ const embeddedSettings = ["-c", "shared_buffers=16MB"]
  * Embedded PostgreSQL (PGlite) in `dataDir`, or in memory for `memory://`.
  * PGlite is a single session: a pool of exactly one client serialises every
  * statement and holds it for a whole transaction, so transactions never interleave.
+ * With `fsync` (the default), a commit is on the disk when it returns (see SyncingNodeFS.ts).
  */
-export const layerEmbedded = (dataDir: string) =>
+export const layerEmbedded = (dataDir: string, options: { readonly fsync: boolean } = { fsync: true }) =>
   PgClient.layerFromPool({
     acquire: Effect.gen(function*() {
-      if (!dataDir.startsWith("memory://")) yield* lockDataDir(dataDir)
+      const inMemory = dataDir.startsWith("memory://")
+      if (!inMemory) yield* lockDataDir(dataDir)
+      const startParams = [...PGlite.defaultStartParams, ...embeddedSettings]
+      const create = Effect.tryPromise({
+        try: () =>
+          inMemory || !options.fsync
+            ? PGlite.create(dataDir, { startParams })
+            : PGlite.create({ fs: new SyncingNodeFS(dataDir), startParams: durableStartParams(startParams) }),
+        catch: (cause) => new SqlError.SqlError({ cause, message: `Failed to open the embedded database in ${dataDir}` })
+      })
       const pglite = yield* Effect.acquireRelease(
-        Effect.tryPromise({
-          try: () => PGlite.create(dataDir, { startParams: [...PGlite.defaultStartParams, ...embeddedSettings] }),
-          catch: (cause) => new SqlError.SqlError({ cause, message: `Failed to open the embedded database in ${dataDir}` })
-        }),
+        inMemory ? create : openDataDir(dataDir, create, { durable: options.fsync }),
         (db) => Effect.promise(() => db.close())
       )
       return yield* Effect.acquireRelease(
@@ -42,12 +50,19 @@ export const layerEmbedded = (dataDir: string) =>
     }).pipe(Effect.mapError((error) => error._tag === "SqlError" ? error : new SqlError.SqlError({ cause: error, message: error.message })))
   })
 
-/** `DATABASE_URL` selects a PostgreSQL server; without it the embedded database lives in `DATA_DIR`. */
+/**
+ * `DATABASE_URL` selects a PostgreSQL server, which the server waits for at start (it may be
+ * starting too); without it the embedded database lives in `DATA_DIR`.
+ */
 export const SqlLive = Layer.unwrapEffect(
   Effect.gen(function*() {
     const url = yield* Config.option(Config.redacted("DATABASE_URL"))
-    if (Option.isSome(url)) return layerPostgres(url.value)
+    if (Option.isSome(url)) {
+      const timeouts = yield* PostgresTimeoutsConfig
+      return retryStart(layerPostgres(url.value, timeouts), yield* StartRetryConfig)
+    }
     const dataDir = yield* Config.string("DATA_DIR").pipe(Config.withDefault("./data"))
-    return layerEmbedded(dataDir)
+    const fsync = yield* Config.boolean("EMBEDDED_FSYNC").pipe(Config.withDefault(true))
+    return layerEmbedded(dataDir, { fsync })
   })
 )

@@ -5,7 +5,8 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import { MigrationsLive } from "../../src/Database/Migrations.js"
-import { layerEmbedded, layerPostgres } from "../../src/Database/Sql.js"
+import { layerPostgres } from "../../src/Database/Postgres.js"
+import { layerEmbedded } from "../../src/Database/Sql.js"
 
 /** Which database the suite runs on: set per vitest project (see vitest.workspace.ts). */
 export const testDatabaseKind = process.env.TEST_DATABASE === "postgres" ? "postgres" : "embedded"

@@ -1,0 +1,122 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { createUserWithToken, freePort, spawnServer, startServer } from "./support/ServerProcess.js"
+import { freezableProxy } from "./support/FreezableProxy.js"
+import { postgresEnv, scopedPostgresDatabase, testDatabaseKind } from "./support/TestDatabase.js"
+
+/** A request's status, body and how long it took, however it ends. */
+const timedFetch = (url: string, init: RequestInit = {}) =>
+  Effect.promise(async () => {
+    const started = Date.now()
+    const response = await fetch(url, { ...init, signal: AbortSignal.timeout(20_000) })
+    return { status: response.status, body: await response.json(), ms: Date.now() - started }
+  })
+
+/** The database of this test behind a proxy that can freeze, and the environment of a server using the proxy. */
+const databaseBehindProxy = Effect.gen(function*() {
+  const database = yield* scopedPostgresDatabase
+  const direct = new URL(database.url)
+  const proxy = yield* freezableProxy({ host: direct.hostname, port: Number(direct.port) })
+  const proxied = new URL(database.url)
+  proxied.port = String(proxy.port)
+  return { proxy, directEnv: postgresEnv(database.url), env: postgresEnv(proxied.toString()) }
+})
+
+const timeouts = { DATABASE_CONNECT_TIMEOUT_MS: "1000", DATABASE_STATEMENT_TIMEOUT_MS: "1000" }
+
+const logLines = (lines: ReadonlyArray<string>) =>
+  lines.filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as Record<string, unknown>)
+
+const waitFor = (condition: () => boolean, ms: number) =>
+  Effect.promise(async () => {
+    const deadline = Date.now() + ms
+    while (!condition() && Date.now() < deadline) await new Promise((wait) => setTimeout(wait, 50))
+    return condition()
+  })
+
+describe.skipIf(testDatabaseKind !== "postgres")("a PostgreSQL that stops answering", () => {
+  it.scopedLive("bounds every request while it is frozen, and serves again once it resumes", () =>
+    Effect.gen(function*() {
+      const { directEnv, env, proxy } = yield* databaseBehindProxy
+      const { token } = yield* createUserWithToken(directEnv)
+      const { base } = yield* startServer({ ...env, ...timeouts })
+      const authorized = { headers: { authorization: `Bearer ${token}` } }
+      expect((yield* timedFetch(`${base}/v1/organizations`, authorized)).status).toBe(200)
+
+      proxy.freeze()
+      const [health, listed, unknownToken] = yield* Effect.all([
+        timedFetch(`${base}/health`),
+        timedFetch(`${base}/v1/organizations`, authorized),
+        timedFetch(`${base}/v1/organizations`, { headers: { authorization: "Bearer plt_unknown" } })
+      ], { concurrency: "unbounded" })
+      expect(health.status).toBe(503)
+      expect(health.body).toEqual({ _tag: "ServiceUnavailable", message: "The database does not answer" })
+      expect(health.ms).toBeLessThan(2_500)
+      for (const answer of [listed, unknownToken]) {
+        expect(answer.status).toBe(500)
+        expect(answer.body).toEqual({ _tag: "InternalError", message: "Internal server error" })
+        // a statement's 1 s, the client's extra second, and the rollback's as much again at most
+        expect(answer.ms).toBeLessThan(6_000)
+      }
+
+      proxy.resume()
+      const recovered = yield* Effect.promise(async () => {
+        const deadline = Date.now() + 15_000
+        for (;;) {
+          const response = await fetch(`${base}/v1/organizations`, authorized)
+          if (response.ok || Date.now() > deadline) return response.status
+          await new Promise((wait) => setTimeout(wait, 200))
+        }
+      })
+      expect(recovered).toBe(200)
+    }), 90_000)
+})
+
+describe.skipIf(testDatabaseKind !== "postgres")("starting while PostgreSQL does not answer", () => {
+  it.scopedLive("retries with one line per attempt, then gives up with one FATAL line", () =>
+    Effect.gen(function*() {
+      const closedPort = yield* freePort
+      const server = spawnServer({
+        ...postgresEnv(`postgres://postgres@127.0.0.1:${closedPort}/postline`),
+        PORT: String(yield* freePort),
+        DATABASE_START_RETRY_SECONDS: "3",
+        ...timeouts
+      })
+      const started = Date.now()
+      const code = yield* Effect.promise(() => server.exited)
+      expect(code).toBe(1)
+      expect(Date.now() - started).toBeLessThan(10_000)
+      const logs = logLines(server.lines)
+      const attempts = logs.filter((log) => log.message === "The database is not reachable yet")
+      expect(attempts.length).toBeGreaterThanOrEqual(3)
+      expect(attempts[0]).toMatchObject({
+        logLevel: "WARN",
+        annotations: { attempt: 1, reason: expect.stringContaining("ECONNREFUSED"), retryingForSeconds: 3 }
+      })
+      expect(logs.filter((log) => log.logLevel === "FATAL")).toEqual([
+        expect.objectContaining({ message: "The server could not start" })
+      ])
+      expect(server.lines.join("\n")).not.toContain("CREDENTIALS_KEY")
+    }), 30_000)
+
+  it.scopedLive("answers 503 meanwhile, obeys SIGTERM at once, and starts when the database resumes", () =>
+    Effect.gen(function*() {
+      const { env, proxy } = yield* databaseBehindProxy
+      proxy.freeze()
+      const port = yield* freePort
+      const stopped = spawnServer({ ...env, ...timeouts, PORT: String(port), HOST: "127.0.0.1" })
+      expect(yield* waitFor(() => stopped.lines.some((line) => line.includes("not reachable yet")), 10_000)).toBe(true)
+      const starting = yield* timedFetch(`http://127.0.0.1:${port}/health`)
+      expect(starting.status).toBe(503)
+      expect(starting.body).toEqual({ _tag: "ServiceUnavailable", message: "The server is starting: try again shortly" })
+      const signalled = Date.now()
+      stopped.child.kill("SIGTERM")
+      yield* Effect.promise(() => stopped.exited)
+      expect(Date.now() - signalled).toBeLessThan(2_000)
+
+      const resumed = yield* Effect.fork(Effect.delay(Effect.sync(proxy.resume), "2 seconds"))
+      const { base } = yield* startServer({ ...env, ...timeouts, LOG_LEVEL: "INFO" })
+      yield* resumed.await
+      expect((yield* timedFetch(`${base}/health`)).status).toBe(200)
+    }), 60_000)
+})
