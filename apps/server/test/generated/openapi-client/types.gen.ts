@@ -134,6 +134,14 @@ export type BadRequest = {
 };
 
 /**
+ * Rate limit exceeded
+ */
+export type TooManyRequests = {
+    message: string;
+    _tag: 'TooManyRequests';
+};
+
+/**
  * Missing or invalid bearer credentials
  */
 export type Unauthorized = {
@@ -171,14 +179,6 @@ export type NotFound = {
 export type Conflict = {
     message: string;
     _tag: 'Conflict';
-};
-
-/**
- * Rate limit exceeded
- */
-export type TooManyRequests = {
-    message: string;
-    _tag: 'TooManyRequests';
 };
 
 /**
@@ -972,6 +972,23 @@ export type RevocationRequest = {
      */
     client_id?: string;
     [key: string]: unknown;
+};
+
+export type AuthorizationServerMetadata = {
+    /**
+     * `PUBLIC_URL`, else `http://` and the Host of the request
+     */
+    issuer: string;
+    device_authorization_endpoint: string;
+    token_endpoint: string;
+    revocation_endpoint: string;
+    grant_types_supported: Array<string>;
+    /**
+     * Empty: there is no authorization endpoint, only the device login
+     */
+    response_types_supported: Array<string>;
+    token_endpoint_auth_methods_supported: Array<string>;
+    revocation_endpoint_auth_methods_supported: Array<string>;
 };
 
 export type HealthStatus = {
@@ -3363,6 +3380,59 @@ export type AuthRevokeResponses = {
      */
     200: unknown;
 };
+
+export type AuthAuthorizationServerMetadataData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/.well-known/oauth-authorization-server';
+};
+
+export type AuthAuthorizationServerMetadataErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest | OAuthError;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type AuthAuthorizationServerMetadataError = AuthAuthorizationServerMetadataErrors[keyof AuthAuthorizationServerMetadataErrors];
+
+export type AuthAuthorizationServerMetadataResponses = {
+    /**
+     * AuthorizationServerMetadata
+     */
+    200: AuthorizationServerMetadata;
+};
+
+export type AuthAuthorizationServerMetadataResponse = AuthAuthorizationServerMetadataResponses[keyof AuthAuthorizationServerMetadataResponses];
 
 export type HealthHealthData = {
     body?: never;
