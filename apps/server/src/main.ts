@@ -2,6 +2,7 @@ import { HttpServer } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Config, Effect, Layer, Logger, LogLevel } from "effect"
 import { DatabaseLive } from "./Database/Database.js"
+import { EndStartupTurnLive } from "./Database/StartupTurn.js"
 import { JsonLogger } from "./Logging.js"
 import { makeHttpLive } from "./Http/Api.js"
 import { makeServerLifecycle } from "./Http/ServerLifecycle.js"
@@ -43,6 +44,7 @@ const AppLive = Layer.unwrapEffect(
     makeHttpLive({ accessLog: LogLevel.lessThanEqual(level, LogLevel.Info) }).pipe(
       HttpServer.withLogAddress,
       Layer.provide(lifecycle.DrainLive),
+      Layer.provide(EndStartupTurnLive),
       Layer.provide(SchedulerLive),
       Layer.provide(ProvidersLive),
       Layer.provide(DatabaseLive),

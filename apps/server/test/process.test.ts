@@ -72,4 +72,17 @@ describe("the server process", () => {
       }),
     60_000
   )
+
+  it.scopedLive.skipIf(testDatabaseKind !== "postgres")(
+    "four processes started at once on a new database all start (they take turns making the schema)",
+    () =>
+      Effect.gen(function*() {
+        const database = yield* freshDatabaseEnv
+        const servers = yield* Effect.all(Array.from({ length: 4 }, () => startServer(database)), { concurrency: "unbounded" })
+        for (const server of servers) {
+          expect((yield* Effect.promise(() => fetch(`${server.base}/health`))).status).toBe(200)
+        }
+      }),
+    90_000
+  )
 })
