@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import { createDatabase, dropDatabase, queryPostgres, seedPGlite, seedPostgres, serverVersion } from "./lib/db.mjs"
 import { foreignCpuOver, watchForeignCpu } from "./lib/cpu.mjs"
-import { drive } from "./lib/load.mjs"
+import { drive, pace } from "./lib/load.mjs"
 import { normalise, startSqlCapture } from "./lib/sqlcapture.mjs"
 import { freePort, killChildren, startServer } from "./lib/processes.mjs"
 import { formatSummary, summarise } from "./lib/profile.mjs"
@@ -34,12 +34,15 @@ const { values: flags } = parseArgs({
     duration: { type: "string" },
     rounds: { type: "string" },
     "no-embedded": { type: "boolean", default: false },
+    population: { type: "string" },
+    before: { type: "string" },
+    "before-node-args": { type: "string" },
     help: { type: "boolean", short: "h", default: false }
   },
   strict: true
 })
 if (flags.help) {
-  console.log(`usage: node bench/run.mjs [--smoke] [--profile] [--scenarios S1,S3,...] [--duration SECONDS] [--rounds N] [--no-embedded]
+  console.log(`usage: node bench/run.mjs [--smoke] [--profile] [--scenarios S1,S3,...] [--duration SECONDS] [--rounds N] [--no-embedded] [--population smoke|embedded|full] [--before BUNDLE [--before-node-args="FLAGS"]]
 scenarios: S1 S2o S2t S2t0 S3 S4 S5 S6 S7 S8 (PostgreSQL), and S1/S4 again with the embedded database`)
   process.exit(0)
 }
@@ -74,7 +77,7 @@ const config = {
   // machine is repeated once (up to `retries` times in all) after waiting for quiet.
   foreignLimitPct: 10,
   retries: smoke ? 0 : 3,
-  population: smoke ? populations.smoke : populations.full,
+  population: flags.population ? populations[flags.population] : smoke ? populations.smoke : populations.full,
   embeddedPopulation: smoke ? populations.smoke : populations.embedded,
   embedded: !flags.profile && !flags["no-embedded"],
   // The scheduler scenario: posts times 3 webhook targets, all due at one instant, on two server processes.
@@ -283,9 +286,10 @@ const waitForQuiet = async (maxMs) => {
   return foreign
 }
 
-const runOnce = async (server, def, durationSec) => {
+const runOnce = async (server, def, durationSec, rate) => {
   const watch = watchForeignCpu({ ...cpuContext(), serverPid: server.pid })
-  const result = await drive({ baseUrl: server.url, scenario: def, connections: config.connections, durationSec })
+  const load = { baseUrl: server.url, scenario: def, connections: config.connections, durationSec }
+  const result = await (rate === undefined ? drive(load) : pace({ ...load, rate }))
   const cpu = watch.stop()
   result.foreignCpuPct = cpu.foreignPct
   // CPU per request: robust to a busy machine, unlike requests/s.
@@ -296,14 +300,14 @@ const runOnce = async (server, def, durationSec) => {
   return result
 }
 
-/** One measured run; repeated once after a quiet spell if other processes took the machine meanwhile. */
-const measure = async (server, def, durationSec) => {
-  const first = await runOnce(server, def, durationSec)
+/** One measured run, at full speed or at `rate` requests a second; repeated once after a quiet spell if other processes took the machine meanwhile. */
+const measure = async (server, def, durationSec, rate) => {
+  const first = await runOnce(server, def, durationSec, rate)
   if (!first.contaminated || state.retriesLeft <= 0) return first
   state.retriesLeft--
   log(`  other processes used ${first.foreignCpuPct.toFixed(0)}% of the machine during that run: waiting for quiet, then repeating it`)
   await waitForQuiet(15_000)
-  const second = await runOnce(server, def, durationSec)
+  const second = await runOnce(server, def, durationSec, rate)
   second.repeatedAfter = { rps: first.rps, p50: first.p50, p99: first.p99, errors: first.errors, foreignCpuPct: first.foreignCpuPct }
   // The first run's errors still count.
   second.errors += first.errors
@@ -467,12 +471,25 @@ const postgresPhase = async (results) => {
     : await startServer({
       name: "baseline",
       script: baselineScript,
+      // The same runtime as the server's: heap limit and garbage collector count in CPU per request.
+      nodeArgs: serverNodeArgs,
       env: { PORT: String(await freePort()), DATABASE_URL: database.url },
       logFile: join(state.tmp, "baseline.log")
     })
-  state.pids = [server.pid, baseline?.pid]
+  // --before: another build of the server (the bundle before a change), measured in turn with this one.
+  const before = flags.before && baseline
+    ? await startServer({
+      name: "server (before)",
+      script: flags.before,
+      nodeArgs: flags["before-node-args"]?.split(" ").filter(Boolean) ?? serverNodeArgs,
+      env: { CLUSTER_HOST: "127.0.0.1", CLUSTER_PORT: String(await freePort()), ...serverEnv(await freePort(), { DATABASE_URL: database.url }) },
+      logFile: join(state.tmp, "server-before.log")
+    })
+    : undefined
+  state.pids = [server.pid, baseline?.pid, before?.pid]
   log(`server pid ${server.pid} on ${server.url} (first answer after ${server.startMs.toFixed(0)} ms)` +
-    (baseline ? `, baseline pid ${baseline.pid} on ${baseline.url}` : ""))
+    (baseline ? `, baseline pid ${baseline.pid} on ${baseline.url}` : "") +
+    (before ? `, before (${flags.before}) pid ${before.pid}` : ""))
   if (fixtures.deepOrgCursor === undefined) await addCursors(server)
   const ids = ["S1", "S2o", "S2t", "S2t0", "S3", "S4", "S5", "S6", "S7"].filter(wanted)
   if (ids.includes("S7")) {
@@ -487,9 +504,10 @@ const postgresPhase = async (results) => {
   log(`warming up (${config.warmupSec} s per scenario)`)
   await warmUp(server, defs, ids.filter((id) => id !== "S5"))
   if (baseline) await warmUp(baseline, defs, compared)
+  if (before) await warmUp(before, defs, compared)
 
   const rows = []
-  const row = (id, ours, base) => {
+  const row = (id, ours, base, extra = {}) => {
     const b = base ? best(base) : undefined
     const o = best(ours)
     rows.push({
@@ -518,20 +536,45 @@ const postgresPhase = async (results) => {
           },
           ratio: o.rps / b.rps
         }
-        : {})
+        : {}),
+      ...extra
     })
   }
   // Alternating: ours, baseline, ours, baseline, so that drift affects both.
   for (const id of compared) {
     const ours = []
     const base = []
+    const earlier = []
     for (let round = 0; round < config.rounds; round++) {
       ours.push(await measure(server, defs[id], config.durationSec))
       log(`${id} ours     ${describe(ours.at(-1))}`)
+      if (before) {
+        earlier.push(await measure(before, defs[id], config.durationSec))
+        log(`${id} before   ${describe(earlier.at(-1))}`)
+      }
       base.push(await measure(baseline, defs[id], config.durationSec))
       log(`${id} baseline ${describe(base.at(-1))}`)
     }
-    row(id, ours, base)
+    // Latency at the same load: both at half the throughput of the slower one, which either sustains.
+    const rate = Math.max(1, Math.round(Math.min(best(ours).rps, best(base).rps) / 2))
+    const oursAtRate = await measure(server, defs[id], config.durationSec, rate)
+    log(`${id} ours     at ${rate} req/s: ${describe(oursAtRate)}`)
+    const baseAtRate = await measure(baseline, defs[id], config.durationSec, rate)
+    log(`${id} baseline at ${rate} req/s: ${describe(baseAtRate)}`)
+    const sameLoad = {
+      rate,
+      p50: oursAtRate.p50,
+      p99: oursAtRate.p99,
+      baselineP50: baseAtRate.p50,
+      baselineP99: baseAtRate.p99,
+      errors: oursAtRate.errors + baseAtRate.errors,
+      contaminated: oursAtRate.contaminated || baseAtRate.contaminated
+    }
+    const b = before ? best(earlier) : undefined
+    const beforeFigures = b
+      ? { before: { rps: b.rps, p99: b.p99, serverCpuMsPerRequest: b.serverCpuMsPerRequest, errors: sumErrors(earlier) } }
+      : {}
+    row(id, ours, base, { sameLoad, ...beforeFigures })
   }
   // S5 grows the benchmark user's organizations, so it runs after every list.
   for (const id of ids.filter((id) => !compared.includes(id))) {
@@ -550,6 +593,7 @@ const postgresPhase = async (results) => {
   const ended = await server.stop()
   if (ended.code !== 0) log(`server ended with ${JSON.stringify(ended)}; log: ${join(state.tmp, "server.log")}\n${server.logTail()}`)
   if (baseline) await baseline.stop()
+  if (before) await before.stop()
 
   if (flags.profile) {
     const files = readdirSync(profileDir).filter((f) => f.endsWith(".cpuprofile"))
@@ -761,6 +805,25 @@ const main = async () => {
   console.log(`(best run of each; "CPU ms/req": CPU time of the server process per request, ours/baseline, and of ` +
     `PostgreSQL's backends; "others' CPU": share of the machine that processes other than the benchmark's used ` +
     `during the reported run; above ${config.foreignLimitPct}% the figures are low)`)
+  const sameLoad = rows.filter((r) => r.sameLoad)
+  if (sameLoad.length) {
+    console.log("\nat the same load (half the slower one's throughput), p50 / p99 ms, ours vs baseline:")
+    for (const r of sameLoad) {
+      const l = r.sameLoad
+      console.log(`  ${r.id} at ${l.rate} req/s: ${l.p50.toFixed(2)} / ${l.p99.toFixed(2)} vs ${l.baselineP50.toFixed(2)} / ${l.baselineP99.toFixed(2)}` +
+        (l.contaminated ? " (others used the machine meanwhile)" : ""))
+    }
+  }
+  const changed = rows.filter((r) => r.before)
+  if (changed.length) {
+    console.log(`\nbefore (${flags.before}) -> after (this build), interleaved: req/s, p99 ms, server CPU ms/req`)
+    for (const r of changed) {
+      const b = r.before
+      console.log(`  ${r.id}: ${b.rps.toFixed(0)} -> ${r.rps.toFixed(0)} req/s (${(r.rps / b.rps).toFixed(2)}x), ` +
+        `p99 ${b.p99.toFixed(2)} -> ${r.p99.toFixed(2)}, CPU ${b.serverCpuMsPerRequest.toFixed(3)} -> ${r.serverCpuMsPerRequest.toFixed(3)} ` +
+        `(${(r.serverCpuMsPerRequest / b.serverCpuMsPerRequest).toFixed(2)}x)`)
+    }
+  }
   const s = results.startup
   const mem = results.memory
   console.log("")
@@ -776,7 +839,7 @@ const main = async () => {
   writeFileSync(file, JSON.stringify(results, null, 2) + "\n")
   console.log(`\nwrote ${file} (${results.elapsedSec} s)`)
 
-  const errors = rows.reduce((sum, r) => sum + r.errors + (r.baseline?.errors ?? 0), 0)
+  const errors = rows.reduce((sum, r) => sum + r.errors + (r.baseline?.errors ?? 0) + (r.sameLoad?.errors ?? 0), 0)
   return errors === 0 && (results.parity?.ok ?? true) ? 0 : 1
 }
 

@@ -206,11 +206,10 @@ const teamSortColumns = sortColumnsOf("t")
 const accessSortColumns = { ...sortColumnsOf("a"), id: "a.team_id" }
 
 /**
- * One page as Pagination/Keyset.ts `paginate` reads it: two statements, the
- * page's rows (one more than asked) and a "meta" statement with the total and
- * whether anything lies on the cursor's other side. The server sends them one
- * after the other (two forked fibers would cost it more); here, as a
- * hand-written server would, they run together.
+ * One page as Pagination/Keyset.ts `paginate` reads it: one statement, the
+ * page's rows (one more than asked), each with the total and whether anything
+ * lies on the cursor's other side ("_total", "_otherSide"); an empty page asks
+ * for those two on their own.
  * `rowsFrom(n)` / `keysFrom(n)` are `FROM … WHERE …` texts whose one
  * parameter, `value`, is placeholder $n; `select` uses `selectValues` first.
  */
@@ -230,23 +229,38 @@ const paginate = async (request, columns, { select, selectValues, rowsFrom, keys
         text: `(${column}, ${id}) ${op} (${request.sortBy === "name" ? `$${n}` : `$${n}::timestamptz`}, $${n + 1}::uuid)`,
         values: [cursor.value, cursor.id]
       }
+  // The total and the other side, their placeholders from $n on.
+  const meta = (n) => {
+    const otherWhere = comparedToCursor(otherSide, n + 2)
+    return {
+      total: `(SELECT count(*)::int ${keysFrom(n)})`,
+      otherSide: cursor === undefined ? "FALSE" : `EXISTS (SELECT 1 ${keysFrom(n + 1)} AND ${otherWhere.text})`,
+      values: cursor === undefined ? [value] : [value, value, ...otherWhere.values]
+    }
+  }
 
   const s = selectValues.length
-  const rowsWhere = comparedToCursor(pageSide, s + 2)
-  const metaWhere = comparedToCursor(otherSide, 3)
-  const [{ rows }, { rows: [meta] }] = await Promise.all([
-    pool.query(
-      `SELECT ${select} ${rowsFrom(s + 1)} AND ${rowsWhere.text}
-             ORDER BY ${column} ${order}, ${id} ${order} LIMIT $${s + 2 + rowsWhere.values.length}`,
-      [...selectValues, value, ...rowsWhere.values, request.limit + 1]
-    ),
-    pool.query(
-      `SELECT
-        (SELECT count(*)::int ${keysFrom(1)}) AS total,
-        ${cursor === undefined ? "FALSE" : `EXISTS (SELECT 1 ${keysFrom(2)} AND ${metaWhere.text})`} AS "otherSide"`,
-      cursor === undefined ? [value] : [value, value, ...metaWhere.values]
-    )
-  ])
+  const pageMeta = meta(s + 1)
+  const rowsFromAt = s + 1 + pageMeta.values.length
+  const rowsWhere = comparedToCursor(pageSide, rowsFromAt + 1)
+  const { rows: found } = await pool.query(
+    `SELECT ${select},
+        ${pageMeta.total} AS "_total", ${pageMeta.otherSide} AS "_otherSide"
+        ${rowsFrom(rowsFromAt)} AND ${rowsWhere.text}
+        ORDER BY ${column} ${order}, ${id} ${order} LIMIT $${rowsFromAt + 1 + rowsWhere.values.length}`,
+    [...selectValues, ...pageMeta.values, value, ...rowsWhere.values, request.limit + 1]
+  )
+  let total, anythingOnOtherSide
+  if (found.length > 0) {
+    total = found[0]._total
+    anythingOnOtherSide = found[0]._otherSide
+  } else {
+    const alone = meta(1)
+    const { rows: [row] } = await pool.query(`SELECT ${alone.total} AS total, ${alone.otherSide} AS "otherSide"`, alone.values)
+    total = row.total
+    anythingOnOtherSide = row.otherSide
+  }
+  const rows = found.map(({ _total, _otherSide, ...item }) => item)
 
   const moreAhead = rows.length > request.limit
   const pageRows = rows.slice(0, request.limit)
@@ -257,11 +271,11 @@ const paginate = async (request, columns, { select, selectValues, rowsFrom, keys
   // With an empty page, the cursor's own position is the boundary on both sides.
   const start = data.length > 0 ? keyOf(data[0]) : cursor
   const end = data.length > 0 ? keyOf(data[data.length - 1]) : cursor
-  const hasPrev = direction === "before" ? moreAhead : meta.otherSide
-  const hasNext = direction === "after" ? moreAhead : meta.otherSide
+  const hasPrev = direction === "before" ? moreAhead : anythingOnOtherSide
+  const hasNext = direction === "after" ? moreAhead : anythingOnOtherSide
   return {
     data,
-    total: meta.total,
+    total,
     nextCursor: hasNext && end ? cursorFor("after", end) : null,
     prevCursor: hasPrev && start ? cursorFor("before", start) : null
   }

@@ -1,6 +1,7 @@
 // The load generator: autocannon's programmatic API, with latencies taken
 // from every response (autocannon's own histogram has 1 ms resolution).
 import autocannon from "autocannon"
+import { Agent, request } from "node:http"
 
 const percentile = (sorted, p) =>
   sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]
@@ -56,6 +57,78 @@ export const drive = async ({ baseUrl, scenario, connections, durationSec }) => 
     errors: unexpected + result.errors,
     socketErrors: result.errors,
     timeouts: result.timeouts,
+    statuses: Object.fromEntries(statuses)
+  }
+}
+
+/**
+ * Sends `rate` requests a second at even intervals for `durationSec`, whether or not earlier ones were
+ * answered (an open loop over up to `connections` keep-alive connections), so that two servers can be
+ * compared at the same load. autocannon's own rate limit sends each second's requests in one burst.
+ * A latency runs from the moment its request was due, so that waiting for a free connection counts.
+ */
+export const pace = async ({ baseUrl, scenario, connections, durationSec, rate }) => {
+  const agent = new Agent({ keepAlive: true, maxSockets: connections })
+  const url = new URL(baseUrl)
+  const latencies = []
+  const statuses = new Map()
+  let errors = 0
+  const send = (n, dueAt) =>
+    new Promise((resolve) => {
+      const change = scenario.setup ? scenario.setup(n) : {}
+      const body = change.body ?? scenario.body
+      const req = request({
+        agent,
+        host: url.hostname,
+        port: url.port,
+        method: scenario.method,
+        path: change.path ?? scenario.path,
+        headers: body === undefined ? scenario.headers : { ...scenario.headers, "content-length": Buffer.byteLength(body) },
+        timeout: 10_000
+      }, (res) => {
+        res.resume()
+        res.on("end", () => {
+          latencies.push(performance.now() - dueAt)
+          statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1)
+          resolve()
+        })
+      })
+      req.on("timeout", () => req.destroy(new Error("timeout")))
+      req.on("error", () => {
+        errors++
+        resolve()
+      })
+      req.end(body)
+    })
+  const total = Math.round(rate * durationSec)
+  const start = performance.now()
+  const pending = []
+  for (let n = 0; n < total; n++) {
+    const dueAt = start + (n * 1000) / rate
+    const wait = dueAt - performance.now()
+    if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait))
+    pending.push(send(n, dueAt))
+  }
+  await Promise.all(pending)
+  agent.destroy()
+  const sorted = Float64Array.from(latencies).sort()
+  let unexpected = 0
+  for (const [status, count] of statuses) {
+    const ok = scenario.expectStatus === undefined ? status >= 200 && status < 300 : status === scenario.expectStatus
+    if (!ok) unexpected += count
+  }
+  const seconds = (performance.now() - start) / 1000
+  return {
+    requests: latencies.length,
+    durationSec: seconds,
+    rps: latencies.length / seconds,
+    p50: percentile(sorted, 0.5),
+    p90: percentile(sorted, 0.9),
+    p99: percentile(sorted, 0.99),
+    max: sorted.length ? sorted[sorted.length - 1] : NaN,
+    errors: unexpected + errors,
+    socketErrors: errors,
+    timeouts: 0,
     statuses: Object.fromEntries(statuses)
   }
 }

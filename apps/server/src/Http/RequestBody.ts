@@ -89,18 +89,25 @@ export const refusalsToEdge = <A, E, R>(read: Effect.Effect<A, E, R>): Effect.Ef
  * body check and the endpoint's payload decoding parse the body once.
  */
 export const withBoundedBody = (request: HttpServerRequest.HttpServerRequest): HttpServerRequest.HttpServerRequest => {
-  const fail = asRequestError(request)
-  const text = Effect.runSync(Effect.cached(Effect.mapError(readText(request), fail)))
-  const json = Effect.runSync(Effect.cached(Effect.flatMap(text, (body) =>
-    Effect.try({ try: (): unknown => body === "" ? null : JSON.parse(body), catch: fail }))))
-  const overrides: Partial<Record<PropertyKey, unknown>> = {
-    text,
-    json,
-    urlParamsBody: Effect.flatMap(text, (body) =>
-      Effect.try({ try: () => parseForm(body), catch: () => fail(new BodyRefused({ reason: "InvalidFormUtf8" })) })),
-    arrayBuffer: Effect.map(text, (body) => new TextEncoder().encode(body).buffer)
+  // Built when a body is first asked for: most requests have none, and each cached effect costs a fiber to make.
+  let overrides: Readonly<Record<"text" | "json" | "urlParamsBody" | "arrayBuffer", unknown>> | undefined
+  const makeOverrides = () => {
+    const fail = asRequestError(request)
+    const text = Effect.runSync(Effect.cached(Effect.mapError(readText(request), fail)))
+    const json = Effect.runSync(Effect.cached(Effect.flatMap(text, (body) =>
+      Effect.try({ try: (): unknown => body === "" ? null : JSON.parse(body), catch: fail }))))
+    return {
+      text,
+      json,
+      urlParamsBody: Effect.flatMap(text, (body) =>
+        Effect.try({ try: () => parseForm(body), catch: () => fail(new BodyRefused({ reason: "InvalidFormUtf8" })) })),
+      arrayBuffer: Effect.map(text, (body) => new TextEncoder().encode(body).buffer)
+    }
   }
   return new Proxy(request, {
-    get: (target, property) => property in overrides ? overrides[property] : Reflect.get(target, property, target)
+    get: (target, property) =>
+      property === "text" || property === "json" || property === "urlParamsBody" || property === "arrayBuffer"
+        ? (overrides ??= makeOverrides())[property]
+        : Reflect.get(target, property, target)
   })
 }
