@@ -22,10 +22,12 @@ const isRetryable = (cause: Cause.Cause<unknown>) =>
 export const transactionally = <A, E, R>(
   self: Effect.Effect<A, E, R>
 ): Effect.Effect<A, Exclude<E, SqlError.SqlError>, R | SqlClient.SqlClient> =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql.withTransaction(self).pipe(
-      Effect.sandbox,
-      Effect.retry({ times: 3, while: isRetryable }),
-      Effect.unsandbox,
-      Effect.catchIf((error: unknown) => error instanceof SqlError.SqlError, Effect.die)
-    )) as Effect.Effect<A, Exclude<E, SqlError.SqlError>, R | SqlClient.SqlClient>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => {
+    // A plain catch rather than `Effect.retry`, whose schedule would be built for every transaction that succeeds.
+    const attempt = (retriesLeft: number): Effect.Effect<A, E | SqlError.SqlError, R> =>
+      Effect.catchAllCause(
+        sql.withTransaction(self),
+        (cause) => retriesLeft > 0 && isRetryable(cause) ? attempt(retriesLeft - 1) : Effect.failCause(cause)
+      )
+    return attempt(3).pipe(Effect.catchIf((error: unknown) => error instanceof SqlError.SqlError, Effect.die))
+  }) as Effect.Effect<A, Exclude<E, SqlError.SqlError>, R | SqlClient.SqlClient>

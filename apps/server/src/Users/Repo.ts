@@ -18,14 +18,12 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
       execute: ({ email, name }) => sql`INSERT INTO users (email, name) VALUES (${email}, ${name}) RETURNING id, email, name`
     })
 
-    const findByTokenHash = SqlSchema.findOne({
-      Request: Schema.String,
-      Result: Schema.Struct({ ...User.fields, expired: Schema.Boolean }),
-      execute: (tokenHash) =>
-        sql`SELECT u.id, u.email, u.name, coalesce(t.expires_at <= now(), false) AS expired
+    // Every authenticated request runs this: its row is typed by its own SQL, as the lists' rows are,
+    // without a schema's decoding pass.
+    const findByTokenHash = (tokenHash: string) =>
+      sql<User & { readonly expired: boolean }>`SELECT u.id, u.email, u.name, coalesce(t.expires_at <= now(), false) AS expired
             FROM access_tokens t JOIN users u ON u.id = t.user_id
-            WHERE t.token_hash = ${tokenHash}`
-    })
+            WHERE t.token_hash = ${tokenHash}`.pipe(Effect.map(([row]) => Option.fromNullable(row)))
 
     /** Creates a user with one personal access token; the token is returned once and stored hashed. */
     const createWithToken = (input: { readonly email: string; readonly name: string }) =>
