@@ -5,7 +5,6 @@ import { PgClient } from "@effect/sql-pg"
 import { Config, Effect, Layer, Option } from "effect"
 import Pg from "pg"
 import { openDataDir } from "./DataDirCreation.js"
-import * as PgliteClient from "./PgliteClient.js"
 import { lockDataDir } from "./DataDirLock.js"
 import { durableStartParams, SyncingNodeFS } from "./SyncingNodeFS.js"
 import { layerPostgres, PostgresTimeoutsConfig } from "./Postgres.js"
@@ -27,34 +26,29 @@ const embeddedSettings = ["-c", "shared_buffers=16MB"]
  * statement and holds it for a whole transaction, so transactions never interleave.
  * With `fsync` (the default), a commit is on the disk when it returns (see SyncingNodeFS.ts).
  */
-export const layerEmbedded = (dataDir: string, options: { readonly fsync: boolean } = { fsync: true }) => {
-  const open = Effect.gen(function*() {
-    const inMemory = dataDir.startsWith("memory://")
-    if (!inMemory) yield* lockDataDir(dataDir)
-    const startParams = [...PGlite.defaultStartParams, ...embeddedSettings]
-    const create = Effect.tryPromise({
-      try: () =>
-        inMemory || !options.fsync
-          ? PGlite.create(dataDir, { startParams })
-          : PGlite.create({ fs: new SyncingNodeFS(dataDir), startParams: durableStartParams(startParams) }),
-      catch: (cause) => new SqlError.SqlError({ cause, message: `Failed to open the embedded database in ${dataDir}` })
-    })
-    return yield* Effect.acquireRelease(
-      inMemory ? create : openDataDir(dataDir, create, { durable: options.fsync }),
-      (db) => Effect.promise(() => db.close())
-    )
-  }).pipe(Effect.mapError((error) => error._tag === "SqlError" ? error : new SqlError.SqlError({ cause: error, message: error.message })))
-  if (process.env.EMBEDDED_CLIENT === "pg") {
-    return PgClient.layerFromPool({
-      acquire: Effect.flatMap(open, (pglite) =>
-        Effect.acquireRelease(
-          Effect.sync(() => new Pg.Pool({ ...createPgConfig(pglite), max: 1, idleTimeoutMillis: 0 })),
-          (pool) => Effect.promise(() => pool.end())
-        ))
-    })
-  }
-  return PgliteClient.layer(open)
-}
+export const layerEmbedded = (dataDir: string, options: { readonly fsync: boolean } = { fsync: true }) =>
+  PgClient.layerFromPool({
+    acquire: Effect.gen(function*() {
+      const inMemory = dataDir.startsWith("memory://")
+      if (!inMemory) yield* lockDataDir(dataDir)
+      const startParams = [...PGlite.defaultStartParams, ...embeddedSettings]
+      const create = Effect.tryPromise({
+        try: () =>
+          inMemory || !options.fsync
+            ? PGlite.create(dataDir, { startParams })
+            : PGlite.create({ fs: new SyncingNodeFS(dataDir), startParams: durableStartParams(startParams) }),
+        catch: (cause) => new SqlError.SqlError({ cause, message: `Failed to open the embedded database in ${dataDir}` })
+      })
+      const pglite = yield* Effect.acquireRelease(
+        inMemory ? create : openDataDir(dataDir, create, { durable: options.fsync }),
+        (db) => Effect.promise(() => db.close())
+      )
+      return yield* Effect.acquireRelease(
+        Effect.sync(() => new Pg.Pool({ ...createPgConfig(pglite), max: 1, idleTimeoutMillis: 0 })),
+        (pool) => Effect.promise(() => pool.end())
+      )
+    }).pipe(Effect.mapError((error) => error._tag === "SqlError" ? error : new SqlError.SqlError({ cause: error, message: error.message })))
+  })
 
 /**
  * `DATABASE_URL` selects a PostgreSQL server, which the server waits for at start (it may be
