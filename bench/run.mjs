@@ -785,7 +785,7 @@ const main = async () => {
   results.elapsedSec = Math.round((performance.now() - t0) / 100) / 10
 
   const m = results.machine
-  console.log(`\nPostline benchmark (${config.mode}): ${m.cpu}, ${m.cores} cores, Node ${m.node}, PostgreSQL ${m.postgres}; ` +
+  console.log(`\nPostline benchmark (${config.mode}): ${m.cpu}, ${m.cores} cores, Node ${m.node}${m.postgres ? `, PostgreSQL ${m.postgres}` : ""}; ` +
     `${config.connections} connections, ${config.durationSec} s per scenario, best of ${config.rounds}\n`)
   console.log(table(rows))
   console.log(`(best run of each; "CPU ms/req": CPU time of the server process per request, ours/baseline, and of ` +
@@ -800,8 +800,11 @@ const main = async () => {
     mem.embeddedColdStartPeakMb !== undefined && `${mem.embeddedColdStartPeakMb.toFixed(0)} MB creating a new data folder`
   ].filter(Boolean)
   if (peaks.length) console.log(`peak RSS: ${peaks.join(", ")}`)
-  console.log(`start to first answer: PostgreSQL ${s.postgresStartMs?.toFixed(0)} ms (first start with migrations ${s.postgresFirstStartMs?.toFixed(0)} ms)` +
-    (s.embeddedWarmMs !== undefined ? `; embedded ${s.embeddedWarmMs.toFixed(0)} ms warm (median of ${s.embeddedWarmRunsMs.length}), ${s.embeddedColdMs.toFixed(0)} ms cold (new data folder)` : ""))
+  const starts = [
+    s.postgresStartMs !== undefined && `PostgreSQL ${s.postgresStartMs.toFixed(0)} ms (first start with migrations ${s.postgresFirstStartMs?.toFixed(0)} ms)`,
+    s.embeddedWarmMs !== undefined && `embedded ${s.embeddedWarmMs.toFixed(0)} ms warm (median of ${s.embeddedWarmRunsMs.length}), ${s.embeddedColdMs.toFixed(0)} ms cold (new data folder); embedded baseline ${s.embeddedBaselineWarmMs.toFixed(0)} ms warm`
+  ].filter(Boolean)
+  console.log(`start to first answer: ${starts.join("; ")}`)
   if (results.parity) {
     console.log(`parity with the baseline: ${results.parity.ok ? "same statements, same bytes" : `FAILED\n  ${results.parity.failures.join("\n  ")}`}`)
   }
