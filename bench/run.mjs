@@ -10,7 +10,7 @@
 // Exit status: 0 only if every scenario ran with zero errors and the baseline
 // ran the same statements and answered the same bytes as the server. Targets
 // are reported, not enforced.
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { randomBytes } from "node:crypto"
 import { createServer as createHttpServer } from "node:http"
 import { cpus, totalmem, tmpdir, release } from "node:os"
@@ -37,6 +37,7 @@ const { values: flags } = parseArgs({
     population: { type: "string" },
     before: { type: "string" },
     "before-node-args": { type: "string" },
+    "embedded-only": { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false }
   },
   strict: true
@@ -613,6 +614,7 @@ const postgresPhase = async (results) => {
 
 const embeddedPhase = async (results) => {
   const dataDir = join(state.tmp, "embedded-data")
+  const baselineDir = join(state.tmp, "embedded-baseline-data")
   const logFile = join(state.tmp, "server-embedded.log")
   const env = async () => serverEnv(await freePort(), { DATA_DIR: dataDir })
 
@@ -621,7 +623,7 @@ const embeddedPhase = async (results) => {
   results.startup.embeddedColdMs = server.startMs
   results.memory.embeddedColdStartPeakMb = server.memory().hwmMb
   await server.stop()
-  log(`embedded cold start: first answer after ${server.startMs.toFixed(0)} ms`)
+  log(`embedded cold start: first answer after ${server.startMs.toFixed(0)} ms, peak RSS ${results.memory.embeddedColdStartPeakMb.toFixed(0)} MB`)
 
   const user = makeBenchUser()
   let t = performance.now()
@@ -632,6 +634,8 @@ const embeddedPhase = async (results) => {
   }))
   results.population.embedded = { ...config.embeddedPopulation, seedMs: Math.round(performance.now() - t) }
   log(`seeded the embedded database ${JSON.stringify(config.embeddedPopulation)} in ${((performance.now() - t) / 1000).toFixed(1)} s`)
+  // The baseline gets a copy of its own: a data folder is opened by one process at a time.
+  cpSync(dataDir, baselineDir, { recursive: true, filter: (path) => !path.endsWith("postline.lock") })
 
   // Warm: the same folder again; the last start is the one benchmarked.
   const warm = []
@@ -645,16 +649,36 @@ const embeddedPhase = async (results) => {
   results.startup.embeddedWarmMs = median(warm)
   log(`embedded warm starts: ${warm.map((ms) => ms.toFixed(0)).join(", ")} ms`)
 
+  // The embedded baseline: node:http and PGlite queried directly, with the same SQL (baseline/pglite.mjs).
+  const baseline = await startServer({
+    name: "baseline (embedded)",
+    script: baselineScript,
+    env: { PORT: String(await freePort()), PGLITE_DATA_DIR: baselineDir },
+    logFile: join(state.tmp, "baseline-embedded.log")
+  })
+  state.pids = [server.pid, baseline.pid]
+  results.startup.embeddedBaselineWarmMs = baseline.startMs
+  log(`embedded baseline pid ${baseline.pid} on ${baseline.url} (first answer after ${baseline.startMs.toFixed(0)} ms)`)
+
   const defs = scenarioDefs(user, { ...fixtures, deepOrgs: 0, deepTeams: 0, deepOrgCursor: "", deepTeamCursor: "" })
   const stopWatching = watchMemory(server)
+  const stopWatchingBaseline = watchMemory(baseline)
   const ids = ["S1", "S4"].filter(wanted)
   await warmUp(server, defs, ids)
+  await warmUp(baseline, defs, ids)
   const rows = []
   for (const id of ids) {
-    // No baseline to alternate with: one run.
-    const runs = [await measure(server, defs[id], config.durationSec)]
-    log(`${id} embedded ${describe(runs[0])}`)
-    const o = best(runs)
+    // Alternating, as in the PostgreSQL phase: ours, baseline, ours, baseline.
+    const ours = []
+    const base = []
+    for (let round = 0; round < config.rounds; round++) {
+      ours.push(await measure(server, defs[id], config.durationSec))
+      log(`${id} embedded ours     ${describe(ours.at(-1))}`)
+      base.push(await measure(baseline, defs[id], config.durationSec))
+      log(`${id} embedded baseline ${describe(base.at(-1))}`)
+    }
+    const o = best(ours)
+    const b = best(base)
     rows.push({
       id: `${id}-embedded`,
       mode: "embedded",
@@ -663,15 +687,21 @@ const embeddedPhase = async (results) => {
       rps: o.rps,
       p50: o.p50,
       p99: o.p99,
-      errors: sumErrors(runs),
-      foreignCpuPct: o.foreignCpuPct,
+      errors: sumErrors(ours),
+      foreignCpuPct: Math.max(o.foreignCpuPct, b.foreignCpuPct),
       serverCpuMsPerRequest: o.serverCpuMsPerRequest,
-      runs
+      runs: ours,
+      baseline: { rps: b.rps, p50: b.p50, p99: b.p99, errors: sumErrors(base), serverCpuMsPerRequest: b.serverCpuMsPerRequest, runs: base },
+      ratio: o.rps / b.rps
     })
   }
   results.memory.embedded = stopWatching()
-  log(`embedded server peak RSS ${results.memory.embedded.peakMb.toFixed(0)} MB`)
+  // The baseline holds PGlite, node:http and nothing else, after the same queries: the reference for
+  // "a process that holds PGlite alone".
+  results.memory.embeddedBaseline = stopWatchingBaseline()
+  log(`embedded server peak RSS ${results.memory.embedded.peakMb.toFixed(0)} MB, embedded baseline ${results.memory.embeddedBaseline.peakMb.toFixed(0)} MB`)
   await server.stop()
+  await baseline.stop()
   return rows
 }
 
@@ -791,15 +821,15 @@ const main = async () => {
     targets: []
   }
   log(`${config.mode} run: ${config.connections} connections, ${config.durationSec} s per scenario, ${config.rounds} round(s)`)
-  const rows = await postgresPhase(results)
-  if (wanted("S8") && !flags.profile) rows.push(await schedulerPhase(results))
+  const rows = flags["embedded-only"] ? [] : await postgresPhase(results)
+  if (wanted("S8") && !flags.profile && !flags["embedded-only"]) rows.push(await schedulerPhase(results))
   if (config.embedded) rows.push(...(await embeddedPhase(results)))
   results.scenarios = rows
   results.targets = evaluateTargets({ rows, memory: results.memory, startup: results.startup })
   results.elapsedSec = Math.round((performance.now() - t0) / 100) / 10
 
   const m = results.machine
-  console.log(`\nPostline benchmark (${config.mode}): ${m.cpu}, ${m.cores} cores, Node ${m.node}, PostgreSQL ${m.postgres}; ` +
+  console.log(`\nPostline benchmark (${config.mode}): ${m.cpu}, ${m.cores} cores, Node ${m.node}${m.postgres ? `, PostgreSQL ${m.postgres}` : ""}; ` +
     `${config.connections} connections, ${config.durationSec} s per scenario, best of ${config.rounds}\n`)
   console.log(table(rows))
   console.log(`(best run of each; "CPU ms/req": CPU time of the server process per request, ours/baseline, and of ` +
@@ -827,9 +857,17 @@ const main = async () => {
   const s = results.startup
   const mem = results.memory
   console.log("")
-  if (mem.postgres) console.log(`peak RSS under load: ${mem.postgres.peakMb.toFixed(0)} MB (PostgreSQL mode)` + (mem.embedded ? `, ${mem.embedded.peakMb.toFixed(0)} MB (embedded mode)` : ""))
-  console.log(`start to first answer: PostgreSQL ${s.postgresStartMs?.toFixed(0)} ms (first start with migrations ${s.postgresFirstStartMs?.toFixed(0)} ms)` +
-    (s.embeddedWarmMs !== undefined ? `; embedded ${s.embeddedWarmMs.toFixed(0)} ms warm (median of ${s.embeddedWarmRunsMs.length}), ${s.embeddedColdMs.toFixed(0)} ms cold (new data folder)` : ""))
+  const peaks = [
+    mem.postgres && `${mem.postgres.peakMb.toFixed(0)} MB (PostgreSQL mode)`,
+    mem.embedded && `${mem.embedded.peakMb.toFixed(0)} MB (embedded mode; embedded baseline ${mem.embeddedBaseline.peakMb.toFixed(0)} MB)`,
+    mem.embeddedColdStartPeakMb !== undefined && `${mem.embeddedColdStartPeakMb.toFixed(0)} MB creating a new data folder`
+  ].filter(Boolean)
+  if (peaks.length) console.log(`peak RSS: ${peaks.join(", ")}`)
+  const starts = [
+    s.postgresStartMs !== undefined && `PostgreSQL ${s.postgresStartMs.toFixed(0)} ms (first start with migrations ${s.postgresFirstStartMs?.toFixed(0)} ms)`,
+    s.embeddedWarmMs !== undefined && `embedded ${s.embeddedWarmMs.toFixed(0)} ms warm (median of ${s.embeddedWarmRunsMs.length}), ${s.embeddedColdMs.toFixed(0)} ms cold (new data folder); embedded baseline ${s.embeddedBaselineWarmMs.toFixed(0)} ms warm`
+  ].filter(Boolean)
+  console.log(`start to first answer: ${starts.join("; ")}`)
   if (results.parity) {
     console.log(`parity with the baseline: ${results.parity.ok ? "same statements, same bytes" : `FAILED\n  ${results.parity.failures.join("\n  ")}`}`)
   }

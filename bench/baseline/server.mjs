@@ -6,12 +6,16 @@
 // Mirrors: apps/server/src/Users/{Authentication,Repo,Secrets}.ts, Access/Policy.ts,
 // Organizations/Repo.ts, Teams/{Repo,Http}.ts, Pagination/{Keyset,Cursor}.ts, Database/Columns.ts.
 //
-// Env: PORT, HOST (default 127.0.0.1), DATABASE_URL (required).
+// Env: PORT, HOST (default 127.0.0.1), and DATABASE_URL, or PGLITE_DATA_DIR for the embedded
+// baseline: PGlite in this process, queried directly (baseline/pglite.mjs; PGLITE_FSYNC).
 import { createHash, createHmac, timingSafeEqual } from "node:crypto"
 import { createServer } from "node:http"
 import pg from "pg"
+import { openPGlite } from "./pglite.mjs"
 
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 }) // pg's default, as the server's
+const pool = process.env.PGLITE_DATA_DIR
+  ? await openPGlite(process.env.PGLITE_DATA_DIR)
+  : new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 }) // pg's default, as the server's
 pool.on("error", () => {})
 
 // ---------------------------------------------------------------- SQL (same text as the server's)

@@ -47,6 +47,10 @@ export const evaluateTargets = ({ rows, memory, startup }) => {
       cpu <= 1.5
     )
   }
+  for (const id of ["S1-embedded", "S4-embedded"]) {
+    const r = byId.get(id)
+    if (r?.ratio !== undefined) add(`${id} throughput >= 0.8 x the embedded baseline (PGlite directly)`, `${r.ratio.toFixed(2)}`, r.ratio >= 0.8)
+  }
   const scheduler = byId.get("S8")
   if (scheduler) {
     add("S8 scheduler: every post published to every account", `${scheduler.lateness.published}/${scheduler.lateness.expected}`,
@@ -64,9 +68,18 @@ export const evaluateTargets = ({ rows, memory, startup }) => {
     }
   }
   if (memory.postgres) add("peak RSS < 200 MB (PostgreSQL mode, under load)", `${memory.postgres.peakMb.toFixed(0)} MB`, memory.postgres.peakMb < 200)
-  if (memory.embedded) add("peak RSS < 200 MB (embedded mode, under load)", `${memory.embedded.peakMb.toFixed(0)} MB`, memory.embedded.peakMb < 200)
+  if (memory.embedded && memory.embeddedBaseline) {
+    // The embedded baseline holds PGlite and node:http alone, after the same queries.
+    const ratio = memory.embedded.peakMb / memory.embeddedBaseline.peakMb
+    add("peak RSS <= 1.15 x the embedded baseline's (embedded mode, under load)",
+      `${ratio.toFixed(2)}x (${memory.embedded.peakMb.toFixed(0)} vs ${memory.embeddedBaseline.peakMb.toFixed(0)} MB)`, ratio <= 1.15)
+  }
+  if (memory.embeddedColdStartPeakMb !== undefined) {
+    add("peak RSS < 400 MB creating a new data folder (embedded, start to first answer)",
+      `${memory.embeddedColdStartPeakMb.toFixed(0)} MB`, memory.embeddedColdStartPeakMb < 400)
+  }
   if (startup.embeddedWarmMs !== undefined) {
-    add("start to first answer < 1.5 s (embedded, warm data folder)", `${startup.embeddedWarmMs.toFixed(0)} ms`, startup.embeddedWarmMs < 1500)
+    add("start to first answer <= 1.5 s (embedded, warm data folder)", `${startup.embeddedWarmMs.toFixed(0)} ms`, startup.embeddedWarmMs <= 1500)
   }
   return targets
 }

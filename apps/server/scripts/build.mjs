@@ -1,7 +1,8 @@
 // Bundles the server and the admin command into one folder (default: dist).
 // Used by `pnpm build` and by the tests that run the server as a process.
 import { build } from "esbuild"
-import { readFileSync, writeFileSync } from "node:fs"
+import { execFileSync } from "node:child_process"
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 
@@ -16,6 +17,21 @@ const asciiOnly = (file) => {
   const source = readFileSync(file, "utf8")
   const escaped = source.replace(/[^\x00-\x7f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`)
   if (escaped !== source) writeFileSync(file, escaped)
+}
+
+/**
+ * The embedded database's template (scripts/pgdata-template.mjs), beside the bundle, where
+ * Database/Sql.ts looks for it. Made once per PGlite version and kept in node_modules/.cache.
+ */
+const pgdataTemplate = (outdir) => {
+  const { version } = JSON.parse(readFileSync(join(serverDir, "node_modules/@electric-sql/pglite/package.json"), "utf8"))
+  const cacheDir = join(serverDir, "node_modules/.cache/postline")
+  const cached = join(cacheDir, `pgdata-template-pglite-${version}.tar.gz`)
+  if (!existsSync(cached)) {
+    mkdirSync(cacheDir, { recursive: true })
+    execFileSync(process.execPath, [join(serverDir, "scripts/pgdata-template.mjs"), cached], { cwd: serverDir, stdio: "inherit" })
+  }
+  copyFileSync(cached, join(outdir, "pgdata-template.tar.gz"))
 }
 
 export const bundleServer = async (outdir = join(serverDir, "dist")) => {
@@ -33,6 +49,7 @@ export const bundleServer = async (outdir = join(serverDir, "dist")) => {
     banner: { js: "import { createRequire as createBundleRequire } from 'node:module'; const require = createBundleRequire(import.meta.url);" }
   })
   for (const entry of ["main.js", "admin.js"]) asciiOnly(join(outdir, entry))
+  pgdataTemplate(outdir)
   return outdir
 }
 

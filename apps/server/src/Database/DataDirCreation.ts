@@ -49,11 +49,16 @@ const removeHalfMade = (dataDir: string) =>
 
 /**
  * Opens the embedded database in `dataDir` (locked by the caller) with `open`, which makes it
- * when the folder holds none. A kill while it is being made leaves a folder PGlite cannot open:
- * the marker file says so at the next start, and the half-made database is made again. With
- * `durable`, the new database's files reach the disk before the marker goes.
+ * when the folder holds none, or opens what `template` wrote there first. A kill while it is
+ * being made leaves a folder PGlite cannot open: the marker file says so at the next start, and
+ * the half-made database is made again. With `durable`, the new database's files reach the disk
+ * before the marker goes.
  */
-export const openDataDir = <A, E>(dataDir: string, open: Effect.Effect<A, E>, options: { readonly durable: boolean }) =>
+export const openDataDir = <A, E, E2 = never>(
+  dataDir: string,
+  open: Effect.Effect<A, E>,
+  options: { readonly durable: boolean; readonly template?: Effect.Effect<void, E2> | undefined }
+) =>
   Effect.gen(function*() {
     if (exists(dataDir, creatingMarker)) yield* removeHalfMade(dataDir)
     else if (exists(dataDir, "PG_VERSION")) return yield* open
@@ -66,6 +71,7 @@ export const openDataDir = <A, E>(dataDir: string, open: Effect.Effect<A, E>, op
       })
     }
     durably(dataDir, () => Fs.writeFileSync(Path.join(dataDir, creatingMarker), ""))
+    if (options.template) yield* options.template
     const opened = yield* open
     if (options.durable) syncTree(dataDir)
     durably(dataDir, () => Fs.rmSync(Path.join(dataDir, creatingMarker)))

@@ -4,7 +4,9 @@ import { SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Config, Effect, Layer, Option } from "effect"
 import Pg from "pg"
+import Fs from "node:fs"
 import { openDataDir } from "./DataDirCreation.js"
+import { templateFile, unpackTemplate } from "./DataDirTemplate.js"
 import { lockDataDir } from "./DataDirLock.js"
 import { durableStartParams, SyncingNodeFS } from "./SyncingNodeFS.js"
 import { layerPostgres, PostgresTimeoutsConfig } from "./Postgres.js"
@@ -39,8 +41,15 @@ export const layerEmbedded = (dataDir: string, options: { readonly fsync: boolea
             : PGlite.create({ fs: new SyncingNodeFS(dataDir), startParams: durableStartParams(startParams) }),
         catch: (cause) => new SqlError.SqlError({ cause, message: `Failed to open the embedded database in ${dataDir}` })
       })
+      // A new folder is unpacked from the build's template, where there is one, rather than made by initdb.
+      const template = Fs.existsSync(templateFile)
+        ? Effect.try({
+          try: () => unpackTemplate(templateFile, dataDir),
+          catch: (cause) => new SqlError.SqlError({ cause, message: `Failed to make the embedded database in ${dataDir}: ${cause}` })
+        })
+        : undefined
       const pglite = yield* Effect.acquireRelease(
-        inMemory ? create : openDataDir(dataDir, create, { durable: options.fsync }),
+        inMemory ? create : openDataDir(dataDir, create, { durable: options.fsync, template }),
         (db) => Effect.promise(() => db.close())
       )
       return yield* Effect.acquireRelease(
