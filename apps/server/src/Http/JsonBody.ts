@@ -3,12 +3,9 @@ import { BadRequest, DecodeIssue, HttpApiDecodeError, JsonBody } from "@postline
 import { Effect, Layer } from "effect"
 import { jsonContentType } from "./ContentTypes.js"
 import { jsonShapeIssue } from "./JsonShape.js"
+import { hasBody } from "./RequestBody.js"
 
 const bodyMethods = new Set(["POST", "PUT", "PATCH"])
-
-/** Whether the request carries a body at all: an action such as `…/verify` is a POST without one. */
-const hasBody = (headers: Readonly<Record<string, string | undefined>>) =>
-  headers["transfer-encoding"] !== undefined || (headers["content-length"] ?? "0") !== "0"
 
 /**
  * Requests that carry a body must declare it as JSON, and its shape must stay

@@ -81,33 +81,33 @@ export const refusalIn = (cause: Cause.Cause<unknown>): Option.Option<BodyRefuse
 export const refusalsToEdge = <A, E, R>(read: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.catchIf(read, (error) => Option.isSome(bodyRefusal(error)), Effect.die)
 
+/** Whether the request carries a body at all: without Transfer-Encoding or a non-zero Content-Length, it has none. */
+export const hasBody = (headers: Readonly<Record<string, string | undefined>>) =>
+  headers["transfer-encoding"] !== undefined || (headers["content-length"] ?? "0") !== "0"
+
 /**
  * The request, with its body read at most once, bounded by `maxBodyBytes` with
  * or without a Content-Length, and decoded as strict UTF-8: the platform's own
  * reader replaces invalid bytes with U+FFFD and resets the connection when a
  * chunked body runs over. The text and its JSON are kept, so that the JSON
  * body check and the endpoint's payload decoding parse the body once.
+ * A request without a body is left as it is. The others keep every property
+ * of the original through their prototype, which a Proxy would slow down on
+ * every access.
  */
 export const withBoundedBody = (request: HttpServerRequest.HttpServerRequest): HttpServerRequest.HttpServerRequest => {
-  // Built when a body is first asked for: most requests have none, and each cached effect costs a fiber to make.
-  let overrides: Readonly<Record<"text" | "json" | "urlParamsBody" | "arrayBuffer", unknown>> | undefined
-  const makeOverrides = () => {
-    const fail = asRequestError(request)
-    const text = Effect.runSync(Effect.cached(Effect.mapError(readText(request), fail)))
-    const json = Effect.runSync(Effect.cached(Effect.flatMap(text, (body) =>
-      Effect.try({ try: (): unknown => body === "" ? null : JSON.parse(body), catch: fail }))))
-    return {
-      text,
-      json,
-      urlParamsBody: Effect.flatMap(text, (body) =>
-        Effect.try({ try: () => parseForm(body), catch: () => fail(new BodyRefused({ reason: "InvalidFormUtf8" })) })),
-      arrayBuffer: Effect.map(text, (body) => new TextEncoder().encode(body).buffer)
-    }
-  }
-  return new Proxy(request, {
-    get: (target, property) =>
-      property === "text" || property === "json" || property === "urlParamsBody" || property === "arrayBuffer"
-        ? (overrides ??= makeOverrides())[property]
-        : Reflect.get(target, property, target)
+  if (!hasBody(request.headers)) return request
+  const fail = asRequestError(request)
+  const text = Effect.runSync(Effect.cached(Effect.mapError(readText(request), fail)))
+  const json = Effect.runSync(Effect.cached(Effect.flatMap(text, (body) =>
+    Effect.try({ try: (): unknown => body === "" ? null : JSON.parse(body), catch: fail }))))
+  return Object.create(request, {
+    text: { value: text },
+    json: { value: json },
+    urlParamsBody: {
+      value: Effect.flatMap(text, (body) =>
+        Effect.try({ try: () => parseForm(body), catch: () => fail(new BodyRefused({ reason: "InvalidFormUtf8" })) }))
+    },
+    arrayBuffer: { value: Effect.map(text, (body) => new TextEncoder().encode(body).buffer) }
   })
 }
