@@ -62,8 +62,10 @@ const encodeBadRequest = Schema.encode(BadRequest)
  */
 export const ErrorBodiesLive = HttpApiBuilder.middleware(PostlineApi, (app) =>
   Effect.catchAllCause(
-    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-      Effect.provideService(app, HttpServerRequest.HttpServerRequest, withBoundedBody(request))), (cause) =>
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      const bounded = withBoundedBody(request)
+      return bounded === request ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, bounded)
+    }), (cause) =>
     Effect.gen(function*() {
       const failure = Cause.failureOption(cause)
       if (Option.isSome(failure)) {
