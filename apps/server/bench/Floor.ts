@@ -12,6 +12,8 @@
  *   log         the access log (HttpMiddleware.logger through the server's JsonLogger, at LOG_LEVEL Info)
  *   select1     one more statement per request, `SELECT 1`, through @effect/sql-pg
  *   select1raw  one more statement per request, `SELECT 1`, through the same `pg` pool directly
+ *   tracer      Effect's default tracer left on: a span per request and per statement. Without it the floor turns
+ *               tracing off as src/Tracing.ts does when no OTLP endpoint is configured (the bench's case)
  * Without `auth` the handler looks the token up itself; without `schema` it reads organizationId and limit from the
  * raw URL. It serves the first page only (no cursor, default sort), which is all S3 asks.
  *
@@ -45,7 +47,7 @@ import { createServer } from "node:http"
 import Pg from "pg"
 import { JsonLogger } from "../src/Logging.js"
 
-const knownSteps = ["auth", "policy", "schema", "log", "select1", "select1raw"]
+const knownSteps = ["auth", "policy", "schema", "log", "select1", "select1raw", "tracer"]
 const steps = new Set((process.env.FLOOR_STEPS ?? "").split(",").map((s) => s.trim()).filter(Boolean))
 for (const step of steps) {
   if (!knownSteps.includes(step)) throw new Error(`FLOOR_STEPS: unknown step ${step} (known: ${knownSteps.join(", ")})`)
@@ -288,12 +290,19 @@ const ServerLive = NodeHttpServer.layerConfig(createServer, {
   host: Config.string("HOST").pipe(Config.withDefault("127.0.0.1"))
 })
 
+/** As src/Tracing.ts withTracing without OTEL_EXPORTER_OTLP_ENDPOINT: no span is built. */
+const withoutTracing = <A, E, R>(app: Layer.Layer<A, E, R>) =>
+  steps.has("tracer")
+    ? app
+    : app.pipe(HttpMiddleware.withTracerDisabledWhen(() => true), Layer.provide(Layer.setTracerEnabled(false)))
+
 // As src/main.ts: JSON logs; the access log only at LOG_LEVEL Info (the bench runs the server at Warn).
 ;(steps.has("log") ? HttpApiBuilder.serve(HttpMiddleware.logger) : HttpApiBuilder.serve()).pipe(
   Layer.provide(ApiLive),
   Layer.provide(Handlers.Default),
   Layer.provide(SqlLive),
   Layer.provide(ServerLive),
+  withoutTracing,
   Layer.launch,
   Effect.provide(JsonLogger),
   Effect.provide(Logger.minimumLogLevel(steps.has("log") ? LogLevel.Info : LogLevel.Warning)),
