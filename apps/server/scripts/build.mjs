@@ -34,10 +34,11 @@ const pgdataTemplate = (outdir) => {
   copyFileSync(cached, join(outdir, "pgdata-template.tar.gz"))
 }
 
-export const bundleServer = async (outdir = join(serverDir, "dist")) => {
+/** One bundle per entry point, `<name>.js` in `outdir`, all built alike. */
+const bundle = async (entryPoints, outdir) => {
   await build({
     absWorkingDir: serverDir,
-    entryPoints: ["src/main.ts", "src/admin.ts"],
+    entryPoints,
     bundle: true,
     platform: "node",
     format: "esm",
@@ -48,9 +49,17 @@ export const bundleServer = async (outdir = join(serverDir, "dist")) => {
     // Some dependencies still call require(): the bundle gives them one (named apart from their own imports).
     banner: { js: "import { createRequire as createBundleRequire } from 'node:module'; const require = createBundleRequire(import.meta.url);" }
   })
-  for (const entry of ["main.js", "admin.js"]) asciiOnly(join(outdir, entry))
+  for (const entry of entryPoints) asciiOnly(join(outdir, entry.replace(/^.*\//, "").replace(/\.ts$/, ".js")))
+  return outdir
+}
+
+export const bundleServer = async (outdir = join(serverDir, "dist")) => {
+  await bundle(["src/main.ts", "src/admin.ts"], outdir)
   pgdataTemplate(outdir)
   return outdir
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) await bundleServer(process.argv[2])
+/** The benchmark's minimal server (bench/Floor.ts, issue 14), as `Floor.js`: bench/attribution.mjs builds it. */
+export const bundleFloor = (outdir = join(serverDir, "dist-bench")) => bundle(["bench/Floor.ts"], outdir)
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) await bundleServer(process.argv[2])
