@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `pnpm bench:attribution` (issue 14): where the server's CPU per request goes on S3,
 // `GET /v1/teams?organizationId=…`. A minimal Effect HttpApi server (apps/server/bench/Floor.ts)
-// answers S3 with the same four statements and bytes as the baseline; layers of the real server are
+// answers S3 with the same three statements and bytes as the baseline; layers of the real server are
 // added back one at a time (FLOOR_STEPS), and the real server closes the table. See bench/README.md.
 //
 //   node bench/attribution.mjs                 8 rounds x 3 s of every step, interleaved (~6-10 min)
@@ -65,7 +65,7 @@ const config = {
   // taken off each run's CPU, so that it is not charged to requests (it matters most at a low paced rate).
   idleSec: smoke ? 1 : 20,
   retries: 0,
-  // S3 is four index lookups: the embedded population (1,000 organizations of the benchmark user with 10 teams
+  // S3 is three index lookups: the embedded population (1,000 organizations of the benchmark user with 10 teams
   // each, 10,000 others) gives it the same plans as the full one, and seeds in seconds.
   population: smoke ? populations.smoke : populations.embedded
 }
@@ -101,7 +101,7 @@ const cumulative = ["auth", "policy", "schema", "log"]
 /** Each row: what runs, and which row its delta is taken against. */
 const variants = [
   { id: "baseline", label: "baseline (node:http + pg)", kind: "baseline" },
-  { id: "floor", label: "floor: HttpApi + @effect/sql-pg, 4 statements", kind: "floor", steps: [], vs: "baseline" },
+  { id: "floor", label: "floor: HttpApi + @effect/sql-pg, 3 statements", kind: "floor", steps: [], vs: "baseline" },
   { id: "auth", label: "+ auth (security middleware)", kind: "floor", steps: cumulative.slice(0, 1), vs: "floor" },
   { id: "policy", label: "+ policy (Access-like service)", kind: "floor", steps: cumulative.slice(0, 2), vs: "auth" },
   { id: "schema", label: "+ schema (TeamListQuery, TeamList)", kind: "floor", steps: cumulative.slice(0, 3), vs: "policy" },
