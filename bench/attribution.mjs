@@ -19,7 +19,7 @@ import { join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { parseArgs } from "node:util"
 import autocannon from "autocannon"
-import { foreignCpuOver, watchForeignCpu } from "./lib/cpu.mjs"
+import { foreignCpuOver, waitForQuiet as waitForQuietBelow, watchForeignCpu } from "./lib/cpu.mjs"
 import { createDatabase, dropDatabase, queryPostgres, seedPostgres, serverVersion } from "./lib/db.mjs"
 import { drive } from "./lib/load.mjs"
 import { freePort, killChildren, startServer } from "./lib/processes.mjs"
@@ -203,12 +203,7 @@ const parityCheck = async (databaseUrl, scenario) => {
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const cpuContext = () => ({ pids: state.pids, database: state.database })
 
-const waitForQuiet = async (maxMs) => {
-  const until = performance.now() + maxMs
-  let foreign = await foreignCpuOver(1000, cpuContext())
-  while (foreign > config.foreignLimitPct / 2 && performance.now() < until) foreign = await foreignCpuOver(1000, cpuContext())
-  return foreign
-}
+const waitForQuiet = (maxMs) => waitForQuietBelow(maxMs, config.foreignLimitPct / 2, cpuContext())
 
 const runOnce = async (server, scenario) => {
   const logBytes = statSync(server.logFile).size

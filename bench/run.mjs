@@ -18,7 +18,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import { createDatabase, dropDatabase, queryPostgres, seedPGlite, seedPostgres, serverVersion } from "./lib/db.mjs"
-import { foreignCpuOver, watchForeignCpu } from "./lib/cpu.mjs"
+import { foreignCpuOver, waitForQuiet as waitForQuietBelow, watchForeignCpu } from "./lib/cpu.mjs"
 import { drive, pace } from "./lib/load.mjs"
 import { normalise, startSqlCapture } from "./lib/sqlcapture.mjs"
 import { freePort, killChildren, startServer } from "./lib/processes.mjs"
@@ -279,13 +279,7 @@ const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 const cpuContext = () => ({ pids: state.pids, database: state.database })
 
-/** Waits (up to `maxMs`) until other processes leave the machine alone; returns their last share. */
-const waitForQuiet = async (maxMs) => {
-  const until = performance.now() + maxMs
-  let foreign = await foreignCpuOver(1000, cpuContext())
-  while (foreign > config.foreignLimitPct / 2 && performance.now() < until) foreign = await foreignCpuOver(1000, cpuContext())
-  return foreign
-}
+const waitForQuiet = (maxMs) => waitForQuietBelow(maxMs, config.foreignLimitPct / 2, cpuContext())
 
 const runOnce = async (server, def, durationSec, rate) => {
   const watch = watchForeignCpu({ ...cpuContext(), serverPid: server.pid })

@@ -105,3 +105,11 @@ export const foreignCpuOver = async (ms, options) => {
   await new Promise((resolve) => setTimeout(resolve, ms))
   return watch.stop().foreignPct
 }
+
+/** Waits (up to `maxMs`) until processes other than `options`' leave the machine below `limitPct`; returns their last share. */
+export const waitForQuiet = async (maxMs, limitPct, options) => {
+  const until = performance.now() + maxMs
+  let foreign = await foreignCpuOver(1000, options)
+  while (foreign > limitPct && performance.now() < until) foreign = await foreignCpuOver(1000, options)
+  return foreign
+}

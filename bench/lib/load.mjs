@@ -6,6 +6,29 @@ import { Agent, request } from "node:http"
 const percentile = (sorted, p) =>
   sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]
 
+/** A run's figures from every response's latency and status; a status other than the expected one is an error. */
+const summary = ({ latencies, statuses, scenario, seconds, socketErrors, timeouts }) => {
+  const sorted = Float64Array.from(latencies).sort()
+  let unexpected = 0
+  for (const [status, count] of statuses) {
+    const ok = scenario.expectStatus === undefined ? status >= 200 && status < 300 : status === scenario.expectStatus
+    if (!ok) unexpected += count
+  }
+  return {
+    requests: latencies.length,
+    durationSec: seconds,
+    rps: latencies.length / seconds,
+    p50: percentile(sorted, 0.5),
+    p90: percentile(sorted, 0.9),
+    p99: percentile(sorted, 0.99),
+    max: sorted.length ? sorted[sorted.length - 1] : NaN,
+    errors: unexpected + socketErrors,
+    socketErrors,
+    timeouts,
+    statuses: Object.fromEntries(statuses)
+  }
+}
+
 /**
  * Drives `baseUrl` with one scenario for `durationSec` over `connections`
  * connections. A scenario is `{ method, path, headers, body, setup?, expectStatus? }`;
@@ -38,27 +61,8 @@ export const drive = async ({ baseUrl, scenario, connections, durationSec }) => 
     statuses.set(statusCode, (statuses.get(statusCode) ?? 0) + 1)
   })
   const result = await instance
-  const sorted = Float64Array.from(latencies).sort()
-  const expected = scenario.expectStatus
-  let unexpected = 0
-  for (const [status, count] of statuses) {
-    const ok = expected === undefined ? status >= 200 && status < 300 : status === expected
-    if (!ok) unexpected += count
-  }
   const seconds = result.duration > 0 ? result.duration : durationSec
-  return {
-    requests: latencies.length,
-    durationSec: seconds,
-    rps: latencies.length / seconds,
-    p50: percentile(sorted, 0.5),
-    p90: percentile(sorted, 0.9),
-    p99: percentile(sorted, 0.99),
-    max: sorted.length ? sorted[sorted.length - 1] : NaN,
-    errors: unexpected + result.errors,
-    socketErrors: result.errors,
-    timeouts: result.timeouts,
-    statuses: Object.fromEntries(statuses)
-  }
+  return summary({ latencies, statuses, scenario, seconds, socketErrors: result.errors, timeouts: result.timeouts })
 }
 
 /**
@@ -111,24 +115,5 @@ export const pace = async ({ baseUrl, scenario, connections, durationSec, rate }
   }
   await Promise.all(pending)
   agent.destroy()
-  const sorted = Float64Array.from(latencies).sort()
-  let unexpected = 0
-  for (const [status, count] of statuses) {
-    const ok = scenario.expectStatus === undefined ? status >= 200 && status < 300 : status === scenario.expectStatus
-    if (!ok) unexpected += count
-  }
-  const seconds = (performance.now() - start) / 1000
-  return {
-    requests: latencies.length,
-    durationSec: seconds,
-    rps: latencies.length / seconds,
-    p50: percentile(sorted, 0.5),
-    p90: percentile(sorted, 0.9),
-    p99: percentile(sorted, 0.99),
-    max: sorted.length ? sorted[sorted.length - 1] : NaN,
-    errors: unexpected + errors,
-    socketErrors: errors,
-    timeouts: 0,
-    statuses: Object.fromEntries(statuses)
-  }
+  return summary({ latencies, statuses, scenario, seconds: (performance.now() - start) / 1000, socketErrors: errors, timeouts: 0 })
 }
