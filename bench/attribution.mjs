@@ -13,7 +13,7 @@
 // Exit status: 0 only if every run was free of errors and every floor step answered the baseline's bytes
 // with the baseline's statements.
 import { randomBytes } from "node:crypto"
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
+import { mkdtempSync, readFileSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
@@ -22,7 +22,7 @@ import autocannon from "autocannon"
 import { foreignCpuOver, waitForQuiet as waitForQuietBelow, watchForeignCpu } from "./lib/cpu.mjs"
 import { createDatabase, dropDatabase, queryPostgres, seedPostgres, serverVersion } from "./lib/db.mjs"
 import { drive } from "./lib/load.mjs"
-import { freePort, killChildren, startServer } from "./lib/processes.mjs"
+import { freePort, makeCleanup, startServer } from "./lib/processes.mjs"
 import { makeBenchUser, populations, seedSql } from "./lib/seed.mjs"
 import { normalise, startSqlCapture } from "./lib/sqlcapture.mjs"
 
@@ -76,24 +76,7 @@ const log = (message) => process.stderr.write(`[attribution ${((performance.now(
 // ---------------------------------------------------------------- cleanup, also on failure and Ctrl-C
 
 const state = { database: undefined, tmp: undefined, pids: [], retriesLeft: config.retries }
-let cleaning
-const cleanup = () =>
-  (cleaning ??= (async () => {
-    await killChildren().catch(() => {})
-    if (state.database) {
-      await dropDatabase(state.database).then(
-        () => log(`dropped database ${state.database}`),
-        (error) => log(`could not drop database ${state.database}: ${error.message}`)
-      )
-    }
-    if (state.tmp) rmSync(state.tmp, { recursive: true, force: true })
-  })())
-for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
-  process.once(signal, () => {
-    log(`${signal}: cleaning up`)
-    cleanup().finally(() => process.exit(130))
-  })
-}
+const cleanup = makeCleanup(state, log, dropDatabase)
 
 // ---------------------------------------------------------------- the steps
 

@@ -10,7 +10,7 @@
 // Exit status: 0 only if every scenario ran with zero errors and the baseline
 // ran the same statements and answered the same bytes as the server. Targets
 // are reported, not enforced.
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { randomBytes } from "node:crypto"
 import { createServer as createHttpServer } from "node:http"
 import { cpus, totalmem, tmpdir, release } from "node:os"
@@ -21,7 +21,7 @@ import { createDatabase, dropDatabase, queryPostgres, seedPGlite, seedPostgres, 
 import { foreignCpuOver, waitForQuiet as waitForQuietBelow, watchForeignCpu } from "./lib/cpu.mjs"
 import { drive, pace } from "./lib/load.mjs"
 import { normalise, startSqlCapture } from "./lib/sqlcapture.mjs"
-import { freePort, killChildren, startServer } from "./lib/processes.mjs"
+import { freePort, makeCleanup, startServer } from "./lib/processes.mjs"
 import { formatSummary, summarise } from "./lib/profile.mjs"
 import { evaluateTargets, formatTargets, table } from "./lib/report.mjs"
 import { makeBenchUser, populations, seedSql } from "./lib/seed.mjs"
@@ -95,26 +95,7 @@ const log = (message) => process.stderr.write(`[bench ${((performance.now() - t0
 // ---------------------------------------------------------------- cleanup, also on failure and Ctrl-C
 
 const state = { database: undefined, tmp: undefined, pids: [], closers: [], retriesLeft: config.retries }
-let cleaning
-const cleanup = () =>
-  (cleaning ??= (async () => {
-    await killChildren().catch(() => {})
-    await Promise.all(state.closers.map((close) => close()))
-    if (state.database) {
-      await dropDatabase(state.database).then(
-        () => log(`dropped database ${state.database}`),
-        (error) => log(`could not drop database ${state.database}: ${error.message}`)
-      )
-    }
-    if (state.tmp) rmSync(state.tmp, { recursive: true, force: true })
-  })())
-
-for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
-  process.once(signal, () => {
-    log(`${signal}: cleaning up`)
-    cleanup().finally(() => process.exit(130))
-  })
-}
+const cleanup = makeCleanup(state, log, dropDatabase)
 
 // ---------------------------------------------------------------- scenarios
 

@@ -1,7 +1,7 @@
 // Child processes of the benchmark: start, wait for the first answer, measure
 // memory, stop. Every child is registered so that cleanup() can end it.
 import { spawn } from "node:child_process"
-import { openSync, readFileSync, closeSync } from "node:fs"
+import { closeSync, openSync, readFileSync, rmSync } from "node:fs"
 import { request } from "node:http"
 import { createServer } from "node:net"
 
@@ -133,4 +133,31 @@ export const killChildren = async (graceMs = 3000) => {
     })
   )
   await Promise.all(waits)
+}
+
+/**
+ * The runner's cleanup, once, also on Ctrl-C and other stop signals: ends every child, runs `state.closers`,
+ * drops `state.database` (if set) and removes `state.tmp`.
+ */
+export const makeCleanup = (state, log, dropDatabase) => {
+  let cleaning
+  const cleanup = () =>
+    (cleaning ??= (async () => {
+      await killChildren().catch(() => {})
+      await Promise.all((state.closers ?? []).map((close) => close()))
+      if (state.database) {
+        await dropDatabase(state.database).then(
+          () => log(`dropped database ${state.database}`),
+          (error) => log(`could not drop database ${state.database}: ${error.message}`)
+        )
+      }
+      if (state.tmp) rmSync(state.tmp, { recursive: true, force: true })
+    })())
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+    process.once(signal, () => {
+      log(`${signal}: cleaning up`)
+      cleanup().finally(() => process.exit(130))
+    })
+  }
+  return cleanup
 }
