@@ -58,17 +58,6 @@ export const sortColumnsOf = (alias: string): SortColumns => ({
   id: `${alias}.id`
 })
 
-/**
- * Keyset pagination over `(sort column, id)`: with an index on them, every
- * page, the thousandth as the first, is one index range scan. Sorting and
- * comparing always use the same column pair, so the order is total and pages
- * never overlap or skip.
- *
- * A page is one statement: its rows (one more than asked, to learn whether
- * more follow), each with the list's total and whether anything lies on the
- * cursor's other side, as two uncorrelated subqueries that PostgreSQL runs
- * once per statement. Only an empty page asks for those two again on their own.
- */
 /** Where the sort key of an item is: its field of the same name, unless it has none (then say where). */
 type SortValueOf<A, F extends AnySortField> = A extends Record<F, string>
   ? { readonly sortValueOf?: (item: A, field: F) => string }
@@ -87,6 +76,17 @@ interface WithPageMeta {
 
 const itemOf = <A>({ _otherSide, _total, ...item }: A & WithPageMeta): A => item as A
 
+/**
+ * Keyset pagination over `(sort column, id)`: with an index on them, every
+ * page, the thousandth as the first, is one index range scan. Sorting and
+ * comparing always use the same column pair, so the order is total and pages
+ * never overlap or skip.
+ *
+ * A page is one statement: its rows (one more than asked, to learn whether
+ * more follow), each with the list's total and whether anything lies on the
+ * cursor's other side, as two uncorrelated subqueries that PostgreSQL runs
+ * once per statement. Only an empty page asks for those two again on their own.
+ */
 export const paginate = <A extends object, F extends AnySortField = SortField>(options: {
   readonly sql: SqlClient.SqlClient
   readonly request: PageRequest<F>
