@@ -2,7 +2,7 @@
 // Used by `pnpm build` and by the tests that run the server as a process.
 import { build } from "esbuild"
 import { execFileSync } from "node:child_process"
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 
@@ -34,9 +34,14 @@ const pgdataTemplate = (outdir) => {
   copyFileSync(cached, join(outdir, "pgdata-template.tar.gz"))
 }
 
-/** One bundle per entry point, `<name>.js` in `outdir`, all built alike. */
+/**
+ * One bundle per entry point, `<name>.js` in `outdir`, all built alike. What is imported with `import()`
+ * (the docs page, the Bluesky client, Redis and OpenTelemetry when configured) goes to `outdir/chunks`, so
+ * that a start does not parse it.
+ */
 const bundle = async (entryPoints, outdir) => {
-  await build({
+  rmSync(join(outdir, "chunks"), { recursive: true, force: true })
+  const { metafile } = await build({
     absWorkingDir: serverDir,
     entryPoints,
     bundle: true,
@@ -45,11 +50,14 @@ const bundle = async (entryPoints, outdir) => {
     target: "node20",
     external: ["pg", "@electric-sql/pglite"],
     outdir,
+    splitting: true,
+    chunkNames: "chunks/[name]-[hash]",
+    metafile: true,
     logLevel: "warning",
     // Some dependencies still call require(): the bundle gives them one (named apart from their own imports).
     banner: { js: "import { createRequire as createBundleRequire } from 'node:module'; const require = createBundleRequire(import.meta.url);" }
   })
-  for (const entry of entryPoints) asciiOnly(join(outdir, entry.replace(/^.*\//, "").replace(/\.ts$/, ".js")))
+  for (const output of Object.keys(metafile.outputs)) if (output.endsWith(".js")) asciiOnly(join(serverDir, output))
   return outdir
 }
 

@@ -1,7 +1,10 @@
-import { expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
-import { Effect, Layer, Logger, LogLevel } from "effect"
-import { layerTracing } from "../src/Tracing.js"
+import { Effect, Layer, Logger, LogLevel, Schedule } from "effect"
+import { layerTracing } from "../src/TracingSdk.js"
+import { makeLocalServer } from "./support/LocalServer.js"
+import { startServer } from "./support/ServerProcess.js"
+import { freshDatabaseEnv } from "./support/TestDatabase.js"
 import { makeTestServer, signUp } from "./support/TestServer.js"
 
 const exporter = new InMemorySpanExporter()
@@ -27,4 +30,36 @@ layer(TracedServer, { excludeTestServices: true })("traces", (it) => {
       expect(writes).toHaveLength(2)
       for (const write of writes) expect(write.spanContext().traceId).toBe(server!.spanContext().traceId)
     }))
+})
+
+describe("the server process with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
+  // The bundle loads the OpenTelemetry SDK only when tracing is configured: this runs that path.
+  it.scopedLive("exports its requests' spans there over OTLP/HTTP, as service postline", () =>
+    Effect.gen(function*() {
+      const exports: Array<{ readonly path: string | undefined; readonly body: string }> = []
+      const collector = yield* makeLocalServer((request, response) => {
+        let body = ""
+        request.on("data", (chunk: Buffer) => (body += chunk))
+        request.on("end", () => {
+          exports.push({ path: request.url, body })
+          response.writeHead(200, { "content-type": "application/json" }).end("{}")
+        })
+      })
+      const database = yield* freshDatabaseEnv
+      const server = yield* startServer({
+        ...database,
+        OTEL_EXPORTER_OTLP_ENDPOINT: `${collector}/`,
+        OTEL_BSP_SCHEDULE_DELAY: "100"
+      })
+      yield* Effect.promise(() => fetch(`${server.base}/v1/organizations`))
+      const exported = yield* Effect.suspend(() => {
+        const found = exports.find(({ body }) => body.includes("http.server GET"))
+        return found === undefined ? Effect.fail("not yet") : Effect.succeed(found)
+      }).pipe(Effect.retry({ times: 100, schedule: Schedule.spaced("100 millis") }))
+      expect(exported.path).toBe("/v1/traces")
+      expect(JSON.parse(exported.body).resourceSpans[0].resource.attributes).toContainEqual({
+        key: "service.name",
+        value: { stringValue: "postline" }
+      })
+    }), 60_000)
 })

@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpApiScalar, HttpMiddleware } from "@effect/platform"
+import { HttpApiBuilder, HttpMiddleware } from "@effect/platform"
 import { PostlineApi } from "@postline/domain"
 import { Layer } from "effect"
 import { AgentContextHttpLive } from "../AgentContext/Http.js"
@@ -17,6 +17,7 @@ import { RateLimitMiddlewareLive } from "../RateLimits/Middleware.js"
 import { SocialAccountsHttpLive } from "../SocialAccounts/Http.js"
 import { TeamsHttpLive } from "../Teams/Http.js"
 import { AuthenticationLive } from "../Users/Authentication.js"
+import { DocsLive } from "./Docs.js"
 import { ErrorBodiesLive } from "./ErrorBodies.js"
 import { JsonBodyLive } from "./JsonBody.js"
 
@@ -49,7 +50,7 @@ export const makeHttpLive = (options: { readonly accessLog: boolean }) =>
   (options.accessLog ? HttpApiBuilder.serve(HttpMiddleware.logger) : HttpApiBuilder.serve()).pipe(
     Layer.provide(ErrorBodiesLive),
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
-    Layer.provide(HttpApiScalar.layer({ path: "/docs" })),
+    Layer.provide(DocsLive),
     Layer.provide(DevicePageLive),
     Layer.provide(LinkRedirectLive),
     Layer.provide(ApiLive)

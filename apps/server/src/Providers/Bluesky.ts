@@ -1,10 +1,13 @@
-import { AtpAgent, AtUri, BlobRef, RichText, XRPCError } from "@atproto/api"
+import type { AtpAgent } from "@atproto/api"
 import { Effect, Redacted } from "effect"
 import { Outbound, OutboundError } from "../Outbound/Outbound.js"
 import { type CredentialsOf, defaultBlueskyService } from "./Credentials.js"
 import { fromOutbound, fromStatus } from "./Errors.js"
 import { type ContentLimits, type ContentProblem, ProviderError, type SocialProvider } from "./SocialProvider.js"
 import { graphemeLength, lengthProblems } from "./TextLength.js"
+
+/** The network's client: 1.6 MB of code, loaded when an account is first used rather than at every start. */
+type AtProto = typeof import("@atproto/api")
 
 const defaultLimits: ContentLimits = { maxLength: 300, urlLength: null }
 
@@ -18,11 +21,11 @@ const authErrors = new Set(["ExpiredToken", "InvalidToken", "AccountTakedown", "
  * What a failed call means. `during` tells 400 apart: at login the identifier is malformed (`auth`);
  * when writing, the record is invalid (`invalid_content`).
  */
-const toProviderError = (during: "login" | "write") => (error: unknown): ProviderError => {
+const toProviderError = (atproto: AtProto, during: "login" | "write") => (error: unknown): ProviderError => {
   for (let cause = error; cause instanceof Error; cause = cause.cause) {
     if (cause instanceof OutboundError) return fromOutbound("bluesky", cause)
   }
-  if (!(error instanceof XRPCError)) {
+  if (!(error instanceof atproto.XRPCError)) {
     return new ProviderError({ provider: "bluesky", category: "unknown", retryable: false, providerMessage: String(error) })
   }
   // Statuses below 100 are the client's own: 1 when no answer came back, 2 when it made no sense.
@@ -50,31 +53,33 @@ const toProviderError = (during: "login" | "write") => (error: unknown): Provide
 export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
   effect: Effect.gen(function*() {
     const outbound = yield* Outbound
+    const loadAtProto = yield* Effect.cached(Effect.promise(() => import("@atproto/api")))
 
     const withSession = <A>(
       credentials: CredentialsOf<"bluesky">,
-      use: (agent: AtpAgent, session: { readonly did: string; readonly handle: string }) => Promise<A>
+      use: (atproto: AtProto, agent: AtpAgent, session: { readonly did: string; readonly handle: string }) => Promise<A>
     ) =>
-      Effect.acquireUseRelease(
-        Effect.tryPromise({
-          try: async () => {
-            const agent = new AtpAgent({ service: credentials.serviceUrl ?? defaultBlueskyService, fetch: outbound.fetch })
-            const { data } = await agent.login({ identifier: credentials.handle, password: Redacted.value(credentials.appPassword) })
-            return { agent, session: { did: data.did, handle: data.handle } }
-          },
-          catch: toProviderError("login")
-        }),
-        ({ agent, session }) => Effect.tryPromise({ try: () => use(agent, session), catch: toProviderError("write") }),
-        ({ agent }) => Effect.promise(() => agent.logout().catch(() => undefined))
-      )
+      Effect.flatMap(loadAtProto, (atproto) =>
+        Effect.acquireUseRelease(
+          Effect.tryPromise({
+            try: async () => {
+              const agent = new atproto.AtpAgent({ service: credentials.serviceUrl ?? defaultBlueskyService, fetch: outbound.fetch })
+              const { data } = await agent.login({ identifier: credentials.handle, password: Redacted.value(credentials.appPassword) })
+              return { agent, session: { did: data.did, handle: data.handle } }
+            },
+            catch: toProviderError(atproto, "login")
+          }),
+          ({ agent, session }) => Effect.tryPromise({ try: () => use(atproto, agent, session), catch: toProviderError(atproto, "write") }),
+          ({ agent }) => Effect.promise(() => agent.logout().catch(() => undefined))
+        ))
 
-    const readProfile = async (agent: AtpAgent, did: string) => {
+    const readProfile = async (atproto: AtProto, agent: AtpAgent, did: string) => {
       try {
         const { data } = await agent.com.atproto.repo.getRecord({ repo: did, collection: "app.bsky.actor.profile", rkey: "self" })
         return data.value as { readonly displayName?: unknown; readonly avatar?: unknown }
       } catch (error) {
         // A new account has no profile record yet.
-        if (error instanceof XRPCError && error.error === "RecordNotFound") return {}
+        if (error instanceof atproto.XRPCError && error.error === "RecordNotFound") return {}
         throw error
       }
     }
@@ -83,10 +88,10 @@ export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
       name: "bluesky",
       defaultLimits,
       verify: (credentials) =>
-        withSession(credentials, async (agent, { did, handle }) => {
-          const profile = await readProfile(agent, did)
+        withSession(credentials, async (atproto, agent, { did, handle }) => {
+          const profile = await readProfile(atproto, agent, did)
           // The blob from the account's own PDS: the protocol's address, with or without Bluesky's AppView.
-          const avatarUrl = profile.avatar instanceof BlobRef
+          const avatarUrl = profile.avatar instanceof atproto.BlobRef
             ? new URL(`/xrpc/com.atproto.sync.getBlob?${new URLSearchParams({ did, cid: profile.avatar.ref.toString() })}`, agent.pdsUrl ?? agent.serviceUrl).toString()
             : null
           return {
@@ -98,8 +103,8 @@ export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
           }
         }),
       publish: (account, post) =>
-        withSession(account.credentials, async (agent, { handle }) => {
-          const richText = new RichText({ text: post.text })
+        withSession(account.credentials, async (atproto, agent, { handle }) => {
+          const richText = new atproto.RichText({ text: post.text })
           // Links and hashtags are found in the text; mentions are resolved to DIDs through the PDS.
           await richText.detectFacets(agent)
           const { uri } = await agent.post({
@@ -107,7 +112,7 @@ export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
             ...(richText.facets ? { facets: richText.facets } : {}),
             createdAt: new Date().toISOString()
           })
-          return { externalId: uri, url: `https://bsky.app/profile/${handle}/post/${new AtUri(uri).rkey}` }
+          return { externalId: uri, url: `https://bsky.app/profile/${handle}/post/${new atproto.AtUri(uri).rkey}` }
         }),
       validate: (text, limits = defaultLimits) => {
         const problems: ReadonlyArray<ContentProblem> = lengthProblems(text, graphemeLength(text), limits)

@@ -1,5 +1,4 @@
 import { RateLimiter } from "@effect/experimental"
-import * as RateLimiterRedis from "@effect/experimental/RateLimiter/Redis"
 import { Config, ConfigError, Duration, Effect, Either, Layer, Option, Redacted, Schedule } from "effect"
 import type { RedisOptions } from "ioredis"
 
@@ -59,6 +58,11 @@ export const RateLimiterLive = Layer.effect(RateLimiter.RateLimiter, Effect.tap(
   Layer.provide(Layer.unwrapEffect(Effect.map(config, ({ prefix, url }) =>
     Option.match(url, {
       onNone: () => RateLimiter.layerStoreMemory,
-      onSome: (url) => RateLimiterRedis.layerStore({ ...redisOptions(url), prefix })
+      // The Redis client is loaded only when it is configured.
+      onSome: (url) =>
+        Layer.unwrapEffect(Effect.map(
+          Effect.promise(() => import("@effect/experimental/RateLimiter/Redis")),
+          (redis) => redis.layerStore({ ...redisOptions(url), prefix })
+        ))
     }))))
 )
