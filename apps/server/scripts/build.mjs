@@ -2,7 +2,7 @@
 // Used by `pnpm build` and by the tests that run the server as a process.
 import { build } from "esbuild"
 import { execFileSync } from "node:child_process"
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 
@@ -36,11 +36,12 @@ const pgdataTemplate = (outdir) => {
 
 /**
  * One bundle per entry point, `<name>.js` in `outdir`, all built alike. What is imported with `import()`
- * (the docs page, the Bluesky client, Redis and OpenTelemetry when configured) goes to `outdir/chunks`, so
- * that a start does not parse it.
+ * (the docs page, the Bluesky client, Redis and OpenTelemetry when configured) goes to chunks of its own,
+ * so that a start does not parse it. The chunks sit beside the entry points: a module finds the files
+ * the build puts there (the embedded template) from its own `import.meta.url`.
  */
 const bundle = async (entryPoints, outdir) => {
-  rmSync(join(outdir, "chunks"), { recursive: true, force: true })
+  if (existsSync(outdir)) for (const file of readdirSync(outdir)) if (file.endsWith(".js")) rmSync(join(outdir, file))
   const { metafile } = await build({
     absWorkingDir: serverDir,
     entryPoints,
@@ -51,7 +52,6 @@ const bundle = async (entryPoints, outdir) => {
     external: ["pg", "@electric-sql/pglite"],
     outdir,
     splitting: true,
-    chunkNames: "chunks/[name]-[hash]",
     metafile: true,
     logLevel: "warning",
     // Some dependencies still call require(): the bundle gives them one (named apart from their own imports).

@@ -26,6 +26,12 @@ describe("the server process", () => {
 
       const logs = server.lines.filter((line) => line.length > 0).map((line) => JSON.parse(line))
       expect(logs).toContainEqual(expect.objectContaining({ message: `Listening on http://127.0.0.1:${port}`, logLevel: "INFO" }))
+      // The bundle finds the template its build made, wherever its chunks sit.
+      if (database.DATA_DIR) {
+        expect(logs).toContainEqual(expect.objectContaining({
+          message: `Made a new embedded database in ${Path.resolve(database.DATA_DIR)} from the build's template`
+        }))
+      }
       expect(logs).toContainEqual(expect.objectContaining({
         message: "Sent HTTP response",
         annotations: expect.objectContaining({ "http.status": 401, "http.url": "/v1/organizations" })

@@ -75,5 +75,8 @@ export const openDataDir = <A, E, E2 = never>(
     const opened = yield* open
     if (options.durable) syncTree(dataDir)
     durably(dataDir, () => Fs.rmSync(Path.join(dataDir, creatingMarker)))
+    yield* Effect.logInfo(
+      `Made a new embedded database in ${Path.resolve(dataDir)} ${options.template ? "from the build's template" : "with initdb"}`
+    )
     return opened
   })
