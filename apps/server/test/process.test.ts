@@ -17,6 +17,10 @@ describe("the server process", () => {
 
       const anonymous = yield* Effect.promise(() => fetch(`${base}/v1/organizations`))
       expect(anonymous.status).toBe(401)
+      // The docs page is a chunk of the bundle of its own, loaded with the first request for it.
+      const docs = yield* Effect.promise(() => fetch(`${base}/docs`))
+      expect(docs.status).toBe(200)
+      expect(yield* Effect.promise(() => docs.text())).toContain("<title>Postline: Organizations and Teams API</title>")
       yield* Effect.sleep("100 millis")
 
       server.child.kill("SIGTERM")
