@@ -34,17 +34,22 @@ const pgdataTemplate = (outdir) => {
   copyFileSync(cached, join(outdir, "pgdata-template.tar.gz"))
 }
 
-/**
- * One bundle per entry point, `<name>.js` in `outdir`, all built alike. What is imported with `import()`
- * (the docs page, the Bluesky client, Redis and OpenTelemetry when configured) goes to chunks of its own,
- * so that a start does not parse it. The chunks sit beside the entry points: a module finds the files
- * the build puts there (the embedded template) from its own `import.meta.url`.
- */
-const bundle = async (entryPoints, outdir) => {
+/** Removes the `.js` files of an earlier build, whose chunks' names differ from this one's. */
+const clean = (outdir) => {
   if (existsSync(outdir)) for (const file of readdirSync(outdir)) if (file.endsWith(".js")) rmSync(join(outdir, file))
+}
+
+/**
+ * `<entry>.js` in `outdir`. What it imports with `import()` (the docs page, the Bluesky client, Redis and
+ * OpenTelemetry when configured) goes to chunks of its own, so that a start does not parse it. The chunks
+ * sit beside the entry: a module finds the files the build puts there (the embedded template) from its own
+ * `import.meta.url`. Each entry is built on its own: chunks shared between entries would hold what either
+ * one reaches, and the admin command would load the server's.
+ */
+const bundle = async (entry, outdir) => {
   const { metafile } = await build({
     absWorkingDir: serverDir,
-    entryPoints,
+    entryPoints: [entry],
     bundle: true,
     platform: "node",
     format: "esm",
@@ -62,12 +67,17 @@ const bundle = async (entryPoints, outdir) => {
 }
 
 export const bundleServer = async (outdir = join(serverDir, "dist")) => {
-  await bundle(["src/main.ts", "src/admin.ts"], outdir)
+  clean(outdir)
+  await bundle("src/main.ts", outdir)
+  await bundle("src/admin.ts", outdir)
   pgdataTemplate(outdir)
   return outdir
 }
 
 /** The benchmark's minimal server (bench/Floor.ts, issue 14), as `Floor.js`: bench/attribution.mjs builds it. */
-export const bundleFloor = (outdir = join(serverDir, "dist-bench")) => bundle(["bench/Floor.ts"], outdir)
+export const bundleFloor = async (outdir = join(serverDir, "dist-bench")) => {
+  clean(outdir)
+  return bundle("bench/Floor.ts", outdir)
+}
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) await bundleServer(process.argv[2])
