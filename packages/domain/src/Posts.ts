@@ -127,7 +127,10 @@ export type PublishOutcome = typeof PublishOutcome.Type
 
 export const PublishResult = Schema.Struct({
   socialAccountId: SocialAccountId,
-  status: oneOf("published", "failed"),
+  status: oneOf("published", "failed", "pending").annotations({
+    description: "pending: the provider did not answer in time, so the post may have gone out; Postline sends it " +
+      "again with the same provider key until it can tell (see the post's targets)"
+  }),
   externalId: Schema.NullOr(Schema.String),
   url: Schema.NullOr(Schema.String),
   error: Schema.NullOr(PublishError),

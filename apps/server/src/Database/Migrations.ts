@@ -8,6 +8,7 @@ import socialAccounts from "./migrations/0005_social_accounts.js"
 import postsAndCredits from "./migrations/0006_posts_and_credits.js"
 import scheduling from "./migrations/0007_scheduling.js"
 import slotsAndLinks from "./migrations/0008_slots_and_links.js"
+import publishRecovery from "./migrations/0009_publish_recovery.js"
 
 const run = Migrator.make({})
 
@@ -21,7 +22,8 @@ export const runMigrations = run({
     "0005_social_accounts": socialAccounts,
     "0006_posts_and_credits": postsAndCredits,
     "0007_scheduling": scheduling,
-    "0008_slots_and_links": slotsAndLinks
+    "0008_slots_and_links": slotsAndLinks,
+    "0009_publish_recovery": publishRecovery
   }),
   table: "postline_migrations"
 })

@@ -11,7 +11,7 @@ export interface StoredAnswer {
 export type Claim =
   | { readonly _tag: "Claimed" }
   | { readonly _tag: "Answered"; readonly answer: StoredAnswer }
-  | { readonly _tag: "Running" }
+  | { readonly _tag: "Running"; readonly startedAt: Date; readonly abandoned: boolean }
   | { readonly _tag: "OtherRequest" }
 
 /** Where one caller's key for one operation is kept. */
@@ -30,9 +30,9 @@ export class IdempotencyRepo extends Effect.Service<IdempotencyRepo>()("Idempote
     /**
      * Takes the key for this request, or finds what holds it. The insert is the
      * claim: of requests racing with one key, in any process, one inserts and
-     * the others find its row. An expired key is taken anew, and so is one whose
-     * request has run for longer than `abandonedAfterSeconds` without an answer
-     * (its process died); a request that is still running is left alone.
+     * the others find its row. An expired key is taken anew. A request that has
+     * run for longer than `abandonedAfterSeconds` without an answer is found
+     * abandoned (its process died): `retake` takes its key over.
      */
     const claim = (
       id: KeyOf,
@@ -46,18 +46,34 @@ export class IdempotencyRepo extends Effect.Service<IdempotencyRepo>()("Idempote
         if (inserted.length > 0) return { _tag: "Claimed" } satisfies Claim
         const retaken = yield* sql`UPDATE idempotency_keys SET fingerprint = ${fingerprint}, started_at = now(),
             response_status = NULL, response_body = NULL, expires_at = now() + make_interval(secs => ${options.keptSeconds})
-          WHERE ${where(id)} AND (expires_at <= now()
-            OR (response_status IS NULL AND started_at < now() - make_interval(secs => ${options.abandonedAfterSeconds})))
+          WHERE ${where(id)} AND expires_at <= now()
           RETURNING key`
         if (retaken.length > 0) return { _tag: "Claimed" } satisfies Claim
-        const [found] = yield* sql<{ readonly fingerprint: string; readonly status: number | null; readonly body: string | null }>`
-          SELECT fingerprint, response_status AS status, response_body AS body FROM idempotency_keys WHERE ${where(id)}`
+        const [found] = yield* sql<{
+          readonly fingerprint: string
+          readonly status: number | null
+          readonly body: string | null
+          readonly startedAt: Date
+          readonly abandoned: boolean
+        }>`SELECT fingerprint, response_status AS status, response_body AS body, started_at AS "startedAt",
+            started_at < now() - make_interval(secs => ${options.abandonedAfterSeconds}) AS abandoned
+          FROM idempotency_keys WHERE ${where(id)}`
         // Gone between the two statements: its request failed and freed it; take it.
         if (found === undefined) return yield* claim(id, fingerprint, options)
         if (found.fingerprint !== fingerprint) return { _tag: "OtherRequest" } satisfies Claim
-        if (found.status === null || found.body === null) return { _tag: "Running" } satisfies Claim
+        if (found.status === null || found.body === null) {
+          return { _tag: "Running", startedAt: found.startedAt, abandoned: found.abandoned } satisfies Claim
+        }
         return { _tag: "Answered", answer: { status: found.status, body: found.body } } satisfies Claim
       }).pipe(Effect.orDie)
+
+    /** Takes over the key of an abandoned request, unless another request took it since: whether this one did. */
+    const retake = (id: KeyOf, startedAt: Date, keptSeconds: number) =>
+      sql`UPDATE idempotency_keys SET started_at = now(), expires_at = now() + make_interval(secs => ${keptSeconds})
+        WHERE ${where(id)} AND response_status IS NULL AND started_at = ${startedAt} RETURNING key`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.orDie
+      )
 
     const store = (id: KeyOf, answer: StoredAnswer) =>
       sql`UPDATE idempotency_keys SET response_status = ${answer.status}, response_body = ${answer.body}
@@ -70,6 +86,6 @@ export class IdempotencyRepo extends Effect.Service<IdempotencyRepo>()("Idempote
     const sweep = sql`DELETE FROM idempotency_keys WHERE ctid IN (
         SELECT ctid FROM idempotency_keys WHERE expires_at < now() LIMIT 100)`.pipe(Effect.asVoid, Effect.orDie)
 
-    return { claim, store, release, sweep } as const
+    return { claim, retake, store, release, sweep } as const
   })
 }) {}

@@ -37,7 +37,9 @@ const answerOfError = (error: unknown): Option.Option<StoredAnswer> => {
  * byte, with `Idempotent-Replayed: true`, and nothing runs again. The same key
  * while the first runs gives 409; with another request, 400. A 5xx or a crash
  * keeps nothing, so the key may be tried again. Keys are the caller's own, per
- * operation.
+ * operation. An operation that finishes in the background what its request
+ * began (a publish whose process died) gives `resume`, which reads the answer
+ * from what it recorded once it is final: the key then answers that.
  */
 export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
   effect: Effect.gen(function*() {
@@ -49,7 +51,8 @@ export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
     const respond = <A, I, E, R>(
       request: { readonly operation: string; readonly key: string | undefined; readonly request: unknown },
       success: Schema.Schema<A, I>,
-      run: Effect.Effect<A, E, R>
+      run: Effect.Effect<A, E, R>,
+      resume?: (startedAt: Date) => Effect.Effect<Option.Option<A>, E, R>
     ) =>
       Effect.gen(function*() {
         const encodeSuccess = (value: A): StoredAnswer => ({ status: 200, body: JSON.stringify(Schema.encodeSync(success)(value)) })
@@ -59,14 +62,25 @@ export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
         switch (claim._tag) {
           case "Answered":
             return asResponse(claim.answer, true)
-          case "Running":
-            return yield* new Conflict({
-              message: "A request with this Idempotency-Key is still being processed: retry it later for its answer"
-            })
           case "OtherRequest":
             return yield* new BadRequest({
               message: "This Idempotency-Key was used with a different request: use a new key for a new request"
             })
+          case "Running": {
+            const resumed = resume === undefined ? Option.none() : yield* resume(claim.startedAt)
+            if (Option.isSome(resumed)) {
+              const answer = encodeSuccess(resumed.value)
+              yield* repo.store(id, answer)
+              return asResponse(answer, true)
+            }
+            if (!claim.abandoned || !(yield* repo.retake(id, claim.startedAt, keptSeconds))) {
+              return yield* new Conflict({
+                message: "A request with this Idempotency-Key is still being processed: retry it later for its answer"
+              })
+            }
+            // Its request died and left no answer to read: this one runs instead.
+            break
+          }
         }
         yield* repo.sweep
         const exit = yield* Effect.exit(run)

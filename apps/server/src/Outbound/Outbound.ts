@@ -1,8 +1,9 @@
-import { Config, Effect, Layer, Schema } from "effect"
+import { Config, Duration, Effect, Layer, Schema } from "effect"
 import { lookup as dnsLookup } from "node:dns/promises"
 import type { LookupAddress, LookupOptions } from "node:dns"
 import { isIP } from "node:net"
 import { Agent, fetch as undiciFetch } from "undici"
+import { PublishSettings } from "../Publishing/Settings.js"
 import { reservedRange } from "./Addresses.js"
 
 /**
@@ -211,10 +212,14 @@ export class Outbound extends Effect.Service<Outbound>()("Outbound", {
     })
 }) {}
 
-/** The outbound client as configured: `OUTBOUND_ALLOW_PRIVATE=true` allows private addresses and `http:`. */
+/**
+ * The outbound client as configured: `OUTBOUND_ALLOW_PRIVATE=true` allows private addresses and `http:`. A
+ * call may take a second more than a send (`PUBLISH_TIMEOUT_SECONDS`), whose own timeout governs it.
+ */
 export const OutboundLive = Layer.unwrapEffect(
-  Effect.map(
-    Config.boolean("OUTBOUND_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
-    (allowPrivate) => Outbound.Default({ allowPrivate })
-  )
-)
+  Effect.gen(function*() {
+    const allowPrivate = yield* Config.boolean("OUTBOUND_ALLOW_PRIVATE").pipe(Config.withDefault(false))
+    const { timeout } = yield* PublishSettings
+    return Outbound.Default({ allowPrivate, totalTimeoutMillis: Duration.toMillis(timeout) + 1000 })
+  })
+).pipe(Layer.provide(PublishSettings.Default))

@@ -25,7 +25,8 @@ export const PostsHttpLive = HttpApiBuilder.group(PostlineApi, "posts", (handler
         idempotency.respond(
           { operation: "posts.postNow", key: headers["idempotency-key"], request: { path, payload } },
           PostNowResponse,
-          publishing.postNow(path.teamId, path.postId, payload)
+          publishing.postNow(path.teamId, path.postId, payload),
+          (startedAt) => publishing.postNowAnswer(path.teamId, path.postId, payload, startedAt)
         ))
       .handle("schedulePost", ({ headers, path, payload }) =>
         idempotency.respond(

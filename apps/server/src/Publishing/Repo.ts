@@ -1,23 +1,43 @@
 import { SqlClient } from "@effect/sql"
-import type { PostId, PublishError, SocialAccountId, TargetStatus } from "@postline/domain"
+import type { OrganizationId, PostId, PublishError, SocialAccountId, TargetStatus, TeamId } from "@postline/domain"
 import { Effect } from "effect"
 import { policyRequire } from "../Access/Authorization.js"
 import type { Published } from "../Providers/SocialProvider.js"
 
-/** A target as a new publish finds it; `stale`: pending, with its last attempt long started (its process died). */
-export interface TargetState {
-  readonly socialAccountId: SocialAccountId
-  readonly status: TargetStatus
-  readonly stale: boolean
-}
-
-/** How an attempt ended. */
+/**
+ * How an attempt ended: published; failed; or in doubt, the provider's answer never came (it may have
+ * published), which a later attempt with the same provider key resolves.
+ */
 export type AttemptOutcome =
   | { readonly _tag: "Published"; readonly published: Published }
   | { readonly _tag: "Failed"; readonly error: PublishError }
+  | { readonly _tag: "InDoubt"; readonly error: PublishError }
 
-// Longer than a publish may take: a target pending this long was left by a process that died.
-const staleAfterSeconds = 5 * 60
+/** A target as its publish's answer shows it. */
+export interface TargetResult {
+  readonly socialAccountId: SocialAccountId
+  readonly status: TargetStatus
+  readonly externalId: string | null
+  readonly url: string | null
+  readonly errorCategory: PublishError["category"] | null
+  readonly errorMessage: string | null
+  readonly errorRetryable: boolean | null
+  readonly creditsSpent: number
+  readonly updatedAt: Date
+}
+
+/** An unfinished attempt whose time is up, taken over: what sending its target again needs. */
+export interface AbandonedAttempt {
+  readonly postId: PostId
+  readonly socialAccountId: SocialAccountId
+  readonly teamId: TeamId
+  readonly organizationId: OrganizationId
+  readonly content: string
+  readonly linkTracking: boolean | null
+  readonly creditsReserved: number
+  /** The attempt left unfinished, and how many the target has had. */
+  readonly attempt: number
+}
 
 /**
  * Targets (what became of a post on each account) and attempts (each call of
@@ -28,15 +48,12 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const targetsOf = (postId: PostId, ids: ReadonlyArray<SocialAccountId>) =>
-      sql<TargetState>`SELECT t.social_account_id AS "socialAccountId", t.status,
-          t.status = 'pending' AND coalesce((SELECT max(a.started_at) FROM publish_attempts a
-            WHERE a.post_id = t.post_id AND a.social_account_id = t.social_account_id)
-            < now() - make_interval(secs => ${staleAfterSeconds}), true) AS stale
-        FROM post_targets t WHERE t.post_id = ${postId} AND t.social_account_id IN ${sql.in(ids)}`.pipe(
-        Effect.orDie,
-        policyRequire("Post", "publish")
-      )
+    /** Of these accounts, those the post was published to or is being sent to (or waits for its time). */
+    const busyTargets = (postId: PostId, ids: ReadonlyArray<SocialAccountId>) =>
+      sql<{ readonly socialAccountId: SocialAccountId; readonly status: TargetStatus }>`SELECT
+          social_account_id AS "socialAccountId", status
+        FROM post_targets WHERE post_id = ${postId} AND social_account_id IN ${sql.in(ids)}
+          AND status IN ('pending', 'published')`.pipe(Effect.orDie, policyRequire("Post", "publish"))
 
     /** A target failed before anything was sent (a text the provider would refuse, credentials it refused). */
     const failBeforeSending = (postId: PostId, socialAccountId: SocialAccountId, error: PublishError) =>
@@ -66,15 +83,21 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
         return attempt
       }).pipe(Effect.orDie, policyRequire("Post", "publish"))
 
-    /** Records how the attempt ended, on the attempt and on its target; a success spends what was held. */
+    /**
+     * Records how the attempt ended, on the attempt and on its target (in doubt: failed, for good), if nobody
+     * else has: true when this call did, and may settle the attempt's credits; a success spends what was held.
+     */
     const finishAttempt = (postId: PostId, socialAccountId: SocialAccountId, attempt: number, outcome: AttemptOutcome) =>
       Effect.gen(function*() {
         const published = outcome._tag === "Published" ? outcome.published : undefined
-        const error = outcome._tag === "Failed" ? outcome.error : undefined
-        yield* sql`UPDATE publish_attempts SET finished_at = now(), result = ${published ? "published" : "failed"},
+        const error = outcome._tag === "Published" ? undefined : outcome.error
+        const result = outcome._tag === "Published" ? "published" : outcome._tag === "Failed" ? "failed" : "unknown"
+        const finished = yield* sql`UPDATE publish_attempts SET finished_at = now(), result = ${result},
             external_id = ${published?.externalId ?? null}, error_category = ${error?.category ?? null},
             error_message = ${error?.message ?? null}
-          WHERE post_id = ${postId} AND social_account_id = ${socialAccountId} AND attempt = ${attempt}`
+          WHERE post_id = ${postId} AND social_account_id = ${socialAccountId} AND attempt = ${attempt}
+            AND finished_at IS NULL RETURNING attempt`
+        if (finished.length === 0) return false
         yield* sql`UPDATE post_targets SET status = ${published ? "published" : "failed"},
             external_id = ${published?.externalId ?? null}, url = ${published?.url ?? null},
             published_at = ${published ? sql`now()` : null},
@@ -82,18 +105,69 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
             error_retryable = ${error?.retryable ?? null},
             credits_spent = ${published ? sql`credits_reserved` : 0}, credits_reserved = 0, updated_at = now()
           WHERE post_id = ${postId} AND social_account_id = ${socialAccountId}`
+        return true
       }).pipe(Effect.orDie, policyRequire("Post", "publish"))
 
-    /** A failed attempt that will be tried again: the target stays pending, its credits held, its error shown. */
+    /**
+     * A failed attempt that will be tried again: the target stays pending, its credits held, its error shown.
+     * False when the attempt was finished by another.
+     */
     const recordRetry = (postId: PostId, socialAccountId: SocialAccountId, attempt: number, error: PublishError) =>
       Effect.gen(function*() {
-        yield* sql`UPDATE publish_attempts SET finished_at = now(), result = 'failed',
+        const finished = yield* sql`UPDATE publish_attempts SET finished_at = now(), result = 'failed',
             error_category = ${error.category}, error_message = ${error.message}
-          WHERE post_id = ${postId} AND social_account_id = ${socialAccountId} AND attempt = ${attempt}`
-        yield* sql`UPDATE post_targets SET error_category = ${error.category}, error_message = ${error.message},
-            error_retryable = true, updated_at = now()
-          WHERE post_id = ${postId} AND social_account_id = ${socialAccountId}`
+          WHERE post_id = ${postId} AND social_account_id = ${socialAccountId} AND attempt = ${attempt}
+            AND finished_at IS NULL RETURNING attempt`
+        if (finished.length === 0) return false
+        yield* showError(postId, socialAccountId, error)
+        return true
       }).pipe(Effect.orDie, policyRequire("Post", "publish"))
+
+    const showError = (postId: PostId, socialAccountId: SocialAccountId, error: PublishError) =>
+      sql`UPDATE post_targets SET error_category = ${error.category}, error_message = ${error.message},
+          error_retryable = ${error.retryable}, updated_at = now()
+        WHERE post_id = ${postId} AND social_account_id = ${socialAccountId} AND status = 'pending'`
+
+    /**
+     * The send got no answer in time: the attempt stays unfinished, its target pending with its credits held
+     * and the error shown, until the attempt's time is up and the recovery (Recovery.ts) tries again.
+     */
+    const leaveInDoubt = (postId: PostId, socialAccountId: SocialAccountId, error: PublishError) =>
+      showError(postId, socialAccountId, error).pipe(Effect.asVoid, Effect.orDie, policyRequire("Post", "publish"))
+
+    /**
+     * Up to `limit` attempts unfinished for `seconds` (their process died, or their send is in doubt), locked
+     * until the caller's transaction ends; those that others have locked are skipped.
+     */
+    const abandonedAttempts = (seconds: number, limit: number) =>
+      sql<AbandonedAttempt>`SELECT a.post_id AS "postId", a.social_account_id AS "socialAccountId",
+          p.team_id AS "teamId", t.organization_id AS "organizationId", p.content, p.link_tracking AS "linkTracking",
+          pt.credits_reserved AS "creditsReserved", a.attempt
+        FROM publish_attempts a
+          JOIN post_targets pt ON pt.post_id = a.post_id AND pt.social_account_id = a.social_account_id
+          JOIN posts p ON p.id = a.post_id JOIN teams t ON t.id = p.team_id
+        WHERE a.finished_at IS NULL AND a.started_at < now() - make_interval(secs => ${seconds})
+        ORDER BY a.started_at LIMIT ${limit} FOR UPDATE OF a SKIP LOCKED`.pipe(
+        Effect.orDie,
+        policyRequire("Post", "publish")
+      )
+
+    /** Ends an attempt that got no answer, its target left pending for the next one. */
+    const endUnanswered = (postId: PostId, socialAccountId: SocialAccountId, attempt: number) =>
+      sql`UPDATE publish_attempts SET finished_at = now(), result = 'unknown', error_category = 'transient',
+          error_message = 'No answer: the attempt was cut short'
+        WHERE post_id = ${postId} AND social_account_id = ${socialAccountId} AND attempt = ${attempt}
+          AND finished_at IS NULL`.pipe(Effect.asVoid, Effect.orDie, policyRequire("Post", "publish"))
+
+    /** The targets of these accounts, as a publish's answer shows them. */
+    const resultsOf = (postId: PostId, ids: ReadonlyArray<SocialAccountId>) =>
+      sql<TargetResult>`SELECT social_account_id AS "socialAccountId", status, external_id AS "externalId", url,
+          error_category AS "errorCategory", error_message AS "errorMessage", error_retryable AS "errorRetryable",
+          credits_spent AS "creditsSpent", updated_at AS "updatedAt"
+        FROM post_targets WHERE post_id = ${postId} AND social_account_id IN ${sql.in(ids)}`.pipe(
+        Effect.orDie,
+        policyRequire("Post", "publish")
+      )
 
     /** Targets waiting for a scheduled time (pending, never attempted), with the credits they hold. */
     const waitingTargets = (postId: PostId) =>
@@ -154,11 +228,15 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
         WHERE p.id = ${postId}`.pipe(Effect.asVoid, Effect.orDie, policyRequire("Post", "publish"))
 
     return {
-      targetsOf,
+      busyTargets,
       failBeforeSending,
       startAttempt,
       finishAttempt,
       recordRetry,
+      leaveInDoubt,
+      abandonedAttempts,
+      endUnanswered,
+      resultsOf,
       waitingTargets,
       awaitTarget,
       dropTarget,

@@ -5,13 +5,12 @@ import {
   type PostId,
   type PostNowResponse,
   type PublishError,
-  type PublishOutcome,
   type PublishResult,
   type SocialAccountId,
   type TargetAccounts,
   type TeamId
 } from "@postline/domain"
-import { Config, Duration, Effect, Either, Option } from "effect"
+import { Duration, Effect, Fiber, Option } from "effect"
 import { authorize } from "../Access/Authorization.js"
 import { CreditCosts } from "../Credits/Costs.js"
 import { CreditsPolicy } from "../Credits/Policy.js"
@@ -24,9 +23,10 @@ import { accountNotFound, postNotFound } from "../Posts/Service.js"
 import { credentialsFromJson } from "../Providers/Credentials.js"
 import { CredentialsCipher } from "../Providers/CredentialsCipher.js"
 import { SocialProviders } from "../Providers/Registry.js"
-import { ProviderError } from "../Providers/SocialProvider.js"
+import type { ProviderError } from "../Providers/SocialProvider.js"
 import { type PublishingAccount, SocialAccountsRepo } from "../SocialAccounts/Repo.js"
-import { type AttemptOutcome, PublishingRepo } from "./Repo.js"
+import { type AbandonedAttempt, type AttemptOutcome, PublishingRepo, type TargetResult } from "./Repo.js"
+import { PublishSettings } from "./Settings.js"
 
 /** One account of a publish, as checked before anything is sent: to send (with its price), or failed already. */
 type Check =
@@ -43,10 +43,39 @@ export interface Sending {
   readonly hold: Hold
 }
 
-const outcomeOf = (results: ReadonlyArray<PublishResult>): PublishOutcome => {
+/** How a send ended, with how long a rate-limited provider asked to wait. */
+export type SendOutcome = AttemptOutcome & { readonly retryAfterSeconds?: number }
+
+/** A target as the publish's answer shows it. */
+const resultOf = (target: TargetResult): PublishResult => ({
+  socialAccountId: target.socialAccountId,
+  status: target.status,
+  externalId: target.externalId,
+  url: target.url,
+  error: target.errorCategory === null
+    ? null
+    : { category: target.errorCategory, message: target.errorMessage ?? "", retryable: target.errorRetryable ?? false },
+  creditsSpent: target.creditsSpent
+})
+
+/** Targets of a publish, in the order of the request, with what the publish came to. */
+const answerOf = (postId: PostId, ids: ReadonlyArray<SocialAccountId>, found: ReadonlyArray<TargetResult>): PostNowResponse => {
+  const byId = new Map(found.map((target) => [target.socialAccountId as string, resultOf(target)]))
+  const results = ids.map((id) => byId.get(id)!)
   const failed = results.filter((result) => result.status === "failed").length
-  return failed === 0 ? "none_failed" : failed === results.length ? "all_failed" : "partially_failed"
+  return {
+    postId,
+    results,
+    outcome: failed === 0 ? "none_failed" : failed === results.length ? "all_failed" : "partially_failed"
+  }
 }
+
+/** What a target's attempts came to when Postline stops trying: a failure that might have passed no longer may. */
+const gaveUp = (error: PublishError, attempts: number): PublishError => ({
+  ...error,
+  message: `${error.message} (gave up after ${attempts} attempts)`,
+  retryable: false
+})
 
 const asPublishError = (error: ProviderError): PublishError => ({
   category: error.category,
@@ -60,7 +89,7 @@ const asPublishError = (error: ProviderError): PublishError => ({
  * `publishTarget` is the one path by which a target is sent, whoever sends it.
  */
 export class Publishing extends Effect.Service<Publishing>()("Publishing", {
-  effect: Effect.gen(function*() {
+  scoped: Effect.gen(function*() {
     const posts = yield* PostsRepo
     const targets = yield* PublishingRepo
     const accounts = yield* SocialAccountsRepo
@@ -71,8 +100,9 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
     const policy = yield* PostsPolicy
     const creditsPolicy = yield* CreditsPolicy
     const links = yield* Links
-    const timeout = yield* Config.integer("PUBLISH_TIMEOUT_SECONDS").pipe(Config.withDefault(30), Config.map(Duration.seconds))
-    const concurrency = 8
+    const settings = yield* PublishSettings
+    // Publishes now run here, not in their request: once credits are held, a client that goes away stops nothing.
+    const scope = yield* Effect.scope
 
     /** The accounts, all of the team's, in the order asked: 404 naming the first that is not. */
     const accountsOf = (teamId: TeamId, ids: ReadonlyArray<SocialAccountId>) =>
@@ -101,64 +131,103 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
         : { _tag: "Send", account, credits: costs.costOf(account.provider) }
     }
 
+    /** The provider's answer to one send, within the timeout, which cuts the send short and leaves it in doubt. */
+    const send = ({ account, content, postId }: Sending): Effect.Effect<SendOutcome> =>
+      Effect.orDie(Effect.flatMap(cipher.decrypt(account.ciphertext), credentialsFromJson)).pipe(
+        Effect.flatMap((credentials) =>
+          providers.publish(
+            { id: account.id, credentials },
+            { postId, text: content, idempotencyKey: `${postId}:${account.id}` }
+          )
+        ),
+        Effect.map((published): SendOutcome => ({ _tag: "Published", published })),
+        Effect.catchAll((error) =>
+          Effect.succeed({
+            _tag: "Failed" as const,
+            error: asPublishError(error),
+            ...(error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {})
+          })
+        ),
+        // A bug of ours must not leave the target pending with its credits held: it fails, and is logged.
+        Effect.catchAllDefect((defect) =>
+          Effect.as(Effect.logError("Publishing failed unexpectedly", defect), {
+            _tag: "Failed" as const,
+            error: { category: "unknown" as const, message: "Postline failed to send this post", retryable: false }
+          })
+        ),
+        // Whoever runs the send, the timeout can cut it.
+        Effect.interruptible,
+        Effect.timeoutTo({
+          duration: settings.timeout,
+          onSuccess: (outcome) => outcome,
+          onTimeout: (): SendOutcome => ({
+            _tag: "InDoubt",
+            error: {
+              category: "transient",
+              message: `No answer within ${Duration.format(settings.timeout)}: it may have been published; ` +
+                "Postline tries again with the same provider key",
+              retryable: true
+            }
+          })
+        })
+      )
+
     /**
      * Sends one target and records what became of it: the attempt, the target,
      * its credits spent or released, and an account whose credentials were
      * refused. The provider gets a key derived from the post and the account,
-     * the same on every attempt, so that it can tell a repeat.
+     * the same on every attempt, so that it can tell a repeat. A send in doubt
+     * stays pending for a later attempt; with `retries`, so does a failure that
+     * may pass; the target's last attempt ends it either way.
      */
-    const publishTarget = (sending: Sending, options: { readonly final: boolean } = { final: true }) =>
+    const publishTarget = (sending: Sending, options: { readonly retries: boolean }) =>
       Effect.gen(function*() {
-        const { account, postId } = sending
-        const sent = yield* Effect.orDie(Effect.flatMap(cipher.decrypt(account.ciphertext), credentialsFromJson)).pipe(
-          Effect.flatMap((credentials) =>
-            providers.publish(
-              { id: account.id, credentials },
-              { postId, text: sending.content, idempotencyKey: `${postId}:${account.id}` }
-            )
-          ),
-          // A bug of ours must not leave the target pending with its credits held: it fails, and is logged.
-          Effect.catchAllDefect((defect) =>
-            Effect.zipRight(
-              Effect.logError("Publishing failed unexpectedly", defect),
-              Effect.fail(
-                new ProviderError({
-                  provider: account.provider,
-                  category: "unknown",
-                  retryable: false,
-                  providerMessage: "Postline failed to send this post"
-                })
-              )
-            )
-          ),
-          Effect.timeoutFail({
-            duration: timeout,
-            onTimeout: () =>
-              new ProviderError({
-                provider: account.provider,
-                category: "transient",
-                retryable: true,
-                providerMessage: `No answer within ${Duration.format(timeout)}`
-              })
-          }),
-          Effect.either
-        )
-        const outcome: AttemptOutcome = Either.match(sent, {
-          onRight: (published) => ({ _tag: "Published", published }),
-          onLeft: (error) => ({ _tag: "Failed", error: asPublishError(error) })
-        })
+        const { account, attempt, postId } = sending
+        const outcome = yield* send(sending)
+        const last = attempt >= settings.maxAttempts
+        const retryable = outcome._tag !== "Published" && outcome.error.retryable
         yield* Effect.gen(function*() {
-          // A failure that may pass is tried again later, unless this was the last attempt.
-          if (outcome._tag === "Failed" && outcome.error.retryable && !options.final) {
-            return yield* targets.recordRetry(postId, account.id, sending.attempt, outcome.error)
+          if (!last && outcome._tag === "InDoubt") return yield* targets.leaveInDoubt(postId, account.id, outcome.error)
+          if (!last && options.retries && retryable) {
+            return yield* targets.recordRetry(postId, account.id, attempt, outcome.error)
           }
-          yield* targets.finishAttempt(postId, account.id, sending.attempt, outcome)
-          yield* credits.settle(sending.organizationId, sending.hold, outcome._tag === "Published" ? "spend" : "release")
-          if (outcome._tag === "Failed" && outcome.error.category === "auth") {
-            yield* accounts.recordAuthFailure(account.id, outcome.error.message)
+          const final: AttemptOutcome = outcome._tag !== "Published" && retryable && (last || outcome._tag === "InDoubt")
+            ? { ...outcome, error: gaveUp(outcome.error, attempt) }
+            : outcome
+          // Only the one that finishes the attempt settles its credits: a hold ends once.
+          if (!(yield* targets.finishAttempt(postId, account.id, attempt, final))) return
+          yield* credits.settle(sending.organizationId, sending.hold, final._tag === "Published" ? "spend" : "release")
+          if (final._tag === "Failed" && final.error.category === "auth") {
+            yield* accounts.recordAuthFailure(account.id, final.error.message)
           }
         }).pipe(transactionally)
-        return { outcome, retryAfterSeconds: Either.isLeft(sent) ? sent.left.retryAfterSeconds : undefined }
+        return outcome
+      })
+
+    /**
+     * Sends a target again under `attempt`, as its post and account stand now: an account removed meanwhile
+     * fails it, its credits given back.
+     */
+    const sendAgain = (target: AbandonedAttempt, options: { readonly retries: boolean }) =>
+      Effect.gen(function*() {
+        const { attempt, organizationId, postId, socialAccountId, teamId } = target
+        const hold: Hold = { postId, socialAccountId, amount: target.creditsReserved }
+        const [account] = yield* accounts.forPublishing(teamId, [socialAccountId])
+        if (account === undefined) {
+          const removed: SendOutcome = {
+            _tag: "Failed",
+            error: { category: "unknown", message: "The account was removed before the post was sent", retryable: false }
+          }
+          yield* Effect.gen(function*() {
+            if (yield* targets.finishAttempt(postId, socialAccountId, attempt, removed)) {
+              yield* credits.settle(organizationId, hold, "release")
+            }
+          }).pipe(transactionally)
+          return removed
+        }
+        // The text as checked when the post was sent or scheduled: its links tracked with the codes made then.
+        const content = yield* links.linksFor({ id: postId, teamId, content: target.content, linkTracking: target.linkTracking })
+        return yield* publishTarget({ organizationId, postId, content, account, attempt, hold }, options)
       })
 
     /**
@@ -188,8 +257,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
             }
             yield* releaseWaiting(team.organizationId, postId)
           }
-          const busy = (yield* targets.targetsOf(postId, chosen.map((account) => account.id)))
-            .find((target) => target.status === "published" || (target.status === "pending" && !target.stale))
+          const [busy] = yield* targets.busyTargets(postId, chosen.map((account) => account.id))
           if (busy !== undefined) {
             return yield* new Conflict({
               message: `Post ${postId} was already ${busy.status === "published" ? "published" : "being published"} to ` +
@@ -238,41 +306,30 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
       authorize(policy.canPublish(teamId, { lock: false }))(() =>
         Effect.gen(function*() {
           const chosen = yield* accountsOf(teamId, socialAccountIds)
-          const { checks, sending } = yield* prepare(teamId, postId, chosen, { _tag: "Now" })
-          // Once credits are held, the publish runs to its end even if the client goes away.
-          const outcomes = yield* Effect.forEach(sending, (target) => Effect.map(publishTarget(target), (sent) => sent.outcome), {
-            concurrency
+          const { sending } = yield* prepare(teamId, postId, chosen, { _tag: "Now" })
+          // All at once (at most maxTargetsPerPublish), so that the answer comes within one timeout.
+          yield* Effect.forEach(sending, (target) => publishTarget(target, { retries: false }), {
+            concurrency: "unbounded",
+            discard: true
           }).pipe(
-            Effect.tap(() => targets.refreshStatus(postId)),
-            Effect.uninterruptible
+            Effect.zipRight(targets.refreshStatus(postId)),
+            Effect.forkIn(scope),
+            Effect.flatMap(Fiber.join)
           )
-          const outcomeOf_ = new Map(sending.map((sent, index) => [sent.account.id as string, { sent, outcome: outcomes[index] }]))
-          const results = checks.map((checked): PublishResult => {
-            const done = outcomeOf_.get(checked.account.id)
-            if (checked._tag === "Refused" || done === undefined) {
-              const error = checked._tag === "Refused" ? checked.error : null
-              return { socialAccountId: checked.account.id, status: "failed", externalId: null, url: null, error, creditsSpent: 0 }
-            }
-            return done.outcome._tag === "Published"
-              ? {
-                socialAccountId: checked.account.id,
-                status: "published",
-                externalId: done.outcome.published.externalId,
-                url: done.outcome.published.url,
-                error: null,
-                creditsSpent: done.sent.hold.amount
-              }
-              : {
-                socialAccountId: checked.account.id,
-                status: "failed",
-                externalId: null,
-                url: null,
-                error: done.outcome.error,
-                creditsSpent: 0
-              }
-          })
-          return { postId, results, outcome: outcomeOf(results) } satisfies PostNowResponse
+          return answerOf(postId, socialAccountIds, yield* targets.resultsOf(postId, socialAccountIds))
         }))
+
+    /**
+     * The answer of a post-now that began at `since` and has ended, read from its targets: none while any is
+     * still being sent or was not recorded since (its request ended before it held anything).
+     */
+    const postNowAnswer = (teamId: TeamId, postId: PostId, { socialAccountIds }: TargetAccounts, since: Date) =>
+      authorize(policy.canPublish(teamId, { lock: false }))(() =>
+        Effect.map(targets.resultsOf(postId, socialAccountIds), (found) =>
+          found.length === socialAccountIds.length &&
+            found.every((target) => target.status !== "pending" && target.updatedAt.getTime() >= since.getTime())
+            ? Option.some(answerOf(postId, socialAccountIds, found))
+            : Option.none()))
 
     /** What `postNow` would hold for these accounts, and whether the organization has it: reads only. */
     const estimate = (teamId: TeamId, postId: PostId, { socialAccountIds }: TargetAccounts) =>
@@ -292,7 +349,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
           return { total, perAccount, available, sufficient: total <= available } satisfies Estimate
         }))
 
-    return { postNow, estimate, accountsOf, prepare, releaseWaiting, publishTarget } as const
+    return { postNow, postNowAnswer, estimate, accountsOf, prepare, releaseWaiting, publishTarget, sendAgain } as const
   }),
   dependencies: [
     PostsRepo.Default,
@@ -300,6 +357,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
     SocialAccountsRepo.Default,
     CreditsRepo.Default,
     CreditCosts.Default,
+    PublishSettings.Default,
     PostsPolicy.Default,
     CreditsPolicy.Default,
     Links.Default

@@ -2,6 +2,7 @@ import type { Sharding } from "@effect/cluster"
 import type { WorkflowEngine } from "@effect/workflow"
 import { Effect, Layer } from "effect"
 import { withSystemActor } from "../Access/Authorization.js"
+import { PublishRecoveryLive } from "../Publishing/Recovery.js"
 import { SchedulerHealth } from "./Health.js"
 import { SchedulingRepo } from "./Repo.js"
 import { ScheduledPublishing } from "./Steps.js"
@@ -21,11 +22,12 @@ const RecoveryLive = Layer.scopedDiscard(Effect.forkScoped(Effect.gen(function*(
 const WatchdogLive = Layer.scopedDiscard(Effect.forkScoped(Effect.flatMap(SchedulerHealth, (health) => health.watchdog)))
 
 /**
- * The scheduled-publishing workflow, registered on `engine`, with the schedules recovered at start and a
- * watchdog over the engine's backlog; its health is offered to `/health`.
+ * The scheduled-publishing workflow, registered on `engine`, with the schedules recovered at start, a
+ * watchdog over the engine's backlog, and the recovery of sends no process is finishing; its health is
+ * offered to `/health`.
  */
 export const layerScheduler = <E, R>(engine: Layer.Layer<WorkflowEngine.WorkflowEngine | Sharding.Sharding, E, R>) =>
-  Layer.mergeAll(PublishScheduledLive, RecoveryLive, WatchdogLive).pipe(
+  Layer.mergeAll(PublishScheduledLive, RecoveryLive, WatchdogLive, PublishRecoveryLive).pipe(
     Layer.provide([ScheduledPublishing.Default, SchedulingRepo.Default]),
     Layer.provideMerge(SchedulerHealth.Default),
     Layer.provideMerge(engine)

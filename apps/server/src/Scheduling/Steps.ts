@@ -2,12 +2,10 @@ import type { PostId, SocialAccountId } from "@postline/domain"
 import { Config, Effect, Option } from "effect"
 import { withSystemActor } from "../Access/Authorization.js"
 import { makeFifoLimiter } from "../Concurrency/FifoLimiter.js"
-import { CreditsRepo } from "../Credits/Repo.js"
 import { transactionally } from "../Database/Transaction.js"
-import { Links } from "../Links/Service.js"
 import { PublishingRepo } from "../Publishing/Repo.js"
 import { Publishing } from "../Publishing/Service.js"
-import { SocialAccountsRepo } from "../SocialAccounts/Repo.js"
+import { PublishSettings } from "../Publishing/Settings.js"
 import { SchedulingRepo } from "./Repo.js"
 import type { AttemptResult } from "./Workflow.js"
 
@@ -26,11 +24,8 @@ export class ScheduledPublishing extends Effect.Service<ScheduledPublishing>()("
   effect: Effect.gen(function*() {
     const repo = yield* SchedulingRepo
     const targets = yield* PublishingRepo
-    const accounts = yield* SocialAccountsRepo
-    const credits = yield* CreditsRepo
     const publishing = yield* Publishing
-    const links = yield* Links
-    const maxAttempts = yield* Config.integer("SCHEDULE_MAX_ATTEMPTS").pipe(Config.withDefault(5))
+    const settings = yield* PublishSettings
     // However many posts come due at once, this process sends a few targets at a time: the database
     // connections they would all wait for are also the ones the engine needs to hand out the next steps,
     // and each step under way holds the engine's bookkeeping in memory.
@@ -41,9 +36,9 @@ export class ScheduledPublishing extends Effect.Service<ScheduledPublishing>()("
 
     /**
      * One attempt at one target. A target already published or failed is left
-     * alone; an attempt whose process died during the provider call is made
-     * again under the same number, with the same provider key, so that the
-     * provider can tell it is a repeat.
+     * alone, and so is one whose attempt is unfinished: it belongs to the
+     * process that began it, or, once its time is up, to the recovery, which
+     * sends it again with the same provider key.
      */
     const attempt = (input: {
       readonly postId: string
@@ -53,54 +48,32 @@ export class ScheduledPublishing extends Effect.Service<ScheduledPublishing>()("
     }) =>
       withSystemActor(Effect.gen(function*() {
         const postId = input.postId as PostId
-        const accountId = input.accountId as SocialAccountId
+        const socialAccountId = input.accountId as SocialAccountId
         const ready = yield* transactionally(Effect.gen(function*() {
-          const state = Option.getOrUndefined(yield* repo.sendingState(postId, accountId))
-          if (state === undefined || state.version !== input.version || state.targetStatus !== "pending") {
+          const state = Option.getOrUndefined(yield* repo.sendingState(postId, socialAccountId))
+          if (
+            state === undefined || state.version !== input.version || state.targetStatus !== "pending" ||
+            state.unfinishedAttempt !== null
+          ) {
             return Option.none()
           }
-          const number = state.unfinishedAttempt ?? (yield* targets.startAttempt(postId, accountId, state.creditsReserved))
-          return Option.some({ ...state, number })
+          const attempt = yield* targets.startAttempt(postId, socialAccountId, state.creditsReserved)
+          return Option.some({ ...state, postId, socialAccountId, attempt })
         }))
         if (Option.isNone(ready)) return done
-        const state = ready.value
-        const hold = { postId, socialAccountId: accountId, amount: state.creditsReserved }
-        const [account] = yield* accounts.forPublishing(state.teamId, [accountId])
-        if (account === undefined) {
-          yield* Effect.gen(function*() {
-            yield* targets.finishAttempt(postId, accountId, state.number, {
-              _tag: "Failed",
-              error: { category: "unknown", message: "The account was removed before the post was due", retryable: false }
-            })
-            yield* credits.settle(state.organizationId, hold, "release")
-          }).pipe(transactionally)
+        const outcome = yield* publishing.sendAgain(ready.value, { retries: true })
+        if (outcome._tag !== "Failed" || !outcome.error.retryable || ready.value.attempt >= settings.maxAttempts) {
           return done
         }
-        const final = input.attempt >= maxAttempts
-        const { outcome, retryAfterSeconds } = yield* publishing.publishTarget({
-          organizationId: state.organizationId,
-          postId,
-          // The text as checked when the post was scheduled: its links tracked with the codes made then.
-          content: yield* links.linksFor({ id: postId, teamId: state.teamId, content: state.content, linkTracking: state.linkTracking }),
-          account,
-          attempt: state.number,
-          hold
-        }, { final })
-        return outcome._tag === "Failed" && outcome.error.retryable && !final
-          ? { _tag: "Retry", delaySeconds: retryAfterSeconds ?? backoffSeconds(input.attempt) } satisfies AttemptResult
-          : done
+        return {
+          _tag: "Retry",
+          delaySeconds: Math.min(outcome.retryAfterSeconds ?? backoffSeconds(input.attempt), settings.retryAfterMaxSeconds)
+        } satisfies AttemptResult
       }))
 
     const finish = (postId: string) => withSystemActor(targets.refreshStatus(postId as PostId))
 
-    return { begin, attempt, finish, inTurn, maxAttempts } as const
+    return { begin, attempt, finish, inTurn } as const
   }),
-  dependencies: [
-    SchedulingRepo.Default,
-    PublishingRepo.Default,
-    SocialAccountsRepo.Default,
-    CreditsRepo.Default,
-    Publishing.Default,
-    Links.Default
-  ]
+  dependencies: [SchedulingRepo.Default, PublishingRepo.Default, Publishing.Default, PublishSettings.Default]
 }) {}

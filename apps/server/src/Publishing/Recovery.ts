@@ -1,0 +1,87 @@
+import { Duration, Effect, Layer, Option, Schedule } from "effect"
+import { withSystemActor } from "../Access/Authorization.js"
+import { CreditsRepo } from "../Credits/Repo.js"
+import { transactionally } from "../Database/Transaction.js"
+import { type AbandonedAttempt, PublishingRepo } from "./Repo.js"
+import { Publishing } from "./Service.js"
+import { PublishSettings } from "./Settings.js"
+
+// Targets taken over at once by one process: each is a provider call under way.
+const batchSize = 8
+
+/**
+ * What no process is finishing: an attempt unfinished `PUBLISH_RECOVERY_SECONDS` after it began was left by
+ * a process that died, or got no answer in time. It ends as `unknown` and its target is sent again under a
+ * new attempt, with the same provider key, so that the provider can tell a repeat; after the last attempt,
+ * the target fails and its credits are given back. Each process looks every quarter of that time, from its
+ * start, taking attempts no other process has taken.
+ */
+export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishRecovery", {
+  effect: Effect.gen(function*() {
+    const publishing = yield* Publishing
+    const targets = yield* PublishingRepo
+    const credits = yield* CreditsRepo
+    const settings = yield* PublishSettings
+
+    const giveUp = (left: AbandonedAttempt) =>
+      Effect.gen(function*() {
+        const ended = yield* targets.finishAttempt(left.postId, left.socialAccountId, left.attempt, {
+          _tag: "InDoubt",
+          error: {
+            category: "unknown",
+            message: `No answer after ${left.attempt} attempts: it may have been published`,
+            retryable: false
+          }
+        })
+        if (ended) {
+          yield* credits.settle(left.organizationId, {
+            postId: left.postId,
+            socialAccountId: left.socialAccountId,
+            amount: left.creditsReserved
+          }, "release")
+        }
+        yield* targets.refreshStatus(left.postId)
+        return Option.none<AbandonedAttempt>()
+      })
+
+    const takeOver = (left: AbandonedAttempt) =>
+      left.attempt >= settings.maxAttempts ? giveUp(left) : Effect.gen(function*() {
+        yield* targets.endUnanswered(left.postId, left.socialAccountId, left.attempt)
+        const attempt = yield* targets.startAttempt(left.postId, left.socialAccountId, left.creditsReserved)
+        return Option.some({ ...left, attempt })
+      })
+
+    /** Takes over one batch and sends it; answers how many were taken. */
+    const recoverBatch = withSystemActor(Effect.gen(function*() {
+      const taken = yield* transactionally(Effect.flatMap(
+        targets.abandonedAttempts(settings.recoverySeconds, batchSize),
+        (abandoned) => Effect.forEach(abandoned, takeOver)
+      ))
+      const toSend = taken.flatMap(Option.toArray)
+      yield* Effect.forEach(
+        toSend,
+        (target) => Effect.zipRight(publishing.sendAgain(target, { retries: false }), targets.refreshStatus(target.postId)),
+        { concurrency: "unbounded", discard: true }
+      )
+      return taken.length
+    }))
+
+    /** Batch after batch while there are full ones. */
+    const recover = recoverBatch.pipe(Effect.repeat({ while: (taken) => taken === batchSize }), Effect.asVoid)
+
+    const interval = Duration.seconds(settings.recoverySeconds / 4)
+
+    return { recover, interval } as const
+  }),
+  dependencies: [Publishing.Default, PublishingRepo.Default, CreditsRepo.Default, PublishSettings.Default]
+}) {}
+
+/** The recovery, running in the background of every server process. */
+export const PublishRecoveryLive = Layer.scopedDiscard(Effect.gen(function*() {
+  const { interval, recover } = yield* PublishRecovery
+  yield* recover.pipe(
+    Effect.catchAllCause((cause) => Effect.logWarning("Publishing: could not recover unfinished sends", cause)),
+    Effect.repeat(Schedule.spaced(interval)),
+    Effect.forkScoped
+  )
+})).pipe(Layer.provide(PublishRecovery.Default))
