@@ -18,7 +18,7 @@ const keptAtEnd = new Set(["/", "#", "%", "&", "@", "*", "-", "_"])
 const openerOf: Record<string, string> = { ")": "(", "]": "[", "}": "{" }
 const punctuation = /\p{P}/u
 
-const count = (text: string, character: string) => text.split(character).length - 1
+const brackets = ["(", ")", "[", "]", "{", "}"]
 
 /**
  * Drops what follows a URL in a sentence: trailing punctuation (`.`, `,`, `!`, quotes, `。`…) and a
@@ -26,18 +26,26 @@ const count = (text: string, character: string) => text.split(character).length 
  * (`https://en.wikipedia.org/wiki/Mercury_(planet)`).
  */
 const trimEnd = (candidate: string) => {
-  let url = candidate
-  for (;;) {
-    const last = url.at(-1)
-    if (last === undefined) return url
+  // Counted once and kept up to date as characters are dropped, so that trimming a URL followed by
+  // thousands of `)` stays linear.
+  const counts = new Map(brackets.map((bracket) => [bracket, 0]))
+  for (const character of candidate) {
+    const count = counts.get(character)
+    if (count !== undefined) counts.set(character, count + 1)
+  }
+  let end = candidate.length
+  for (; end > 0; end--) {
+    const last = candidate[end - 1]!
     const opener = openerOf[last]
     if (opener !== undefined) {
-      if (count(url, opener) >= count(url, last)) return url
+      if (counts.get(opener)! >= counts.get(last)!) break
     } else if (!punctuation.test(last) || keptAtEnd.has(last)) {
-      return url
+      break
     }
-    url = url.slice(0, -1)
+    const count = counts.get(last)
+    if (count !== undefined) counts.set(last, count - 1)
   }
+  return candidate.slice(0, end)
 }
 
 const isLink = (url: string) => {

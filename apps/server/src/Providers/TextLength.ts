@@ -2,17 +2,52 @@ import type { ContentLimits, ContentProblem } from "./SocialProvider.js"
 
 const graphemes = new Intl.Segmenter("en", { granularity: "grapheme" })
 
-/** Grapheme clusters: an emoji with skin tone or a flag counts as one, as Bluesky and Mastodon count. */
+// Node's Intl.Segmenter spends time in proportion to the whole text at each segment it gives, quadratic
+// on a long text: a text is segmented a window of code units at a time.
+const graphemeWindow = 256
+
+const isHighSurrogate = (code: number) => code >= 0xD800 && code <= 0xDBFF
+
+/**
+ * Grapheme clusters: an emoji with skin tone or a flag counts as one, as Bluesky and Mastodon count.
+ * A window's last cluster may be cut short by the window's end, so it is counted in the next window,
+ * which starts where it starts; every earlier boundary is one of the whole text (each boundary depends on
+ * the text before it and the next code point only). A cluster longer than a window widens the window.
+ */
 export const graphemeLength = (text: string): number => {
   let length = 0
-  for (const _ of graphemes.segment(text)) length += 1
-  return length
+  let start = 0
+  let size = graphemeWindow
+  for (;;) {
+    let end = start + size
+    if (end >= text.length) {
+      for (const _ of graphemes.segment(text.slice(start))) length += 1
+      return length
+    }
+    // A window ends between code points, never inside a surrogate pair.
+    if (isHighSurrogate(text.charCodeAt(end - 1))) end -= 1
+    let clusters = 0
+    let lastStart = 0
+    for (const { index } of graphemes.segment(text.slice(start, end))) {
+      clusters += 1
+      lastStart = index
+    }
+    if (clusters === 1) {
+      size *= 2
+    } else {
+      length += clusters - 1
+      start += lastStart
+      size = graphemeWindow
+    }
+  }
 }
 
 // Mastodon finds URLs with twitter-text (scheme required) and mentions with Account::MENTION_RE; these
 // follow them closely enough for counting. Trailing punctuation, a closing parenthesis included, is not
 // part of a URL here: where twitter-text keeps a balanced one, this counts one character too many, never too few.
-const urlPattern = /(?<![\p{L}\p{N}@$#])https?:\/\/[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)*(?::\d+)?(?:[/?#][^\s]*?)?(?=[.,:;!?'")]*(?:\s|$))/gu
+// A path runs to its last character that is not such punctuation, matched greedily to stay linear on long
+// runs of punctuation.
+const urlPattern = /(?<![\p{L}\p{N}@$#])https?:\/\/[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)*(?::\d+)?(?:[/?#](?:[^\s]*[^\s.,:;!?'")])?)?(?=[.,:;!?'")]*(?:\s|$))/gu
 const mentionPattern = /(?<![=/\p{L}\p{N}_])@([a-z0-9_]+(?:[.-]+[a-z0-9_]+)*)(?:@[\p{L}\p{N}_]+(?:[.-]+[\p{L}\p{N}_]+)*)?/giu
 
 interface Entity {
