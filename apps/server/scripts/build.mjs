@@ -3,7 +3,7 @@
 import { build } from "esbuild"
 import { execFileSync } from "node:child_process"
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { dirname, join } from "node:path"
+import { basename, dirname, join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 
 const serverDir = join(dirname(fileURLToPath(import.meta.url)), "..")
@@ -44,7 +44,7 @@ const clean = (outdir) => {
  * OpenTelemetry when configured) goes to chunks of its own, so that a start does not parse it. The chunks
  * sit beside the entry: a module finds the files the build puts there (the embedded template) from its own
  * `import.meta.url`. Each entry is built on its own: chunks shared between entries would hold what either
- * one reaches, and the admin command would load the server's.
+ * one reaches, and the admin command would load the server's. Answers its lazily loaded chunks (lazyChunks).
  */
 const bundle = async (entry, outdir) => {
   const { metafile } = await build({
@@ -63,13 +63,30 @@ const bundle = async (entry, outdir) => {
     banner: { js: "import { createRequire as createBundleRequire } from 'node:module'; const require = createBundleRequire(import.meta.url);" }
   })
   for (const output of Object.keys(metafile.outputs)) if (output.endsWith(".js")) asciiOnly(join(serverDir, output))
-  return outdir
+  return lazyChunks(metafile)
+}
+
+/**
+ * The chunk each `import()` in the server's own code became, with the specifier as written there: a test
+ * loads every one and checks it has the exports its caller declares (src/LazyModule.ts). A CommonJS module
+ * in a chunk exports only `default`, where Node gives its named exports too.
+ */
+const lazyChunks = (metafile) => {
+  const chunkOf = new Map(
+    Object.entries(metafile.outputs).flatMap(([output, { entryPoint }]) => entryPoint ? [[entryPoint, basename(output)]] : [])
+  )
+  return Object.entries(metafile.inputs).flatMap(([importer, { imports }]) =>
+    importer.startsWith("src/")
+      ? imports.filter((imported) => imported.kind === "dynamic-import")
+        .map((imported) => ({ importer, specifier: imported.original, chunk: chunkOf.get(imported.path) }))
+      : []
+  )
 }
 
 export const bundleServer = async (outdir = join(serverDir, "dist")) => {
   clean(outdir)
-  await bundle("src/main.ts", outdir)
-  await bundle("src/admin.ts", outdir)
+  const lazy = [...await bundle("src/main.ts", outdir), ...await bundle("src/admin.ts", outdir)]
+  writeFileSync(join(outdir, "lazy-chunks.json"), `${JSON.stringify(lazy, null, 2)}\n`)
   pgdataTemplate(outdir)
   return outdir
 }
@@ -77,7 +94,8 @@ export const bundleServer = async (outdir = join(serverDir, "dist")) => {
 /** The benchmark's minimal server (bench/Floor.ts, issue 14), as `Floor.js`: bench/attribution.mjs builds it. */
 export const bundleFloor = async (outdir = join(serverDir, "dist-bench")) => {
   clean(outdir)
-  return bundle("bench/Floor.ts", outdir)
+  await bundle("bench/Floor.ts", outdir)
+  return outdir
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) await bundleServer(process.argv[2])

@@ -1,5 +1,8 @@
 import { HttpMiddleware } from "@effect/platform"
 import { Config, Effect, Layer, Option } from "effect"
+import { lazyModule } from "./LazyModule.js"
+
+export const TracingSdkModule = lazyModule("./TracingSdk.js", () => import("./TracingSdk.js"), { layerOtlp: "function" })
 
 /**
  * With `OTEL_EXPORTER_OTLP_ENDPOINT` set, `app` exports its spans there over
@@ -16,6 +19,6 @@ export const withTracing = <A, E, R>(app: Layer.Layer<A, E, R>) =>
             app.pipe(HttpMiddleware.withTracerDisabledWhen(() => true), Layer.provide(Layer.setTracerEnabled(false)))
           ),
         onSome: (url) =>
-          Effect.map(Effect.promise(() => import("./TracingSdk.js")), (sdk) => app.pipe(Layer.provide(sdk.layerOtlp(url))))
+          Effect.map(TracingSdkModule.load, (sdk) => app.pipe(Layer.provide(sdk.layerOtlp(url))))
       }))
   )

@@ -1,5 +1,8 @@
 import { HttpApi, HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
+import { lazyModule } from "../LazyModule.js"
+
+export const DocsPageModule = lazyModule("./DocsPage.js", () => import("./DocsPage.js"), { makeDocsPage: "function" })
 
 /**
  * `/docs`, Scalar's reference page, built at the first request for it rather than at every start: the page
@@ -9,7 +12,7 @@ export const DocsLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const api = yield* HttpApi.Api
     const page = yield* Effect.cached(
-      Effect.flatMap(Effect.promise(() => import("./DocsPage.js")), (module) => module.makeDocsPage(api))
+      Effect.flatMap(DocsPageModule.load, (module) => module.makeDocsPage(api))
     )
     yield* router.get("/docs", Effect.flatten(page))
   }))

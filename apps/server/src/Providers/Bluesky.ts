@@ -1,5 +1,6 @@
 import type { AtpAgent } from "@atproto/api"
 import { Effect, Redacted } from "effect"
+import { type LazyModule, lazyModule } from "../LazyModule.js"
 import { Outbound, OutboundError } from "../Outbound/Outbound.js"
 import { type CredentialsOf, defaultBlueskyService } from "./Credentials.js"
 import { fromOutbound, fromStatus } from "./Errors.js"
@@ -7,7 +8,14 @@ import { type ContentLimits, type ContentProblem, ProviderError, type SocialProv
 import { graphemeLength, lengthProblems } from "./TextLength.js"
 
 /** The network's client: 1.6 MB of code, loaded when an account is first used rather than at every start. */
-type AtProto = typeof import("@atproto/api")
+export const AtProtoModule = lazyModule("@atproto/api", () => import("@atproto/api"), {
+  AtpAgent: "function",
+  AtUri: "function",
+  BlobRef: "function",
+  RichText: "function",
+  XRPCError: "function"
+})
+type AtProto = LazyModule.Exports<typeof AtProtoModule>
 
 const defaultLimits: ContentLimits = { maxLength: 300, urlLength: null }
 
@@ -53,7 +61,7 @@ const toProviderError = (atproto: AtProto, during: "login" | "write") => (error:
 export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
   effect: Effect.gen(function*() {
     const outbound = yield* Outbound
-    const loadAtProto = yield* Effect.cached(Effect.promise(() => import("@atproto/api")))
+    const loadAtProto = yield* Effect.cached(AtProtoModule.load)
 
     const withSession = <A>(
       credentials: CredentialsOf<"bluesky">,

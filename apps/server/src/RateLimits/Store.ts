@@ -1,6 +1,14 @@
 import { RateLimiter } from "@effect/experimental"
 import { Config, ConfigError, Duration, Effect, Either, Layer, Option, Redacted, Schedule } from "effect"
 import type { RedisOptions } from "ioredis"
+import { lazyModule } from "../LazyModule.js"
+
+// The Redis client is loaded only when it is configured.
+export const RedisStoreModule = lazyModule(
+  "@effect/experimental/RateLimiter/Redis",
+  () => import("@effect/experimental/RateLimiter/Redis"),
+  { layerStore: "function" }
+)
 
 /**
  * ioredis options from a `redis://` or `rediss://` URL. Commands fail at once while Redis is unreachable (no
@@ -58,11 +66,6 @@ export const RateLimiterLive = Layer.effect(RateLimiter.RateLimiter, Effect.tap(
   Layer.provide(Layer.unwrapEffect(Effect.map(config, ({ prefix, url }) =>
     Option.match(url, {
       onNone: () => RateLimiter.layerStoreMemory,
-      // The Redis client is loaded only when it is configured.
-      onSome: (url) =>
-        Layer.unwrapEffect(Effect.map(
-          Effect.promise(() => import("@effect/experimental/RateLimiter/Redis")),
-          (redis) => redis.layerStore({ ...redisOptions(url), prefix })
-        ))
+      onSome: (url) => Layer.unwrapEffect(Effect.map(RedisStoreModule.load, (redis) => redis.layerStore({ ...redisOptions(url), prefix })))
     }))))
 )

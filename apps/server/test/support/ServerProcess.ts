@@ -92,3 +92,21 @@ export const createUserWithToken = (env: Record<string, string>) =>
       child.once("exit", (code) => code === 0 ? resolve(JSON.parse(stdout)) : reject(new Error(stderr)))
     })
   )
+
+export interface ProcessResponse {
+  readonly status: number
+  readonly body: any
+}
+
+/** Calls to a server process as the holder of `token`: JSON in, status and JSON body out. */
+export const callsAs = (server: Pick<ServerProcess, "base">, token: string) =>
+(method: string, path: string, json?: unknown, headers: Record<string, string> = {}) =>
+  Effect.promise(async (): Promise<ProcessResponse> => {
+    const response = await fetch(`${server.base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(json !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+      ...(json !== undefined ? { body: JSON.stringify(json) } : {})
+    })
+    const text = await response.text()
+    return { status: response.status, body: text === "" ? null : JSON.parse(text) }
+  })
