@@ -68,7 +68,19 @@ const until = (check: () => boolean, seconds: number) =>
     while (!check() && Date.now() < deadline) await new Promise((wait) => setTimeout(wait, 200))
   })
 
-const schedulingEnv = { LOG_LEVEL: "WARN", NODE_OPTIONS: "--heapsnapshot-near-heap-limit=1 --diagnostic-dir=/tmp/heap", OUTBOUND_ALLOW_PRIVATE: "true", SCHEDULE_MIN_LEAD_SECONDS: "1", SCHEDULER_POLL_MS: "250" }
+const minLeadSeconds = 1
+const schedulingEnv = {
+  LOG_LEVEL: "WARN",
+  OUTBOUND_ALLOW_PRIVATE: "true",
+  SCHEDULE_MIN_LEAD_SECONDS: String(minLeadSeconds),
+  SCHEDULER_POLL_MS: "250"
+}
+
+/**
+ * `planned`, or later when sending the request took so long that the server, whose clock is this one, would
+ * find it too soon: a busy machine delays the burst instead of failing the test.
+ */
+const notBefore = (planned: number) => new Date(Math.max(planned, Date.now() + (minLeadSeconds + 2) * 1000)).toISOString()
 
 describe("scheduled posts across server processes", () => {
   it.scopedLive.skipIf(testDatabaseKind !== "postgres")(
@@ -91,14 +103,11 @@ describe("scheduled posts across server processes", () => {
         yield* Effect.forEach(posts, (post, i) =>
           calls[i % 2]("POST", `/v1/teams/${teamId}/posts/${post.id}/schedule`, {
             socialAccountIds: accounts,
-            scheduledAt: new Date(dueAt.getTime() + (i % 4) * 500).toISOString()
+            scheduledAt: notBefore(dueAt.getTime() + (i % 4) * 500)
           }), { concurrency: 8 })
-        expect(Date.now()).toBeLessThan(dueAt.getTime())
 
         // Mid-run, the first process dies without a word; the second takes its share over.
         yield* until(() => receiver.calls.length >= 60, 40)
-        console.log("FIRST", receiver.calls.length, first.lines.slice(-40).join("\n"))
-        console.log("SECOND", second.lines.slice(-40).join("\n"))
         first.child.kill("SIGKILL")
         yield* until(() => published(receiver.calls) >= 600, 60)
         yield* Effect.sleep("2 seconds")
@@ -129,13 +138,12 @@ describe("scheduled posts across server processes", () => {
         const server = yield* startServer(env)
         const call = api(server, owner.token)
         const { accounts, teamId } = yield* teamWithAccounts(call, receiver.url)
+        const posts = yield* Effect.forEach(Array.from({ length: 20 }, (_, i) => i), (i) =>
+          call("POST", `/v1/teams/${teamId}/posts`, { content: `Post ${i}` }))
         const soon = Date.now() + 6000
-        const postIds: Array<string> = []
-        for (let i = 0; i < 20; i++) {
-          const post = yield* call("POST", `/v1/teams/${teamId}/posts`, { content: `Post ${i}` })
-          postIds.push(post.id)
+        for (const [i, post] of posts.entries()) {
           // Half are due while the server runs, half while it is down.
-          const scheduledAt = new Date(soon + (i % 2) * 6000).toISOString()
+          const scheduledAt = notBefore(soon + (i % 2) * 6000)
           yield* call("POST", `/v1/teams/${teamId}/posts/${post.id}/schedule`, { socialAccountIds: accounts, scheduledAt })
         }
         yield* until(() => receiver.calls.length > 0, 20)

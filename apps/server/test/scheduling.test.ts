@@ -254,3 +254,51 @@ layer(TestServer, { excludeTestServices: true })("scheduling with the default le
       expect([...slots].sort()).toEqual([2, 3, 4, 5].map(midnightsAhead))
     }))
 })
+
+/** A server that waits at most a second however long a provider asks, and gives a target two attempts. */
+const PatientServer = makeTestServer(Logger.minimumLogLevel(LogLevel.Warning)).pipe(
+  Layer.provide(Layer.setConfigProvider(
+    ConfigProvider.fromMap(
+      new Map([
+        ["SCHEDULE_MIN_LEAD_SECONDS", "1"],
+        ["SCHEDULER_POLL_MS", "200"],
+        ["SCHEDULE_MAX_ATTEMPTS", "2"],
+        ["PROVIDER_RETRY_AFTER_MAX_SECONDS", "1"],
+        ["CREDIT_COSTS", JSON.stringify({ webhook: 1 })]
+      ])
+    ).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
+  ))
+)
+
+layer(PatientServer, { excludeTestServices: true })("scheduling with a cap on Retry-After", (it) => {
+  it.scoped("a Retry-After of ages waits the cap; past the attempts the account fails for good, its credit given back", () =>
+    Effect.gen(function*() {
+      const receiver = yield* makeWebhookReceiver
+      const { admin, call, connect, credit, draft, organization } = yield* publishingTeam(3)
+      const hook = yield* connect({ provider: "webhook", url: receiver.url })
+      // Far beyond any sane wait: 10^20 seconds, then the last day of the year 9999.
+      const asked = ["100000000000000000000", "Fri, 31 Dec 9999 23:59:59 GMT"]
+      receiver.answerWith((_event, response) =>
+        response.writeHead(429, { "retry-after": asked[Math.min(receiver.received.length - 1, 1)] }).end())
+      const post = yield* draft("Rate limited forever")
+      yield* call("POST", `/posts/${post.id}/schedule`, { socialAccountIds: [hook.id], scheduledAt: inSeconds(2) })
+      const failed = yield* eventually(call("GET", `/posts/${post.id}`), (response) => response.body.status === "failed")
+      expect(failed.body.targets[0]).toMatchObject({
+        status: "failed",
+        error: { category: "rate_limited", retryable: false },
+        creditsSpent: 0
+      })
+      expect(failed.body.targets[0].error.message).toMatch(/gave up after 2 attempts/)
+      expect(receiver.received).toHaveLength(2)
+      const [first, second] = receiver.received.map((event) => Number(event.headers["webhook-timestamp"]))
+      expect(second - first).toBeLessThanOrEqual(3)
+      expect(yield* credit).toEqual({ balance: 3, reserved: 0, available: 3 })
+      const ledger = yield* raw({
+        method: "GET",
+        path: `/v1/organizations/${organization.id}/credits/transactions`,
+        token: admin.token
+      })
+      // Held once, given back once.
+      expect(ledger.body.data.map((entry: any) => entry.kind).sort()).toEqual(["release", "reserve"])
+    }))
+})

@@ -1,13 +1,15 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Logger, LogLevel, Schema } from "effect"
-import { CredentialsCipher } from "../src/Providers/CredentialsCipher.js"
+import { CredentialsCipher, unknownKeyMessage } from "../src/Providers/CredentialsCipher.js"
 import { credentialsFromJson } from "../src/Providers/Credentials.js"
+import { UnreadableCredentialsLive } from "../src/SocialAccounts/UnreadableCredentials.js"
 import { BlueskyNetwork } from "./support/BlueskyNetwork.js"
 import { makeLocalServer } from "./support/LocalServer.js"
 import { makeMastodonFake } from "./support/MastodonFake.js"
 import { GuardedProviders } from "./support/Providers.js"
-import { makeTestServer, raw, signUp } from "./support/TestServer.js"
+import { publishingTeam } from "./support/Publishing.js"
+import { makeTestServer, raw, signUp, TestCipher } from "./support/TestServer.js"
 
 const accountFields = [
   "avatarUrl",
@@ -214,6 +216,61 @@ layer(Layer.merge(makeTestServer(capturingLogger), BlueskyNetwork.layer()), { ex
 
         // Members see accounts but do not change them.
         expect((yield* raw({ method: "POST", path: path(`/${bluesky.id}/verify`), token: member.token })).status).toBe(403)
+      }))
+
+    it.scoped("an account whose credentials this server cannot read needs reconnecting, and new credentials repair it", () =>
+      Effect.gen(function*() {
+        const mastodon = yield* makeMastodonFake()
+        const receiver = yield* webhookReceiver
+        const { call, connect, draft, postNow, team } = yield* publishingTeam(5)
+        const toot = yield* connect({ provider: "mastodon", instanceUrl: mastodon.url, accessToken: mastodon.token })
+        const hook = yield* connect({ provider: "webhook", url: `${receiver}/a` })
+        const get = (id: string) => Effect.map(call("GET", `/social-accounts/${id}`), (response) => response.body)
+
+        // The records as a server with another key wrote them: this one has neither it nor a previous key.
+        const sql = yield* SqlClient.SqlClient
+        const cipher = yield* CredentialsCipher
+        const elsewhere = yield* CredentialsCipher.pipe(Effect.provide(TestCipher))
+        const rows = yield* sql<{ id: string; credentials: string }>`SELECT id, credentials FROM social_accounts WHERE team_id = ${team.id}`
+        const readable = new Map(rows.map((row) => [row.id, row.credentials]))
+        for (const row of rows) {
+          const foreign = yield* elsewhere.encrypt(yield* cipher.decrypt(row.credentials))
+          yield* sql`UPDATE social_accounts SET credentials = ${foreign} WHERE id = ${row.id}`
+        }
+        const unreadable = { status: "reconnect_required", lastError: { category: "auth", message: unknownKeyMessage } }
+
+        // A check says so as a refusal by the provider does: 200, and the account needs reconnecting.
+        const verified = yield* call("POST", `/social-accounts/${toot.id}/verify`)
+        expect(verified.status).toBe(200)
+        expect(verified.body).toMatchObject(unreadable)
+
+        // At start, the server marks the accounts whose key it does not have; a key given back connects them again.
+        yield* Layer.build(UnreadableCredentialsLive)
+        expect(yield* get(hook.id)).toMatchObject(unreadable)
+        const listed = yield* call("GET", "/social-accounts?status=reconnect_required")
+        expect(listed.body.data.map((account: any) => account.id).sort()).toEqual([hook.id, toot.id].sort())
+        yield* sql`UPDATE social_accounts SET credentials = ${readable.get(hook.id)!} WHERE id = ${hook.id}`
+        yield* Layer.build(UnreadableCredentialsLive)
+        expect(yield* get(hook.id)).toMatchObject({ status: "connected", lastError: null })
+        yield* sql`UPDATE social_accounts SET credentials = ${yield* elsewhere.encrypt("{}")} WHERE id = ${hook.id}`
+
+        // New credentials repair it without reading the old ones; the post then goes out.
+        const patched = yield* call("PATCH", `/social-accounts/${toot.id}`, {
+          provider: "mastodon",
+          instanceUrl: mastodon.url,
+          accessToken: mastodon.token
+        })
+        expect(patched.status, JSON.stringify(patched.body)).toBe(200)
+        expect(patched.body).toMatchObject({ status: "connected", lastError: null })
+        const post = yield* draft("After the repair")
+        const published = yield* postNow(post.id, [toot.id])
+        expect(published.body.results).toMatchObject([{ socialAccountId: toot.id, status: "published" }])
+        expect(mastodon.statuses.map((status) => status.text)).toEqual(["After the repair"])
+
+        // A webhook's signing secret that cannot be read cannot be kept, and PATCH could not show a new one.
+        const webhook = yield* call("PATCH", `/social-accounts/${hook.id}`, { provider: "webhook", url: `${receiver}/b` })
+        expect(webhook).toMatchObject({ status: 409, body: { _tag: "Conflict" } })
+        expect(webhook.body.message).toMatch(/cannot read the webhook's stored signing secret.*connect the webhook again/)
       }))
 
     it.scoped("a change of credentials keeps the provider; a webhook keeps its signing secret; removal forgets the account", () =>

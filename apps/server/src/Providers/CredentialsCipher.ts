@@ -1,3 +1,4 @@
+import { SqlClient } from "@effect/sql"
 import { Config, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto"
 import * as Fs from "node:fs"
@@ -8,10 +9,24 @@ export class CredentialsKeyError extends Schema.TaggedError<CredentialsKeyError>
   message: Schema.String
 }) {}
 
-/** A stored ciphertext cannot be read: altered, malformed, or encrypted with a key that is not configured. */
-export class CredentialsDecryptError extends Schema.TaggedError<CredentialsDecryptError>()("CredentialsDecryptError", {
+/**
+ * A stored ciphertext cannot be read: encrypted with a key that is not configured, altered, or malformed.
+ * The message is for the account's users (its `lastError`): what happened and how to repair it.
+ */
+export class CredentialsUnreadable extends Schema.TaggedError<CredentialsUnreadable>()("CredentialsUnreadable", {
   message: Schema.String
 }) {}
+
+const unreadable = (reason: string) =>
+  `This server cannot read the account's stored credentials: ${reason}. Reconnect the account (PATCH it with new credentials)`
+
+/**
+ * Why records of a key the server does not have cannot be read. Always the same words: the server finds
+ * the accounts it marked with them when the key is given back (see SocialAccounts/UnreadableCredentials.ts).
+ */
+export const unknownKeyMessage = unreadable(
+  "they were encrypted with a key that is neither CREDENTIALS_KEY nor in CREDENTIALS_KEY_PREVIOUS"
+) + ", or give the server the key they were encrypted with"
 
 export interface CredentialsKeys {
   /** 32 bytes in base64: new records are encrypted with it. */
@@ -63,16 +78,16 @@ export class CredentialsCipher extends Effect.Service<CredentialsCipher>()("Cred
           return `${header}.${Buffer.concat([nonce, cipher.getAuthTag(), data]).toString("base64url")}`
         })
 
-      const decrypt = (ciphertext: string): Effect.Effect<string, CredentialsDecryptError> => {
-        const fail = (message: string) => Effect.fail(new CredentialsDecryptError({ message }))
+      const decrypt = (ciphertext: string): Effect.Effect<string, CredentialsUnreadable> => {
+        const fail = (message: string) => Effect.fail(new CredentialsUnreadable({ message }))
         const [recordVersion, recordKeyId, payload, ...rest] = ciphertext.split(".")
-        if (recordVersion !== version || !recordKeyId || !payload || rest.length > 0) return fail("Not a v1 credentials ciphertext")
-        const key = keysById.get(recordKeyId)
-        if (key === undefined) {
-          return fail(`Encrypted with key ${recordKeyId}, which is neither CREDENTIALS_KEY nor in CREDENTIALS_KEY_PREVIOUS`)
+        if (recordVersion !== version || !recordKeyId || !payload || rest.length > 0) {
+          return fail(unreadable("they are not a v1 credentials ciphertext"))
         }
+        const key = keysById.get(recordKeyId)
+        if (key === undefined) return fail(unknownKeyMessage)
         const bytes = Buffer.from(payload, "base64url")
-        if (bytes.length < nonceLength + tagLength) return fail("The ciphertext is truncated")
+        if (bytes.length < nonceLength + tagLength) return fail(unreadable("the ciphertext is truncated"))
         try {
           const decipher = createDecipheriv("aes-256-gcm", key, bytes.subarray(0, nonceLength), { authTagLength: tagLength })
             .setAAD(Buffer.from(`${recordVersion}.${recordKeyId}`))
@@ -80,13 +95,15 @@ export class CredentialsCipher extends Effect.Service<CredentialsCipher>()("Cred
           const plaintext = Buffer.concat([decipher.update(bytes.subarray(nonceLength + tagLength)), decipher.final()])
           return Effect.succeed(plaintext.toString("utf8"))
         } catch {
-          return fail("The ciphertext does not match its key: it was altered, or the key is not the one it was made with")
+          return fail(unreadable("the ciphertext does not match its key: it was altered, or the key is not the one it was made with"))
         }
       }
 
       return {
         /** The id of the current key, as it appears in new ciphertexts. */
         keyId,
+        /** The ids of every key it reads. */
+        keyIds: [...keysById.keys()],
         encrypt,
         decrypt,
         /** Whether a ciphertext was made with the current key (if not, re-encrypt it to finish a rotation). */
@@ -97,11 +114,20 @@ export class CredentialsCipher extends Effect.Service<CredentialsCipher>()("Cred
 
 /**
  * The key in `<dataDir>/credentials.key`, made (32 random bytes, mode 0600) and logged once if absent.
- * The embedded database's key lives beside its data so that a backup of the folder holds both.
+ * The embedded database's key lives beside its data so that a backup of the folder holds both. A database
+ * that already holds credentials (`holdsCredentials`) gets no new key: it could not read them.
  */
-export const keyFromDataDir = (dataDir: string) =>
+export const keyFromDataDir = <R>(dataDir: string, holdsCredentials: Effect.Effect<boolean, never, R>) =>
   Effect.gen(function*() {
-    const file = Path.join(dataDir, "credentials.key")
+    const file = Path.resolve(dataDir, "credentials.key")
+    if (!Fs.existsSync(file) && (yield* holdsCredentials)) {
+      return yield* new CredentialsKeyError({
+        message: `${file} is missing, but the database beside it holds social accounts whose credentials were ` +
+          "encrypted with it, and a new key could not read them. Restore credentials.key from a backup of the data " +
+          "folder, or set CREDENTIALS_KEY to that key. If the key is lost, set CREDENTIALS_KEY to a new one " +
+          "(`openssl rand -base64 32`) and reconnect the accounts (PATCH them with new credentials)"
+      })
+    }
     const created = yield* Effect.try({
       try: () => {
         Fs.mkdirSync(dataDir, { recursive: true })
@@ -117,7 +143,7 @@ export const keyFromDataDir = (dataDir: string) =>
     })
     if (created) {
       yield* Effect.logWarning(
-        `Generated a credentials key in ${Path.resolve(file)}. Back it up with the data folder: social account ` +
+        `Generated a credentials key in ${file}. Back it up with the data folder: social account ` +
           "credentials cannot be read without it. Set CREDENTIALS_KEY to use a key of your own."
       )
     }
@@ -126,6 +152,13 @@ export const keyFromDataDir = (dataDir: string) =>
       catch: (cause) => new CredentialsKeyError({ message: `Could not read ${file}: ${(cause as Error).message}` })
     })
   })
+
+/** Whether the database holds any social account, and so credentials encrypted with some key. */
+const holdsCredentials = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql<{ readonly held: boolean }>`SELECT EXISTS (SELECT 1 FROM social_accounts) AS held`).pipe(
+    Effect.map(([row]) => row.held),
+    Effect.orDie
+  )
 
 /**
  * The cipher as configured: `CREDENTIALS_KEY` (base64) and `CREDENTIALS_KEY_PREVIOUS` (older keys, comma
@@ -146,7 +179,7 @@ export const CredentialsCipherLive = Layer.unwrapEffect(
           "of `openssl rand -base64 32`) and keep it safe: social account credentials are encrypted with it."
       })
     }
-    const current = Option.isSome(key) ? key.value : yield* keyFromDataDir(dataDir)
+    const current = Option.isSome(key) ? key.value : yield* keyFromDataDir(dataDir, holdsCredentials)
     return CredentialsCipher.Default({ current, previous })
   })
 )

@@ -174,6 +174,30 @@ export class SocialAccountsRepo extends Effect.Service<SocialAccountsRepo>()("So
           last_error_message = ${message}, last_error_at = now(), updated_at = now()
         WHERE id = ${id}`.pipe(Effect.asVoid, Effect.orDie, policyRequire("Post", "publish"))
 
+    // The server's own upkeep of stored credentials, which no caller asks for: no policy applies.
+
+    /**
+     * Connected accounts whose credentials were encrypted with none of `keyIds` need reconnecting, with
+     * `message` as their last error; those that this marked and whose key is among `keyIds` again are connected
+     * again. Answers how many were marked per unknown key id, and how many were connected again.
+     */
+    const markUnknownKeys = (keyIds: ReadonlyArray<string>, message: string) =>
+      Effect.all({
+        marked: sql<{ readonly keyId: string; readonly count: number }>`WITH marked AS (
+            UPDATE social_accounts SET status = 'reconnect_required', last_error_category = 'auth',
+              last_error_message = ${message}, last_error_at = now(), updated_at = now()
+            WHERE status = 'connected' AND split_part(credentials, '.', 2) NOT IN ${sql.in(keyIds)}
+            RETURNING split_part(credentials, '.', 2) AS key_id)
+          SELECT key_id AS "keyId", count(*)::int AS count FROM marked GROUP BY key_id ORDER BY key_id`,
+        restored: sql<{ readonly count: number }>`WITH restored AS (
+            UPDATE social_accounts SET status = 'connected', last_error_category = NULL, last_error_message = NULL,
+              last_error_at = NULL, updated_at = now()
+            WHERE status = 'reconnect_required' AND last_error_message = ${message}
+              AND split_part(credentials, '.', 2) IN ${sql.in(keyIds)}
+            RETURNING 1)
+          SELECT count(*)::int AS count FROM restored`.pipe(Effect.map(([row]) => row.count))
+      }).pipe(Effect.orDie)
+
     return {
       list,
       find,
@@ -185,6 +209,7 @@ export class SocialAccountsRepo extends Effect.Service<SocialAccountsRepo>()("So
       idsOfTeam,
       forPublishing,
       recordAuthFailure,
+      markUnknownKeys,
       columns
     } as const
   })

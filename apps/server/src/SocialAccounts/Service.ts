@@ -1,5 +1,6 @@
 import {
   BadRequest,
+  Conflict,
   NotFound,
   type SocialAccountCredentials,
   type SocialAccountId,
@@ -73,17 +74,31 @@ export class SocialAccounts extends Effect.Service<SocialAccounts>()("SocialAcco
         return { ...account, signingSecret }
       })
 
-    /** The account's credentials, decrypted, for whoever may manage it. */
-    const credentialsOf = (teamId: TeamId, id: SocialAccountId) =>
+    /** The account's stored credentials, for whoever may manage it. */
+    const storedCredentials = (teamId: TeamId, id: SocialAccountId) =>
       authorize(policy.canManage(teamId, { lock: false }))(() =>
-        Effect.gen(function*() {
-          const stored = yield* Effect.flatMap(
-            repo.findCredentials(teamId, id),
-            Option.match({ onNone: () => notFound(id), onSome: Effect.succeed })
-          )
-          const credentials = yield* Effect.orDie(Effect.flatMap(cipher.decrypt(stored.ciphertext), credentialsFromJson))
-          return { account: stored.account, credentials }
-        }))
+        Effect.flatMap(repo.findCredentials(teamId, id), Option.match({ onNone: () => notFound(id), onSome: Effect.succeed })))
+
+    /** The credentials in a ciphertext, or why this server cannot read them (CredentialsUnreadable). */
+    const readCredentials = (ciphertext: string) =>
+      Effect.flatMap(cipher.decrypt(ciphertext), (json) => Effect.orDie(credentialsFromJson(json)))
+
+    /**
+     * The signing secret a webhook's receiver already checks. One this server cannot read cannot be kept, and
+     * PATCH could not show a new one: the webhook is connected again instead.
+     */
+    const keptSigningSecret = (ciphertext: string) =>
+      readCredentials(ciphertext).pipe(
+        Effect.map((current) =>
+          current.provider === "webhook" ? current.signingSecret : Redacted.make(generateSigningSecret())
+        ),
+        Effect.catchTag("CredentialsUnreadable", () =>
+          new Conflict({
+            message: "This server cannot read the webhook's stored signing secret, so it cannot be kept: remove the " +
+              "account and connect the webhook again for a new signing secret, or give the server the key its " +
+              "credentials were encrypted with"
+          }))
+      )
 
     /** Writes what `write` does once the caller is checked again, locked, with the account still there. */
     const whileManaging = <A, E, R>(teamId: TeamId, id: SocialAccountId, write: Effect.Effect<Option.Option<A>, E, R>) =>
@@ -92,18 +107,16 @@ export class SocialAccounts extends Effect.Service<SocialAccounts>()("SocialAcco
 
     const update = (teamId: TeamId, id: SocialAccountId, input: SocialAccountCredentials) =>
       Effect.gen(function*() {
-        const { account, credentials: current } = yield* credentialsOf(teamId, id)
+        const { account, ciphertext: stored } = yield* storedCredentials(teamId, id)
         if (input.provider !== account.provider) {
           return yield* new BadRequest({
             message: `This is a ${account.provider} account: send ${account.provider} credentials, or connect a new account`
           })
         }
-        // A webhook keeps the signing secret its receiver already checks.
-        const credentials: ProviderCredentials = input.provider !== "webhook" ? input : {
-          provider: "webhook",
-          url: input.url,
-          signingSecret: current.provider === "webhook" ? current.signingSecret : Redacted.make(generateSigningSecret())
-        }
+        // Other providers' old credentials are not read: new ones repair an account whose old ones cannot be.
+        const credentials: ProviderCredentials = input.provider !== "webhook"
+          ? input
+          : { provider: "webhook", url: input.url, signingSecret: yield* keptSigningSecret(stored) }
         const profile = yield* verified(credentials)
         const ciphertext = yield* Effect.orDie(encrypt(credentials))
         return yield* whileManaging(teamId, id, repo.replaceCredentials(id, profile, ciphertext))
@@ -111,11 +124,16 @@ export class SocialAccounts extends Effect.Service<SocialAccounts>()("SocialAcco
 
     const verify = (teamId: TeamId, id: SocialAccountId) =>
       Effect.gen(function*() {
-        const { credentials } = yield* credentialsOf(teamId, id)
-        const outcome = yield* providers.verify(credentials).pipe(
+        const { ciphertext } = yield* storedCredentials(teamId, id)
+        // Credentials this server cannot read need reconnecting, as those the provider refuses do.
+        const outcome = yield* readCredentials(ciphertext).pipe(
+          Effect.flatMap(providers.verify),
           Effect.match({
             onSuccess: (profile): CheckOutcome => ({ _tag: "Verified", profile }),
-            onFailure: (error): CheckOutcome => ({ _tag: "Failed", category: error.category, message: error.providerMessage })
+            onFailure: (error): CheckOutcome =>
+              error._tag === "CredentialsUnreadable"
+                ? { _tag: "Failed", category: "auth", message: error.message }
+                : { _tag: "Failed", category: error.category, message: error.providerMessage }
           })
         )
         return yield* whileManaging(teamId, id, repo.recordCheck(id, outcome))

@@ -1,11 +1,12 @@
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
 import { ConfigProvider, Context, Effect, Exit, Layer, Logger, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
-import { readFileSync, statSync } from "node:fs"
+import { existsSync, readFileSync, statSync } from "node:fs"
 import * as Path from "node:path"
 import { credentialsFromJson, credentialsToJson } from "../../src/Providers/Credentials.js"
-import { CredentialsCipher, CredentialsCipherLive } from "../../src/Providers/CredentialsCipher.js"
-import { scopedTempDir } from "../support/TestDatabase.js"
+import { CredentialsCipher, CredentialsCipherLive, unknownKeyMessage } from "../../src/Providers/CredentialsCipher.js"
+import { scopedTempDir, TestDatabase } from "../support/TestDatabase.js"
 
 const newKey = () => Redacted.make(randomBytes(32).toString("base64"))
 
@@ -52,6 +53,9 @@ describe("CredentialsCipher", () => {
       const ciphertext = yield* cipher.encrypt("secret")
       const other = yield* cipherWith(newKey())
       expect((yield* other.decrypt(ciphertext).pipe(Effect.flip)).message).toContain("neither CREDENTIALS_KEY nor")
+      // Said to the account's users (its lastError): what to do about it.
+      expect((yield* other.decrypt(ciphertext).pipe(Effect.flip)).message).toBe(unknownKeyMessage)
+      expect(unknownKeyMessage).toMatch(/^This server cannot read the account's stored credentials: .*PATCH it with new credentials.*give the server the key/)
 
       const [version, keyId, payload] = ciphertext.split(".")
       const bytes = Buffer.from(payload, "base64url")
@@ -59,7 +63,7 @@ describe("CredentialsCipher", () => {
         const altered = Buffer.from(bytes)
         altered[index] ^= 1
         const error = yield* cipher.decrypt(`${version}.${keyId}.${altered.toString("base64url")}`).pipe(Effect.flip)
-        expect(error._tag).toBe("CredentialsDecryptError")
+        expect(error._tag).toBe("CredentialsUnreadable")
         expect(error.message).toContain("altered")
       }
       // The version and key id are authenticated too: another key's id with this data cannot be decrypted by it.
@@ -70,7 +74,7 @@ describe("CredentialsCipher", () => {
       expect((yield* both.decrypt(swapped).pipe(Effect.flip)).message).toContain("altered")
 
       for (const malformed of ["", "v2.abc.def", `v1.${keyId}`, `v1.${keyId}.AAAA`, `${ciphertext}.extra`]) {
-        expect((yield* cipher.decrypt(malformed).pipe(Effect.flip))._tag).toBe("CredentialsDecryptError")
+        expect((yield* cipher.decrypt(malformed).pipe(Effect.flip))._tag).toBe("CredentialsUnreadable")
       }
     }))
 
@@ -86,7 +90,7 @@ describe("CredentialsCipher", () => {
       const newRecord = yield* after.encrypt("new")
       expect(after.isCurrent(newRecord)).toBe(true)
       expect(newRecord.split(".")[1]).toBe(after.keyId)
-      expect((yield* before.decrypt(newRecord).pipe(Effect.flip))._tag).toBe("CredentialsDecryptError")
+      expect((yield* before.decrypt(newRecord).pipe(Effect.flip))._tag).toBe("CredentialsUnreadable")
     }))
 
   it.effect("refuses keys that are not 32 bytes of base64, without quoting them", () =>
@@ -99,7 +103,7 @@ describe("CredentialsCipher", () => {
       expect((yield* cipherWith(newKey(), [Redacted.make("nope")]).pipe(Effect.flip)).message).toContain("CREDENTIALS_KEY_PREVIOUS")
     }))
 
-  describe("CredentialsCipherLive", () => {
+  layer(TestDatabase)("CredentialsCipherLive", (it) => {
     it.scoped("uses CREDENTIALS_KEY and CREDENTIALS_KEY_PREVIOUS (comma separated)", () =>
       Effect.gen(function*() {
         const [current, older, oldest] = [newKey(), newKey(), newKey()]
@@ -136,6 +140,24 @@ describe("CredentialsCipher", () => {
         const second = yield* fromEnvironment({ DATA_DIR: dataDir })
         expect(second.logs).toEqual([])
         expect(yield* (yield* second.exit).decrypt(record)).toBe("embedded")
+      }))
+
+    it.scoped("with the embedded database, no key file and social accounts stored, refuses to make a new key", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`WITH organization AS (INSERT INTO organizations (name) VALUES ('Acme') RETURNING id),
+            team AS (INSERT INTO teams (organization_id, name) SELECT id, 'Social' FROM organization RETURNING id)
+          INSERT INTO social_accounts (team_id, provider, handle, credentials, content_limits)
+          SELECT id, 'webhook', 'hooks.example.com', 'v1.abcdefgh.AAAA', '{}'::json FROM team`
+        const dataDir = Path.join(yield* scopedTempDir("postline-key-"), "data")
+        const { exit, logs } = yield* fromEnvironment({ DATA_DIR: dataDir })
+        const file = Path.join(dataDir, "credentials.key")
+        expect(String(Exit.isFailure(exit) ? exit.cause : "")).toContain(
+          `${file} is missing, but the database beside it holds social accounts whose credentials were encrypted with it`
+        )
+        expect(existsSync(file)).toBe(false)
+        expect(logs).toEqual([])
+        yield* sql`DELETE FROM organizations`
       }))
   })
 })
