@@ -18,6 +18,12 @@ const usage = `Usage:
 
 class UsageError extends Error {}
 
+/** Logs go to standard error: standard output carries a command's answer alone, for scripts to parse. */
+const stderrLogger = Logger.replace(
+  Logger.defaultLogger,
+  Logger.prettyLogger({ stderr: true, colors: process.stderr.isTTY === true })
+)
+
 const createUser = (args: Array<string>) =>
   Effect.gen(function*() {
     const { values } = yield* Effect.try({
@@ -109,6 +115,6 @@ program.pipe(
       })
     )
   ),
-  Effect.provide(Layer.merge(Logger.pretty, Logger.minimumLogLevel(LogLevel.Warning))),
+  Effect.provide(Layer.merge(stderrLogger, Logger.minimumLogLevel(LogLevel.Warning))),
   NodeRuntime.runMain({ disablePrettyLogger: true })
 )

@@ -149,6 +149,31 @@ describe("pnpm admin", () => {
     }), 60_000)
 
   it.scoped.skipIf(testDatabaseKind !== "embedded")(
+    "logs on standard error: standard output is the JSON alone, when it remakes an interrupted data folder too",
+    () =>
+      Effect.gen(function*() {
+        const env = yield* freshDatabaseEnv
+        // A database cut short while it was being made: its marker, and a half-written file.
+        writeFileSync(Path.join(env.DATA_DIR!, "postline.creating"), "")
+        writeFileSync(Path.join(env.DATA_DIR!, "PG_VERSION"), "1")
+        const created = yield* admin(["users", "create", "--email", "dana@example.com", "--name", "Dana"], env)
+        expect(created.code, created.stderr).toBe(0)
+        expect(JSON.parse(created.stdout)).toMatchObject({ email: "dana@example.com" })
+        expect(created.stdout.trim().split("\n")).toHaveLength(1)
+        expect(created.stderr).toMatch(/WARN .*was being created when the server stopped, and is incomplete/)
+
+        // An unexpected failure too: here a data folder that is a file.
+        const file = Path.join(env.DATA_DIR!, "not-a-folder")
+        writeFileSync(file, "")
+        const failed = yield* admin(["users", "create", "--email", "erin@example.com", "--name", "Erin"], { DATA_DIR: file })
+        expect(failed.code).toBe(1)
+        expect(failed.stdout).toBe("")
+        expect(failed.stderr).toMatch(/ERROR .*\n.*EEXIST/)
+      }),
+    60_000
+  )
+
+  it.scoped.skipIf(testDatabaseKind !== "embedded")(
     "refuses while another process holds the embedded data folder",
     () =>
       Effect.gen(function*() {
