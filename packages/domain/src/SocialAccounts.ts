@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { codePoints, invalidUnless, oneOf, optional, strict, Text, Timestamp, WebsiteUrl } from "./Fields.js"
+import { codePoints, invalidUnless, maxUrlLength, oneOf, optional, strict, Text, Timestamp, WebsiteUrl } from "./Fields.js"
 import { SocialAccountId, TeamId } from "./Ids.js"
 import { ListEnvelope, listQueryFields } from "./Lists.js"
 
@@ -55,6 +55,22 @@ const secret = (pattern: RegExp, description: string, message: string) =>
 
 const ServiceUrl = WebsiteUrl.annotations(invalidUnless("must be an absolute http or https URL"))
 
+// No user name or password in an address: an HTTP client will not send a request to a URL with one, so the
+// account could never publish. The URL parser takes for one whatever comes before an `@` in the authority
+// (after the slashes that follow the scheme, up to a `/`, `\`, `?` or `#`), even nothing.
+const addressShape = /^[Hh][Tt][Tt][Pp][Ss]?:\/\/[/\\]*[^\s\u0000-\u001F\u007F/\\?#@]+(?:[/\\?#][^\s\u0000-\u001F\u007F]*)?$/
+
+/**
+ * An address of the account. The document states the refusal of a user name or password in the pattern;
+ * the server checks it on the whole request (SocialAccountCredentials), not here, where the accounts
+ * already stored are read too.
+ */
+const address = (description: string) =>
+  ServiceUrl.annotations({
+    description: `${description}. No user name or password in it`,
+    jsonSchema: { pattern: addressShape.source, maxLength: maxUrlLength }
+  })
+
 export const ConnectBluesky = Schema.Struct({
   provider: Schema.Literal("bluesky"),
   handle: Text.pipe(
@@ -70,12 +86,12 @@ export const ConnectBluesky = Schema.Struct({
     "An app password (`xxxx-xxxx-xxxx-xxxx`, from Bluesky's settings), never the account's own password",
     "must be a Bluesky app password (xxxx-xxxx-xxxx-xxxx)"
   ),
-  serviceUrl: optional(ServiceUrl.annotations({ description: "The account's PDS; default https://bsky.social" }))
+  serviceUrl: optional(address("The account's PDS; default https://bsky.social"))
 }).annotations({ ...strict, identifier: "ConnectBluesky" })
 
 export const ConnectMastodon = Schema.Struct({
   provider: Schema.Literal("mastodon"),
-  instanceUrl: ServiceUrl.annotations({ description: "The instance, e.g. `https://mastodon.social`" }),
+  instanceUrl: address("The instance, e.g. `https://mastodon.social`"),
   accessToken: secret(
     /^[\x21-\x7E]{1,1024}$/,
     "An access token with the read:accounts and write:statuses scopes",
@@ -85,11 +101,29 @@ export const ConnectMastodon = Schema.Struct({
 
 export const ConnectWebhook = Schema.Struct({
   provider: Schema.Literal("webhook"),
-  url: ServiceUrl.annotations({ description: "Where each publish is POSTed as a signed JSON event" })
+  url: address("Where each publish is POSTed as a signed JSON event")
 }).annotations({ ...strict, identifier: "ConnectWebhook" })
 
+const Credentials = Schema.Union(ConnectBluesky, ConnectMastodon, ConnectWebhook)
+
+const addressOf = (credentials: typeof Credentials.Type) => {
+  switch (credentials.provider) {
+    case "bluesky":
+      return { field: "serviceUrl", url: credentials.serviceUrl }
+    case "mastodon":
+      return { field: "instanceUrl", url: credentials.instanceUrl }
+    case "webhook":
+      return { field: "url", url: credentials.url }
+  }
+}
+
+const hasNoUserInfo = (credentials: typeof Credentials.Type) => {
+  const { field, url } = addressOf(credentials)
+  return url === undefined || addressShape.test(url) || { path: [field], message: "must not contain a user name or password" }
+}
+
 /** Credentials of one provider, chosen by `provider`. */
-export const SocialAccountCredentials = Schema.Union(ConnectBluesky, ConnectMastodon, ConnectWebhook).annotations({
+export const SocialAccountCredentials = Credentials.pipe(Schema.filter(hasNoUserInfo)).annotations({
   identifier: "SocialAccountCredentials"
 })
 export type SocialAccountCredentials = typeof SocialAccountCredentials.Type

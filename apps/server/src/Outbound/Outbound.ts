@@ -42,8 +42,16 @@ const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, 
 
 const redirectStatuses = new Set([301, 302, 303, 307, 308])
 
+const hasUserInfo = (url: URL) => url.username !== "" || url.password !== ""
+
+// fetch will not send a request to a URL with a user name or password; the message says so, naming the host only.
+const userInfoRefused = (url: URL) =>
+  new OutboundError({ reason: "invalid_url", message: `${url.host}: an address with a user name or password is refused` })
+
 // Every form fetch takes (a string, a URL, a Request of another fetch implementation), made one.
 const toRequest = (input: string | URL | Request, init?: RequestInit): Request => {
+  const url = typeof input === "string" ? URL.parse(input) : input instanceof URL ? input : null
+  if (url !== null && hasUserInfo(url)) throw userInfoRefused(url)
   try {
     return new Request(input, init)
   } catch {
@@ -122,6 +130,7 @@ export class Outbound extends Effect.Service<Outbound>()("Outbound", {
       const checkUrl = (text: string): URL => {
         const url = URL.canParse(text) ? new URL(text) : undefined
         if (url === undefined) throw new OutboundError({ reason: "invalid_url", message: "Not an absolute URL" })
+        if (hasUserInfo(url)) throw userInfoRefused(url)
         if (url.protocol !== "https:" && !(url.protocol === "http:" && options.allowPrivate)) {
           throw new OutboundError({ reason: "invalid_url", message: `${url.host}: only https addresses are allowed` })
         }

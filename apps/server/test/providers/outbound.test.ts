@@ -96,6 +96,26 @@ describe("Outbound", () => {
       }
     }))
 
+  it.scopedLive("refuses an address with a user name or password, saying so, in a check, a request and a fetch", () =>
+    Effect.gen(function*() {
+      const url = yield* makeLocalServer((_request, response) => response.end("ok"))
+      const client = yield* outbound({ allowPrivate: true })
+      const withUserInfo = url.replace("://", "://hook-user:s3cret-pw@")
+      const refusals = [
+        yield* client.check(withUserInfo).pipe(Effect.flip),
+        yield* client.request(withUserInfo, { method: "POST", body: "{}" }).pipe(Effect.flip),
+        yield* Effect.promise(() => client.fetch(withUserInfo).then(() => undefined, (error) => error)),
+        yield* Effect.promise(() => client.fetch(new URL(url.replace("://", "://hook-user@"))).then(() => undefined, (error) => error))
+      ]
+      for (const refusal of refusals) {
+        expect(refusal).toMatchObject({
+          _tag: "OutboundError",
+          reason: "invalid_url",
+          message: `${new URL(url).host}: an address with a user name or password is refused`
+        })
+      }
+    }))
+
   it.scopedLive("checks every address a name resolves to, at connect time, on every request", () =>
     Effect.gen(function*() {
       let calls = 0

@@ -474,6 +474,8 @@ export type SocialAccountError = {
  */
 export type ProviderErrorCategory = 'auth' | 'rate_limited' | 'invalid_content' | 'transient' | 'unknown';
 
+export type SocialAccountCredentials = ConnectBluesky | ConnectMastodon | ConnectWebhook;
+
 export type ConnectBluesky = {
     provider: 'bluesky';
     /**
@@ -485,7 +487,7 @@ export type ConnectBluesky = {
      */
     appPassword: string;
     /**
-     * The account's PDS; default https://bsky.social
+     * The account's PDS; default https://bsky.social. No user name or password in it
      */
     serviceUrl?: string;
 };
@@ -493,7 +495,7 @@ export type ConnectBluesky = {
 export type ConnectMastodon = {
     provider: 'mastodon';
     /**
-     * The instance, e.g. `https://mastodon.social`
+     * The instance, e.g. `https://mastodon.social`. No user name or password in it
      */
     instanceUrl: string;
     /**
@@ -505,7 +507,7 @@ export type ConnectMastodon = {
 export type ConnectWebhook = {
     provider: 'webhook';
     /**
-     * Where each publish is POSTed as a signed JSON event
+     * Where each publish is POSTed as a signed JSON event. No user name or password in it
      */
     url: string;
 };
@@ -648,7 +650,10 @@ export type PostNowResponse = {
 
 export type PublishResult = {
     socialAccountId: SocialAccountId;
-    status: 'published' | 'failed';
+    /**
+     * pending: the provider did not answer in time, so the post may have gone out; Postline sends it again with the same provider key until it can tell (see the post's targets)
+     */
+    status: 'published' | 'failed' | 'pending';
     externalId: string | null;
     url: string | null;
     error: PublishError | null;
@@ -2099,7 +2104,7 @@ export type SocialAccountsListSocialAccountsResponses = {
 export type SocialAccountsListSocialAccountsResponse = SocialAccountsListSocialAccountsResponses[keyof SocialAccountsListSocialAccountsResponses];
 
 export type SocialAccountsConnectSocialAccountData = {
-    body: ConnectBluesky | ConnectMastodon | ConnectWebhook;
+    body: SocialAccountCredentials;
     path: {
         teamId: TeamId;
     };
@@ -2285,7 +2290,7 @@ export type SocialAccountsGetSocialAccountResponses = {
 export type SocialAccountsGetSocialAccountResponse = SocialAccountsGetSocialAccountResponses[keyof SocialAccountsGetSocialAccountResponses];
 
 export type SocialAccountsUpdateSocialAccountData = {
-    body: ConnectBluesky | ConnectMastodon | ConnectWebhook;
+    body: SocialAccountCredentials;
     path: {
         teamId: TeamId;
         socialAccountId: SocialAccountId;
