@@ -257,6 +257,9 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
             }
             yield* releaseWaiting(team.organizationId, postId)
           }
+          if (when._tag === "At" && post.status === "publishing") {
+            return yield* new Conflict({ message: `Post ${postId} is being published: schedule it once it is done` })
+          }
           const [busy] = yield* targets.busyTargets(postId, chosen.map((account) => account.id))
           if (busy !== undefined) {
             return yield* new Conflict({
