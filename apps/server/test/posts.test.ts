@@ -241,6 +241,28 @@ layer(Layer.merge(TestServer, BlueskyNetwork.layer()), { excludeTestServices: tr
         expect(yield* credit).toEqual({ balance: 0, reserved: 0, available: 0 })
       }))
 
+    it.scoped("credentials the server cannot read fail that account as auth, ask for a reconnect, and send nothing", () =>
+      Effect.gen(function*() {
+        const receiver = yield* makeWebhookReceiver
+        const { call, connect, draft, postNow } = yield* publishingTeam()
+        const hook = yield* connect({ provider: "webhook", url: receiver.url })
+        const sql = yield* SqlClient.SqlClient
+        // As if encrypted with a key this server has never had.
+        yield* sql`UPDATE social_accounts SET credentials = 'v1.AAAAAAAA.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'
+          WHERE id = ${hook.id}`
+        const post = yield* draft("Locked out")
+        const answer = yield* postNow(post.id, [hook.id])
+        expect(answer.status).toBe(200)
+        expect(answer.body.results[0]).toMatchObject({
+          status: "failed",
+          error: { category: "auth", retryable: false, message: expect.stringContaining("PATCH") },
+          creditsSpent: 0
+        })
+        const account = (yield* call("GET", `/social-accounts/${hook.id}`)).body
+        expect(account).toMatchObject({ status: "reconnect_required", lastError: { category: "auth" } })
+        expect(receiver.received).toEqual([])
+      }))
+
     it.scoped("an invisible account, an unknown post or another team's post give 404 and send nothing", () =>
       Effect.gen(function*() {
         const receiver = yield* makeWebhookReceiver

@@ -156,8 +156,8 @@ describe("scheduled posts across server processes", () => {
         yield* until(() => published(receiver.calls) >= 60, 40)
         yield* Effect.sleep("2 seconds")
         expect(published(receiver.calls)).toBe(60)
-        const posts = yield* api(restarted, owner.token)("GET", `/v1/teams/${teamId}/posts?status=published`)
-        expect(posts.total).toBe(20)
+        const publishedPosts = yield* api(restarted, owner.token)("GET", `/v1/teams/${teamId}/posts?status=published`)
+        expect(publishedPosts.total).toBe(20)
       }),
     120_000
   )

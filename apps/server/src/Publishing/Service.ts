@@ -133,7 +133,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
 
     /** The provider's answer to one send, within the timeout, which cuts the send short and leaves it in doubt. */
     const send = ({ account, content, postId }: Sending): Effect.Effect<SendOutcome> =>
-      Effect.orDie(Effect.flatMap(cipher.decrypt(account.ciphertext), credentialsFromJson)).pipe(
+      Effect.flatMap(cipher.decrypt(account.ciphertext), (json) => Effect.orDie(credentialsFromJson(json))).pipe(
         Effect.flatMap((credentials) =>
           providers.publish(
             { id: account.id, credentials },
@@ -141,6 +141,9 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
           )
         ),
         Effect.map((published): SendOutcome => ({ _tag: "Published", published })),
+        // Nothing was sent: the account needs reconnecting, as when a provider refuses its credentials.
+        Effect.catchTag("CredentialsUnreadable", ({ message }) =>
+          Effect.succeed<SendOutcome>({ _tag: "Failed", error: { category: "auth", message, retryable: false } })),
         Effect.catchAll((error) =>
           Effect.succeed({
             _tag: "Failed" as const,
