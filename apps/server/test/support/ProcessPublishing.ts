@@ -1,0 +1,106 @@
+// Publishing through a server process (the bundle): its setup, its calls, and what receivers and the ledger saw.
+import { Effect } from "effect"
+import { execFile } from "node:child_process"
+import type { ReceivedEvent } from "./Publishing.js"
+import { bundled, createUserWithToken, serverDir, type ServerProcess, startServer } from "./ServerProcess.js"
+
+/** A server's answer: its status, its Idempotent-Replayed header, and its body as sent and as JSON. */
+export interface Answer {
+  readonly status: number
+  readonly replayed: string | null
+  readonly text: string
+  readonly body: any
+}
+
+/** Calls to a server process as the holder of `token`, with the answer's status, replay header and body. */
+export const api = (server: Pick<ServerProcess, "base">, token: string) =>
+(method: string, path: string, json?: unknown, headers: Record<string, string> = {}) =>
+  Effect.promise(async (): Promise<Answer> => {
+    const response = await fetch(`${server.base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(json !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+      ...(json !== undefined ? { body: JSON.stringify(json) } : {})
+    })
+    const text = await response.text()
+    return { status: response.status, replayed: response.headers.get("idempotent-replayed"), text, body: text === "" ? null : JSON.parse(text) }
+  })
+
+/** Reads `read` every 250 ms until `done` holds or `seconds` pass; answers the last value read. */
+export const readUntil = <A>(read: Effect.Effect<A>, done: (value: A) => boolean, seconds: number) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + seconds * 1000
+    for (;;) {
+      const value = yield* read
+      if (done(value) || Date.now() >= deadline) return value
+      yield* Effect.sleep("250 millis")
+    }
+  })
+
+/** `pnpm admin credits grant` on the database of `env`: an embedded one only while no server holds it. */
+export const grantCredits = (env: Record<string, string>, organizationId: string, amount: number) =>
+  Effect.async<void>((resume) => {
+    execFile(
+      process.execPath,
+      [bundled("admin"), "credits", "grant", "--organization", organizationId, "--amount", String(amount)],
+      { cwd: serverDir, env: { PATH: process.env.PATH ?? "", ...env } },
+      (error, _stdout, stderr) => resume(error ? Effect.die(new Error(`credits grant failed: ${stderr}`)) : Effect.void)
+    )
+  })
+
+/**
+ * An organization with `credits`, a team with `accounts` webhook accounts on `receiverUrl` and a draft post,
+ * made through a server that is then stopped (the embedded database takes the grant only with no server on it).
+ */
+export const publishingSetup = (env: Record<string, string>, receiverUrl: string, accounts: number, credits: number) =>
+  Effect.gen(function*() {
+    const { token } = yield* createUserWithToken(env)
+    const server = yield* startServer(env)
+    const call = api(server, token)
+    const created = (answer: Answer) => {
+      if (answer.status !== 201) throw new Error(`setup failed: ${answer.status} ${answer.text}`)
+      return answer.body
+    }
+    const organization = created(yield* call("POST", "/v1/organizations", { name: "Recovery" }))
+    const team = created(yield* call("POST", "/v1/teams", { organizationId: organization.id, name: "Social" }))
+    const accountIds: Array<string> = []
+    for (let i = 0; i < accounts; i++) {
+      accountIds.push(created(yield* call("POST", `/v1/teams/${team.id}/social-accounts`, { provider: "webhook", url: `${receiverUrl}/${i}` })).id)
+    }
+    const post = created(yield* call("POST", `/v1/teams/${team.id}/posts`, { content: "Sent once, whatever happens" }))
+    server.child.kill("SIGTERM")
+    yield* Effect.promise(() => server.exited)
+    yield* grantCredits(env, organization.id, credits)
+    return { token, organizationId: organization.id as string, teamId: team.id as string, accountIds, postId: post.id as string }
+  })
+
+/** The server's settings for these tests: webhooks cost a credit each, and may be sent to this machine. */
+export const publishEnv = (database: Record<string, string>, settings: Record<string, string>) => ({
+  ...database,
+  OUTBOUND_ALLOW_PRIVATE: "true",
+  CREDIT_COSTS: JSON.stringify({ webhook: 1 }),
+  ...settings
+})
+
+/** The account a webhook call was for, as its event says. */
+export const accountOf = (event: ReceivedEvent): string => JSON.parse(event.body).data.socialAccountId
+
+/** The webhook-ids of the calls that one account received, in order. */
+export const deliveries = (received: ReadonlyArray<ReceivedEvent>, accountId: string) =>
+  received.filter((event) => accountOf(event) === accountId).map((event) => String(event.headers["webhook-id"]))
+
+/** The organization's credits and the sums of its ledger by kind, overall and per account. */
+export const creditsOf = (call: ReturnType<typeof api>, organizationId: string) =>
+  Effect.gen(function*() {
+    const { balance, reserved } = (yield* call("GET", `/v1/organizations/${organizationId}/credits`)).body
+    const ledger = (yield* call("GET", `/v1/organizations/${organizationId}/credits/transactions?limit=100`)).body
+    const sums: Record<string, number> = {}
+    const perAccount: Record<string, Record<string, number>> = {}
+    for (const entry of ledger.data as Array<{ kind: string; amount: number; socialAccountId: string | null }>) {
+      sums[entry.kind] = (sums[entry.kind] ?? 0) + entry.amount
+      if (entry.socialAccountId !== null) {
+        const of = (perAccount[entry.socialAccountId] ??= {})
+        of[entry.kind] = (of[entry.kind] ?? 0) + entry.amount
+      }
+    }
+    return { balance, reserved, sums, perAccount }
+  })
