@@ -29,7 +29,7 @@ const stop = (server: ServerProcess) =>
  * Mastodon fake on this machine, publishing for free.
  */
 const setUp = Effect.gen(function*() {
-  const env = {
+  const env: Record<string, string> = {
     ...(yield* freshDatabaseEnv),
     OUTBOUND_ALLOW_PRIVATE: "true",
     CREDIT_COSTS: JSON.stringify({ mastodon: 0 })
