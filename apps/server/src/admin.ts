@@ -5,6 +5,8 @@ import { Console, Effect, Layer, Logger, LogLevel, Redacted, Schema } from "effe
 import { parseArgs } from "node:util"
 import { Credits } from "./Credits/Service.js"
 import { DatabaseLive } from "./Database/Database.js"
+import { CredentialsCipherLive } from "./Providers/CredentialsCipher.js"
+import { rotateCredentials } from "./SocialAccounts/CredentialsRotation.js"
 import { minPasswordLength } from "./Users/Passwords.js"
 import { UsersRepo } from "./Users/Repo.js"
 
@@ -14,7 +16,11 @@ const usage = `Usage:
   pnpm admin users set-password --email <email>  < password
       Reads a password from standard input (one line) and stores its scrypt hash.
   pnpm admin credits grant --organization <id> --amount <credits> [--note <text>]
-      Adds whole credits to an organization; prints {"organizationId","balance","reserved","available"}.`
+      Adds whole credits to an organization; prints {"organizationId","balance","reserved","available"}.
+  pnpm admin credentials rotate
+      Re-encrypts every social account's credentials with CREDENTIALS_KEY (the server's key), so that the keys of
+      CREDENTIALS_KEY_PREVIOUS can be dropped; prints {"reencrypted","alreadyCurrent","unreadable"}. Accounts whose
+      credentials no key reads are marked reconnect_required.`
 
 class UsageError extends Error {}
 
@@ -90,10 +96,25 @@ const grantCredits = (args: Array<string>) =>
     yield* Console.log(JSON.stringify({ organizationId, ...after }))
   })
 
+const rotateKeys = (args: Array<string>) =>
+  Effect.gen(function*() {
+    yield* Effect.try({
+      try: () => parseArgs({ args, options: {}, strict: true }),
+      catch: (error) => new UsageError((error as Error).message)
+    })
+    const counts = yield* rotateCredentials
+    yield* Console.log(JSON.stringify(counts))
+  }).pipe(
+    // Only this command needs the key: the others run without one, as on PostgreSQL before it is set.
+    Effect.provide(CredentialsCipherLive),
+    Effect.catchTag("ConfigError", (error) => Effect.fail(new Error(String(error))))
+  )
+
 const commands: Record<string, (args: Array<string>) => Effect.Effect<void, Error, UsersRepo | Credits | SqlClient.SqlClient>> = {
   "users create": createUser,
   "users set-password": setPassword,
-  "credits grant": grantCredits
+  "credits grant": grantCredits,
+  "credentials rotate": rotateKeys
 }
 
 const [resource, action, ...rest] = process.argv.slice(2)

@@ -1,14 +1,25 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Scope } from "effect"
+import { Effect, Exit, Redacted, Scope } from "effect"
 import { execFile } from "node:child_process"
+import { randomBytes, randomUUID } from "node:crypto"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import * as Path from "node:path"
 import { PGlite } from "@electric-sql/pglite"
 import Pg from "pg"
 import { lockDataDir, processStartTime } from "../src/Database/DataDirLock.js"
+import { CredentialsCipher, unknownKeyMessage } from "../src/Providers/CredentialsCipher.js"
+import { rotationBatchSize } from "../src/SocialAccounts/CredentialsRotation.js"
 import { verifyPassword } from "../src/Users/Passwords.js"
+import { makeMastodonFake } from "./support/MastodonFake.js"
 import { freshDatabaseEnv, scopedTempDir, testDatabaseKind } from "./support/TestDatabase.js"
-import { bundled, serverDir } from "./support/ServerProcess.js"
+import {
+  bundled,
+  callsAs,
+  createUserWithToken,
+  serverDir,
+  type ServerProcess,
+  startServer
+} from "./support/ServerProcess.js"
 
 /** A query straight on the database the admin command used. */
 const queryOn = async (env: Record<string, string>, query: string, params: Array<unknown> = []) => {
@@ -189,5 +200,88 @@ describe("pnpm admin", () => {
         expect(accepted.code, accepted.stderr).toBe(0)
       }),
     60_000
+  )
+
+  it.scopedLive(
+    "credentials rotate re-encrypts every account's credentials with CREDENTIALS_KEY, in batches, so that the previous key can be dropped",
+    () =>
+      Effect.gen(function*() {
+        const mastodon = yield* makeMastodonFake()
+        const [keyA, keyB, keyC] = [randomBytes(32), randomBytes(32), randomBytes(32)].map((key) => key.toString("base64"))
+        const { CREDENTIALS_KEY: _, ...database } = yield* freshDatabaseEnv
+        const env = { ...database, OUTBOUND_ALLOW_PRIVATE: "true", CREDIT_COSTS: JSON.stringify({ mastodon: 0 }) }
+        const withKeys = (current: string, previous?: string) => ({
+          ...env,
+          CREDENTIALS_KEY: current,
+          ...(previous === undefined ? {} : { CREDENTIALS_KEY_PREVIOUS: previous })
+        })
+        const cipherOf = (key: string) =>
+          CredentialsCipher.pipe(Effect.provide(CredentialsCipher.Default({ current: Redacted.make(key), previous: [] })))
+        const stop = (server: ServerProcess) =>
+          Effect.promise(() => (server.child.kill("SIGTERM"), server.exited))
+        const user = yield* createUserWithToken(env)
+
+        // Under key A: two accounts.
+        const first = yield* startServer(withKeys(keyA))
+        const callFirst = callsAs(first, user.token)
+        const organization = yield* callFirst("POST", "/v1/organizations", { name: "Acme" })
+        const team = yield* callFirst("POST", "/v1/teams", { organizationId: organization.body.id, name: "Social" })
+        const accounts = `/v1/teams/${team.body.id}/social-accounts`
+        const credentials = { provider: "mastodon", instanceUrl: mastodon.url, accessToken: mastodon.token }
+        const [patched, rotated] = [(yield* callFirst("POST", accounts, credentials)).body.id, (yield* callFirst("POST", accounts, credentials)).body.id]
+        yield* stop(first)
+
+        // More accounts under A than a batch holds, and one under a key that no server has.
+        const [{ credentials: stored }] = yield* Effect.promise(() =>
+          queryOn(env, "SELECT credentials FROM social_accounts WHERE id = $1", [rotated])
+        )
+        const plaintext = yield* (yield* cipherOf(keyA)).decrypt(stored)
+        const many = 2 * rotationBatchSize + 50
+        const underA = yield* Effect.forEach(Array.from({ length: many }), () => Effect.flatMap(cipherOf(keyA), (cipher) => cipher.encrypt(plaintext)))
+        const underC = yield* (yield* cipherOf(keyC)).encrypt(plaintext)
+        const [{ id: lost }] = yield* Effect.promise(() =>
+          queryOn(
+            env,
+            `INSERT INTO social_accounts (team_id, provider, handle, credentials, content_limits)
+              SELECT a.team_id, a.provider, a.handle, c.credentials, a.content_limits
+              FROM social_accounts a, unnest($2::text[]) WITH ORDINALITY AS c (credentials, n)
+              WHERE a.id = $1 ORDER BY c.n RETURNING id`,
+            [rotated, [underC, ...underA]]
+          )
+        )
+
+        // B is the key now, A a previous one: a change of credentials is written under B.
+        const second = yield* startServer(withKeys(keyB, keyA))
+        const repaired = yield* callsAs(second, user.token)("PATCH", `${accounts}/${patched}`, credentials)
+        expect(repaired.status, JSON.stringify(repaired.body)).toBe(200)
+        yield* stop(second)
+
+        const rotate = admin(["credentials", "rotate"], withKeys(keyB, keyA))
+        const done = yield* rotate
+        expect(done.code, done.stderr).toBe(0)
+        expect(JSON.parse(done.stdout)).toEqual({ reencrypted: many + 1, alreadyCurrent: 1, unreadable: 1 })
+        expect(JSON.parse((yield* rotate).stdout)).toEqual({ reencrypted: 0, alreadyCurrent: many + 2, unreadable: 1 })
+        const keyIdB = (yield* cipherOf(keyB)).keyId
+        const byKey = yield* Effect.promise(() =>
+          queryOn(env, "SELECT split_part(credentials, '.', 2) AS key, count(*)::int AS n FROM social_accounts GROUP BY 1 ORDER BY 2")
+        )
+        expect(byKey).toEqual([{ key: (yield* cipherOf(keyC)).keyId, n: 1 }, { key: keyIdB, n: many + 2 }])
+
+        // A dropped: every account still checks and publishes, but the one no key could read.
+        const third = yield* startServer(withKeys(keyB))
+        const callThird = callsAs(third, user.token)
+        for (const id of [patched, rotated]) {
+          expect((yield* callThird("POST", `${accounts}/${id}/verify`)).body).toMatchObject({ status: "connected", lastError: null })
+        }
+        const post = yield* callThird("POST", `/v1/teams/${team.body.id}/posts`, { content: "After the rotation" })
+        const sent = yield* callThird("POST", `/v1/teams/${team.body.id}/posts/${post.body.id}/post-now`, {
+          socialAccountIds: [rotated]
+        }, { "idempotency-key": randomUUID() })
+        expect(sent.body.results).toMatchObject([{ socialAccountId: rotated, status: "published" }])
+        const listed = (yield* callThird("GET", `${accounts}?status=reconnect_required`)).body.data
+        expect(listed).toMatchObject([{ id: lost, lastError: { category: "auth", message: unknownKeyMessage } }])
+        expect(third.lines.filter((line) => line.includes("have credentials encrypted with key"))).toEqual([])
+      }),
+    180_000
   )
 })

@@ -198,6 +198,22 @@ export class SocialAccountsRepo extends Effect.Service<SocialAccountsRepo>()("So
           SELECT count(*)::int AS count FROM restored`.pipe(Effect.map(([row]) => row.count))
       }).pipe(Effect.orDie)
 
+    /** Up to `limit` accounts' ciphertexts after `afterId` in id order, locked until the transaction ends. */
+    const lockCiphertexts = (afterId: SocialAccountId | null, limit: number) =>
+      sql<{ readonly id: SocialAccountId; readonly ciphertext: string }>`SELECT id, credentials AS ciphertext
+        FROM social_accounts ${afterId === null ? sql`` : sql`WHERE id > ${afterId}`}
+        ORDER BY id LIMIT ${limit} FOR UPDATE`.pipe(Effect.orDie)
+
+    /** The same credentials under another ciphertext: nothing an account's users see changes. */
+    const replaceCiphertext = (id: SocialAccountId, ciphertext: string) =>
+      sql`UPDATE social_accounts SET credentials = ${ciphertext} WHERE id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
+
+    /** A connected account whose credentials cannot be read needs reconnecting, and says why. */
+    const markUnreadable = (id: SocialAccountId, message: string) =>
+      sql`UPDATE social_accounts SET status = 'reconnect_required', last_error_category = 'auth',
+          last_error_message = ${message}, last_error_at = now(), updated_at = now()
+        WHERE id = ${id} AND status = 'connected'`.pipe(Effect.asVoid, Effect.orDie)
+
     return {
       list,
       find,
@@ -210,6 +226,9 @@ export class SocialAccountsRepo extends Effect.Service<SocialAccountsRepo>()("So
       forPublishing,
       recordAuthFailure,
       markUnknownKeys,
+      lockCiphertexts,
+      replaceCiphertext,
+      markUnreadable,
       columns
     } as const
   })
