@@ -2,6 +2,7 @@ import type { AtpAgent } from "@atproto/api"
 import { Effect, Redacted } from "effect"
 import { type LazyModule, lazyModule } from "../LazyModule.js"
 import { Outbound, OutboundError } from "../Outbound/Outbound.js"
+import { postRecordKey } from "./BlueskyRecordKey.js"
 import { type CredentialsOf, defaultBlueskyService } from "./Credentials.js"
 import { fromOutbound, fromStatus } from "./Errors.js"
 import { type ContentLimits, type ContentProblem, ProviderError, type SocialProvider } from "./SocialProvider.js"
@@ -30,6 +31,7 @@ const authErrors = new Set(["ExpiredToken", "InvalidToken", "AccountTakedown", "
  * when writing, the record is invalid (`invalid_content`).
  */
 const toProviderError = (atproto: AtProto, during: "login" | "write") => (error: unknown): ProviderError => {
+  if (error instanceof ProviderError) return error
   for (let cause = error; cause instanceof Error; cause = cause.cause) {
     if (cause instanceof OutboundError) return fromOutbound("bluesky", cause)
   }
@@ -55,8 +57,8 @@ const toProviderError = (atproto: AtProto, during: "login" | "write") => (error:
  * Bluesky, or any AT Protocol service, through the network's own client (@atproto/api) with the guarded
  * outbound client as its fetch. Each call logs in with the app password and logs out after: the PDS
  * allows 30 logins per account in 5 minutes and 300 a day, which is ample for publishing and spares
- * Postline from keeping session tokens. The protocol has no idempotency key: a retry after a timeout
- * whose request did reach the PDS can post twice.
+ * Postline from keeping session tokens. The protocol has no idempotency key; instead a post's record key
+ * comes from Postline's key, so that a repeat finds the record the first attempt wrote.
  */
 export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
   effect: Effect.gen(function*() {
@@ -80,6 +82,17 @@ export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
           ({ agent, session }) => Effect.tryPromise({ try: () => use(atproto, agent, session), catch: toProviderError(atproto, "write") }),
           ({ agent }) => Effect.promise(() => agent.logout().catch(() => undefined))
         ))
+
+    /** The post at `rkey` in the account's repository, if there is one. */
+    const readPost = async (atproto: AtProto, agent: AtpAgent, did: string, rkey: string) => {
+      try {
+        const { uri, value } = await agent.app.bsky.feed.post.get({ repo: did, rkey })
+        return { uri, text: value.text }
+      } catch (error) {
+        if (error instanceof atproto.XRPCError && error.error === "RecordNotFound") return null
+        throw error
+      }
+    }
 
     const readProfile = async (atproto: AtProto, agent: AtpAgent, did: string) => {
       try {
@@ -111,14 +124,34 @@ export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
           }
         }),
       publish: (account, post) =>
-        withSession(account.credentials, async (atproto, agent, { handle }) => {
+        withSession(account.credentials, async (atproto, agent, { did, handle }) => {
           const richText = new atproto.RichText({ text: post.text })
           // Links and hashtags are found in the text; mentions are resolved to DIDs through the PDS.
           await richText.detectFacets(agent)
-          const { uri } = await agent.post({
+          const rkey = postRecordKey(post.idempotencyKey)
+          const uri = await agent.app.bsky.feed.post.create({ repo: did, rkey }, {
             text: richText.text,
             ...(richText.facets ? { facets: richText.facets } : {}),
             createdAt: new Date().toISOString()
+          }).then(({ uri }) => uri, async (error: unknown) => {
+            // The PDS refuses a key already taken with a bare 500 InternalServerError (an explicit error is
+            // only proposed), so after any answer that refuses, the key itself says whether the post is there.
+            if (!(error instanceof atproto.XRPCError) || error.status < 400) throw error
+            // A lookup that fails leaves the refusal as the answer: the next attempt looks again.
+            const existing = await readPost(atproto, agent, did, rkey).catch((lookup: unknown) => {
+              if (lookup instanceof atproto.XRPCError) return null
+              throw lookup
+            })
+            if (existing === null) throw error
+            if (existing.text !== richText.text) {
+              throw new ProviderError({
+                provider: "bluesky",
+                category: "unknown",
+                retryable: false,
+                providerMessage: `The record key ${rkey} derived from this post's key already holds ${existing.uri}, with another text`
+              })
+            }
+            return existing.uri
           })
           return { externalId: uri, url: `https://bsky.app/profile/${handle}/post/${new atproto.AtUri(uri).rkey}` }
         }),

@@ -1,5 +1,6 @@
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
+import { createRequire } from "node:module"
 import { Outbound } from "../../src/Outbound/Outbound.js"
 import { BlueskyCredentials } from "../../src/Providers/Credentials.js"
 import { SocialProviders } from "../../src/Providers/Registry.js"
@@ -11,6 +12,22 @@ const credentials = (serviceUrl: string, handle: string, appPassword: string) =>
   Schema.decodeUnknownSync(BlueskyCredentials)({ provider: "bluesky", handle, appPassword, serviceUrl })
 
 const post = (text: string) => ({ postId: "post-1", text, idempotencyKey: crypto.randomUUID() })
+
+// The TID rules and codec of the atproto libraries themselves, as @atproto/api has them.
+const atprotoRequire = createRequire(createRequire(import.meta.url).resolve("@atproto/api"))
+const { isValidTid } = atprotoRequire("@atproto/syntax") as { isValidTid: (key: string) => boolean }
+const { TID } = atprotoRequire("@atproto/common-web") as {
+  TID: { fromStr: (key: string) => { timestamp: () => number } }
+}
+
+/** The keys of an account's posts, as its PDS lists them. */
+const postKeys = (serviceUrl: string, did: string) =>
+  Effect.promise(async () => {
+    const query = new URLSearchParams({ repo: did, collection: "app.bsky.feed.post", limit: "100" })
+    const response = await fetch(`${serviceUrl}/xrpc/com.atproto.repo.listRecords?${query}`)
+    const { records } = (await response.json()) as { records: ReadonlyArray<{ uri: string }> }
+    return records.map((record) => record.uri.split("/").pop()!).sort()
+  })
 
 /** Where `part` starts and ends in `text`, in UTF-8 bytes, as facets count. */
 const byteSlice = (text: string, part: string) => {
@@ -75,6 +92,63 @@ layer(Layer.merge(BlueskyNetwork.layer({ rateLimits: true }), LocalProviders), {
       ])
       expect(record.facets).toHaveLength(3)
       expect(Date.parse(String(record.createdAt))).toBeGreaterThan(Date.now() - 60_000)
+    }))
+
+  it.effect("a repeat with the same key, in turn or at once, finds the first post: one record, one answer", () =>
+    Effect.gen(function*() {
+      const network = yield* BlueskyNetwork
+      const providers = yield* SocialProviders
+      const account = yield* Effect.promise(() => network.createAccount())
+      const target = { id: "account-1", credentials: credentials(network.serviceUrl, account.handle, account.appPassword) }
+      const request = { postId: "post-1", text: "Once only 🦋", idempotencyKey: "post-1:account-1" }
+
+      // Two at once race for the key; the one that loses finds the winner's post.
+      const [first, together] = yield* Effect.all([providers.publish(target, request), providers.publish(target, request)], {
+        concurrency: "unbounded"
+      })
+      const again = yield* providers.publish(target, request)
+      expect(together).toEqual(first)
+      expect(again).toEqual(first)
+
+      const key = first.externalId.split("/").pop()!
+      expect(yield* postKeys(network.serviceUrl, account.did)).toEqual([key])
+      expect((yield* Effect.promise(() => network.getRecord(first.externalId))).text).toBe("Once only 🦋")
+
+      // A TID by the library's own rules, top bit 0, its time in the past; the same for the same key anywhere.
+      expect(isValidTid(key)).toBe(true)
+      expect(key[0]).toMatch(/[234567ab]/)
+      expect(TID.fromStr(key).timestamp()).toBeLessThan(Date.now() * 1000)
+      expect(TID.fromStr(key).timestamp()).toBeGreaterThan(Date.UTC(2023, 0, 1) * 1000)
+      const elsewhere = yield* Effect.promise(() => network.createAccount())
+      const copied = yield* providers.publish(
+        { id: "account-2", credentials: credentials(network.serviceUrl, elsewhere.handle, elsewhere.appPassword) },
+        request
+      )
+      expect(copied.externalId).toBe(`at://${elsewhere.did}/app.bsky.feed.post/${key}`)
+
+      // Another key is another post, even with the same text.
+      const other = yield* providers.publish(target, { ...request, postId: "post-2", idempotencyKey: "post-2:account-1" })
+      expect(other.externalId).not.toBe(first.externalId)
+      expect(isValidTid(other.externalId.split("/").pop()!)).toBe(true)
+      expect(yield* postKeys(network.serviceUrl, account.did)).toEqual([key, other.externalId.split("/").pop()].sort())
+    }))
+
+  it.effect("a record of another text at the key is a collision: unknown, and nothing is overwritten", () =>
+    Effect.gen(function*() {
+      const network = yield* BlueskyNetwork
+      const providers = yield* SocialProviders
+      const account = yield* Effect.promise(() => network.createAccount())
+      const target = { id: "account-1", credentials: credentials(network.serviceUrl, account.handle, account.appPassword) }
+      const first = yield* providers.publish(target, { postId: "post-1", text: "The first text", idempotencyKey: "k" })
+
+      const clash = yield* providers.publish(target, { postId: "post-1", text: "Another text", idempotencyKey: "k" }).pipe(
+        Effect.flip
+      )
+      expect(clash).toMatchObject({ provider: "bluesky", category: "unknown", retryable: false })
+      expect(clash.providerMessage).toContain(first.externalId)
+      expect(clash.providerMessage).toContain("another text")
+      expect(yield* postKeys(network.serviceUrl, account.did)).toEqual([first.externalId.split("/").pop()])
+      expect((yield* Effect.promise(() => network.getRecord(first.externalId))).text).toBe("The first text")
     }))
 
   it.effect("maps a wrong password to auth, an invalid record to invalid_content, and too many logins to rate_limited", () =>
