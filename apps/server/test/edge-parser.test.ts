@@ -1,8 +1,11 @@
 import { describe, expect, it, layer } from "@effect/vitest"
+import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
+import { PostlineApi, RequestHeaderFieldsTooLarge } from "@postline/domain"
 import { ConfigProvider, Context, Effect, Layer } from "effect"
 import { maxHeaderBytes } from "../src/Http/ClientErrors.js"
 import { serverTimeouts } from "../src/Http/ServerTimeouts.js"
 import { renderOpenApi } from "../scripts/openapi.js"
+import { document, isValid } from "./support/OpenApiDocument.js"
 import { head, sendRaw } from "./support/RawSocket.js"
 import { type ServerProcess, startServer } from "./support/ServerProcess.js"
 import { freshDatabaseEnv } from "./support/TestDatabase.js"
@@ -28,6 +31,8 @@ const headOf = (bytes: number) => {
 }
 
 const form = "Content-Type: application/x-www-form-urlencoded"
+
+const documentedOperations = Object.values(document.paths as Record<string, Record<string, any>>).flatMap(Object.values)
 
 /** Requests Node's parser refuses, which it answered with an empty body. */
 const refusedByTheParser: ReadonlyArray<readonly [string, ReadonlyArray<string | Buffer>, number, string]> = [
@@ -60,11 +65,31 @@ layer(EdgeServerLive, { excludeTestServices: true, timeout: 60_000 })("the edge 
         if (status === 408) expect(answer.elapsedMs, name).toBeLessThan(4_000)
       })
       expect(answers[5]!.body.message).toBe(`The request line and headers must not exceed ${maxHeaderBytes} bytes`)
+      // Any request may get these answers, so every operation of the document declares each of them.
+      for (const answer of answers) {
+        for (const operation of documentedOperations) {
+          const declared = operation.responses[String(answer.status)]?.content?.["application/json"]?.schema
+          expect(declared, `${operation.operationId} ${answer.status}`).toBeDefined()
+          expect(isValid(declared, answer.body), `${operation.operationId}: ${JSON.stringify(answer.body)}`).toBe(true)
+        }
+      }
       // At the bound, a head is read as usual.
       const atTheBound = yield* Effect.promise(() => sendRaw(port, [headOf(maxHeaderBytes)], 2_000))
       expect(atTheBound.status).toBe(200)
       expect(server.child.exitCode).toBeNull()
     }))
+
+  it.effect("the typed client reads a 431 as the API's RequestHeaderFieldsTooLarge", () =>
+    Effect.gen(function*() {
+      const server = yield* EdgeServer
+      const client = yield* HttpApiClient.make(PostlineApi, {
+        baseUrl: server.base,
+        transformClient: HttpClient.mapRequest(HttpClientRequest.setHeader("x-pad", "a".repeat(maxHeaderBytes)))
+      })
+      const refused = yield* Effect.flip(client.health.health())
+      expect(refused).toBeInstanceOf(RequestHeaderFieldsTooLarge)
+      expect(refused).toMatchObject({ message: `The request line and headers must not exceed ${maxHeaderBytes} bytes` })
+    }).pipe(Effect.provide(FetchHttpClient.layer)))
 
   it.effect("drops slow clients by its timeouts and answers the others beside them", () =>
     Effect.gen(function*() {

@@ -117,6 +117,25 @@ describe("the OpenAPI document", () => {
     })
   })
 
+  it("lists 408 and 431, which Node's parser answers to any request, on every operation with their { _tag, message } bodies", () => {
+    const parserErrors = { 408: "RequestTimeout", 431: "RequestHeaderFieldsTooLarge" }
+    expect(operations.length).toBeGreaterThan(40)
+    for (const { operation } of operations) {
+      for (const [status, tag] of Object.entries(parserErrors)) {
+        const schema = operation.responses[status]?.content?.["application/json"]?.schema
+        expect(schema, `${operation.operationId} ${status}`).toBeDefined()
+        expect(refsOf(schema), `${operation.operationId} ${status}`).toEqual([tag])
+      }
+    }
+    for (const tag of Object.values(parserErrors)) {
+      expect(spec.components.schemas[tag], tag).toMatchObject({
+        type: "object",
+        required: expect.arrayContaining(["_tag", "message"]),
+        properties: { _tag: { type: "string", enum: [tag] }, message: { type: "string" } }
+      })
+    }
+  })
+
   it("describes the list query parameters and the envelope", () => {
     const list = spec.paths["/v1/teams"].get
     expect(list.parameters.map((parameter: any) => [parameter.name, parameter.required])).toEqual([

@@ -10,6 +10,8 @@ import {
   InternalError,
   NotFound,
   PaymentRequired,
+  RequestHeaderFieldsTooLarge,
+  RequestTimeout,
   TooManyRequests,
   Unauthorized
 } from "./Errors.js"
@@ -87,15 +89,17 @@ export class PostlineApi extends HttpApi.make("postline")
   .addError(Forbidden)
   .addError(NotFound)
   .addError(Conflict)
+  .addError(RequestTimeout)
   .addError(TooManyRequests)
+  .addError(RequestHeaderFieldsTooLarge)
   .addError(InternalError)
   .annotate(OpenApi.Title, "Postline: Organizations and Teams API")
   .annotate(OpenApi.Version, "0.1.0")
   .annotate(
     OpenApi.Description,
-    "Draft, schedule and publish social posts for organizations and their teams. Besides the answers each operation " +
-      "lists, any request may get 408 `RequestTimeout` (its headers or body arrived slower than the server's " +
-      "timeouts) or 431 `RequestHeaderFieldsTooLarge` (its request line and headers exceed 16384 bytes), with a " +
+    "Draft, schedule and publish social posts for organizations and their teams. Any request may get, and every " +
+      "operation lists, 408 `RequestTimeout` (its headers or body arrived slower than the server's timeouts) or " +
+      "431 `RequestHeaderFieldsTooLarge` (its request line and headers exceed 16384 bytes), with a " +
       "`{ _tag, message }` body; the server then closes the connection."
   )
   .annotate(OpenApi.Servers, [{ url: "/", description: "The Postline server that serves this document" }])

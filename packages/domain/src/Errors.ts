@@ -54,6 +54,24 @@ export class Conflict extends Schema.TaggedError<Conflict>()(
   HttpApiSchema.annotations({ status: 409, description: "The request conflicts with the current state" })
 ) {}
 
+export class RequestTimeout extends Schema.TaggedError<RequestTimeout>()(
+  "RequestTimeout",
+  { message: Schema.String },
+  HttpApiSchema.annotations({
+    status: 408,
+    description: "The request's headers or body arrived slower than the server's timeouts; the server closes the connection"
+  })
+) {}
+
+export class RequestHeaderFieldsTooLarge extends Schema.TaggedError<RequestHeaderFieldsTooLarge>()(
+  "RequestHeaderFieldsTooLarge",
+  { message: Schema.String },
+  HttpApiSchema.annotations({
+    status: 431,
+    description: "The request line and headers exceed 16384 bytes; the server closes the connection"
+  })
+) {}
+
 export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()(
   "TooManyRequests",
   { message: Schema.String },

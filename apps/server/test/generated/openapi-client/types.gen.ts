@@ -182,6 +182,22 @@ export type Conflict = {
 };
 
 /**
+ * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+ */
+export type RequestTimeout = {
+    message: string;
+    _tag: 'RequestTimeout';
+};
+
+/**
+ * The request line and headers exceed 16384 bytes; the server closes the connection
+ */
+export type RequestHeaderFieldsTooLarge = {
+    message: string;
+    _tag: 'RequestHeaderFieldsTooLarge';
+};
+
+/**
  * An unexpected server failure
  */
 export type InternalError = {
@@ -1063,6 +1079,10 @@ export type OrganizationsListOrganizationsErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -1070,6 +1090,10 @@ export type OrganizationsListOrganizationsErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -1116,6 +1140,10 @@ export type OrganizationsCreateOrganizationErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -1123,6 +1151,10 @@ export type OrganizationsCreateOrganizationErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -1193,6 +1225,10 @@ export type OrganizationsGetOrganizationErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -1200,6 +1236,10 @@ export type OrganizationsGetOrganizationErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -1248,6 +1288,10 @@ export type OrganizationsUpdateOrganizationErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -1255,6 +1299,10 @@ export type OrganizationsUpdateOrganizationErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -1307,6 +1355,10 @@ export type TeamsListTeamsErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -1314,6 +1366,10 @@ export type TeamsListTeamsErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -1360,6 +1416,10 @@ export type TeamsCreateTeamErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -1367,6 +1427,10 @@ export type TeamsCreateTeamErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -1433,6 +1497,10 @@ export type TeamsGetTeamErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -1440,6 +1508,10 @@ export type TeamsGetTeamErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -1488,6 +1560,10 @@ export type TeamsUpdateTeamErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -1495,6 +1571,10 @@ export type TeamsUpdateTeamErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -1548,6 +1628,10 @@ export type MembersListMembersErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -1555,6 +1639,10 @@ export type MembersListMembersErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -1603,6 +1691,10 @@ export type MembersAddMemberErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -1610,6 +1702,10 @@ export type MembersAddMemberErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -1667,6 +1763,10 @@ export type MembersRemoveMemberErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -1674,6 +1774,10 @@ export type MembersRemoveMemberErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -1723,6 +1827,10 @@ export type MembersUpdateMemberErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -1730,6 +1838,10 @@ export type MembersUpdateMemberErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -1783,6 +1895,10 @@ export type ApiKeysListApiKeysErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -1790,6 +1906,10 @@ export type ApiKeysListApiKeysErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -1838,6 +1958,10 @@ export type ApiKeysCreateApiKeyErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -1845,6 +1969,10 @@ export type ApiKeysCreateApiKeyErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -1911,6 +2039,10 @@ export type ApiKeysRevokeApiKeyErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -1918,6 +2050,10 @@ export type ApiKeysRevokeApiKeyErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -1964,6 +2100,10 @@ export type AgentGetContextErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -1971,6 +2111,10 @@ export type AgentGetContextErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -2017,6 +2161,10 @@ export type AgentSetDefaultsErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -2024,6 +2172,10 @@ export type AgentSetDefaultsErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -2079,6 +2231,10 @@ export type SocialAccountsListSocialAccountsErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -2086,6 +2242,10 @@ export type SocialAccountsListSocialAccountsErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -2134,6 +2294,10 @@ export type SocialAccountsConnectSocialAccountErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -2141,6 +2305,10 @@ export type SocialAccountsConnectSocialAccountErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -2209,6 +2377,10 @@ export type SocialAccountsRemoveSocialAccountErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -2216,6 +2388,10 @@ export type SocialAccountsRemoveSocialAccountErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -2265,6 +2441,10 @@ export type SocialAccountsGetSocialAccountErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -2272,6 +2452,10 @@ export type SocialAccountsGetSocialAccountErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -2321,6 +2505,10 @@ export type SocialAccountsUpdateSocialAccountErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -2328,6 +2516,10 @@ export type SocialAccountsUpdateSocialAccountErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -2377,6 +2569,10 @@ export type SocialAccountsVerifySocialAccountErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -2384,6 +2580,10 @@ export type SocialAccountsVerifySocialAccountErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -2442,6 +2642,10 @@ export type PostsListPostsErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -2449,6 +2653,10 @@ export type PostsListPostsErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -2497,6 +2705,10 @@ export type PostsCreatePostErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -2504,6 +2716,10 @@ export type PostsCreatePostErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -2577,6 +2793,10 @@ export type PostsDeletePostErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -2584,6 +2804,10 @@ export type PostsDeletePostErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -2633,6 +2857,10 @@ export type PostsGetPostErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -2640,6 +2868,10 @@ export type PostsGetPostErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -2689,6 +2921,10 @@ export type PostsUpdatePostErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -2696,6 +2932,10 @@ export type PostsUpdatePostErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -2748,6 +2988,10 @@ export type PostsPostNowErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -2755,6 +2999,10 @@ export type PostsPostNowErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -2807,6 +3055,10 @@ export type PostsSchedulePostErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -2814,6 +3066,10 @@ export type PostsSchedulePostErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -2863,6 +3119,10 @@ export type PostsUnschedulePostErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -2870,6 +3130,10 @@ export type PostsUnschedulePostErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -2919,6 +3183,10 @@ export type PostsEstimatePostErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -2926,6 +3194,10 @@ export type PostsEstimatePostErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -2974,6 +3246,10 @@ export type CreditsGetCreditsErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -2981,6 +3257,10 @@ export type CreditsGetCreditsErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -3034,6 +3314,10 @@ export type CreditsListCreditTransactionsErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -3041,6 +3325,10 @@ export type CreditsListCreditTransactionsErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -3089,6 +3377,10 @@ export type PostingSlotsGetPostingSlotsErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -3096,6 +3388,10 @@ export type PostingSlotsGetPostingSlotsErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -3144,6 +3440,10 @@ export type PostingSlotsSetPostingSlotsErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -3151,6 +3451,10 @@ export type PostingSlotsSetPostingSlotsErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -3205,6 +3509,10 @@ export type LinksListPostLinksErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -3212,6 +3520,10 @@ export type LinksListPostLinksErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -3258,6 +3570,10 @@ export type AuthRequestDeviceCodeErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -3265,6 +3581,10 @@ export type AuthRequestDeviceCodeErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -3311,6 +3631,10 @@ export type AuthTokenErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -3318,6 +3642,10 @@ export type AuthTokenErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -3364,6 +3692,10 @@ export type AuthRevokeErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -3371,6 +3703,10 @@ export type AuthRevokeErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -3415,6 +3751,10 @@ export type AuthAuthorizationServerMetadataErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -3422,6 +3762,10 @@ export type AuthAuthorizationServerMetadataErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
@@ -3468,6 +3812,10 @@ export type HealthHealthErrors = {
      */
     404: NotFound;
     /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
      * The request conflicts with the current state
      */
     409: Conflict;
@@ -3475,6 +3823,10 @@ export type HealthHealthErrors = {
      * Rate limit exceeded
      */
     429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
     /**
      * An unexpected server failure
      */
