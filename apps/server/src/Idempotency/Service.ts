@@ -38,8 +38,9 @@ const answerOfError = (error: unknown): Option.Option<StoredAnswer> => {
  * while the first runs gives 409; with another request, 400. A 5xx or a crash
  * keeps nothing, so the key may be tried again. Keys are the caller's own, per
  * operation. An operation that finishes in the background what its request
- * began (a publish whose process died) gives `resume`, which reads the answer
- * from what it recorded once it is final: the key then answers that.
+ * began (a publish in doubt, or whose process died) gives `resumable`: an
+ * answer that is not `final` yet is not kept, and the key answers 409 until
+ * `resume` reads the final one from what was recorded, then that one.
  */
 export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
   effect: Effect.gen(function*() {
@@ -52,7 +53,10 @@ export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
       request: { readonly operation: string; readonly key: string | undefined; readonly request: unknown },
       success: Schema.Schema<A, I>,
       run: Effect.Effect<A, E, R>,
-      resume?: (startedAt: Date) => Effect.Effect<Option.Option<A>, E, R>
+      resumable?: {
+        readonly final: (answer: A) => boolean
+        readonly resume: (startedAt: Date) => Effect.Effect<Option.Option<A>, E, R>
+      }
     ) =>
       Effect.gen(function*() {
         const encodeSuccess = (value: A): StoredAnswer => ({ status: 200, body: JSON.stringify(Schema.encodeSync(success)(value)) })
@@ -67,7 +71,7 @@ export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
               message: "This Idempotency-Key was used with a different request: use a new key for a new request"
             })
           case "Running": {
-            const resumed = resume === undefined ? Option.none() : yield* resume(claim.startedAt)
+            const resumed = resumable === undefined ? Option.none() : yield* resumable.resume(claim.startedAt)
             if (Option.isSome(resumed)) {
               const answer = encodeSuccess(resumed.value)
               yield* repo.store(id, answer)
@@ -92,7 +96,10 @@ export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
           yield* repo.release(id)
           return yield* exit
         }
-        yield* repo.store(id, answer.value)
+        // Not final: the key stays held, for `resume` to read the final answer when there is one.
+        if (!(resumable !== undefined && Exit.isSuccess(exit) && !resumable.final(exit.value))) {
+          yield* repo.store(id, answer.value)
+        }
         return asResponse(answer.value, false)
       })
 

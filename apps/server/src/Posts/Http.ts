@@ -3,7 +3,7 @@ import { Estimate, Post, PostList, PostlineApi, PostNowResponse, ScheduleRespons
 import { Effect, Layer } from "effect"
 import { asEncoded } from "../Http/Encoded.js"
 import { Idempotency } from "../Idempotency/Service.js"
-import { Publishing } from "../Publishing/Service.js"
+import { isFinalAnswer, Publishing } from "../Publishing/Service.js"
 import { Scheduling } from "../Scheduling/Service.js"
 import { Posts } from "./Service.js"
 
@@ -26,7 +26,10 @@ export const PostsHttpLive = HttpApiBuilder.group(PostlineApi, "posts", (handler
           { operation: "posts.postNow", key: headers["idempotency-key"], request: { path, payload } },
           PostNowResponse,
           publishing.postNow(path.teamId, path.postId, payload),
-          (startedAt) => publishing.postNowAnswer(path.teamId, path.postId, payload, startedAt)
+          {
+            final: isFinalAnswer,
+            resume: (startedAt) => publishing.postNowAnswer(path.teamId, path.postId, payload, startedAt)
+          }
         ))
       .handle("schedulePost", ({ headers, path, payload }) =>
         idempotency.respond(

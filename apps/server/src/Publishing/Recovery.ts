@@ -3,7 +3,7 @@ import { withSystemActor } from "../Access/Authorization.js"
 import { CreditsRepo } from "../Credits/Repo.js"
 import { transactionally } from "../Database/Transaction.js"
 import { type AbandonedAttempt, PublishingRepo } from "./Repo.js"
-import { Publishing } from "./Service.js"
+import { noAnswerAfter, Publishing } from "./Service.js"
 import { PublishSettings } from "./Settings.js"
 
 // Targets taken over at once by one process: each is a provider call under way.
@@ -27,11 +27,7 @@ export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishR
       Effect.gen(function*() {
         const ended = yield* targets.finishAttempt(left.postId, left.socialAccountId, left.attempt, {
           _tag: "InDoubt",
-          error: {
-            category: "unknown",
-            message: `No answer after ${left.attempt} attempts: it may have been published`,
-            retryable: false
-          }
+          error: noAnswerAfter(left.attempt)
         })
         if (ended) {
           yield* credits.settle(left.organizationId, {

@@ -70,10 +70,20 @@ const answerOf = (postId: PostId, ids: ReadonlyArray<SocialAccountId>, found: Re
   }
 }
 
+/** Whether a post-now's answer is its last word: no account of it is still in doubt. */
+export const isFinalAnswer = (answer: PostNowResponse) => answer.results.every((result) => result.status !== "pending")
+
 /** What a target's attempts came to when Postline stops trying: a failure that might have passed no longer may. */
 const gaveUp = (error: PublishError, attempts: number): PublishError => ({
   ...error,
   message: `${error.message} (gave up after ${attempts} attempts)`,
+  retryable: false
+})
+
+/** The end of a target whose last attempt got no answer either. */
+export const noAnswerAfter = (attempts: number): PublishError => ({
+  category: "unknown",
+  message: `No answer after ${attempts} attempts: it may have been published`,
   retryable: false
 })
 
@@ -194,7 +204,9 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
           if (!last && options.retries && retryable) {
             return yield* targets.recordRetry(postId, account.id, attempt, outcome.error)
           }
-          const final: AttemptOutcome = outcome._tag !== "Published" && retryable && (last || outcome._tag === "InDoubt")
+          const final: AttemptOutcome = outcome._tag === "InDoubt"
+            ? { ...outcome, error: noAnswerAfter(attempt) }
+            : outcome._tag === "Failed" && retryable && last
             ? { ...outcome, error: gaveUp(outcome.error, attempt) }
             : outcome
           // Only the one that finishes the attempt settles its credits: a hold ends once.
