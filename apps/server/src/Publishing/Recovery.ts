@@ -27,7 +27,7 @@ export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishR
       Effect.gen(function*() {
         const ended = yield* targets.finishAttempt(left.postId, left.socialAccountId, left.attempt, {
           _tag: "InDoubt",
-          error: noAnswerAfter(left.attempt)
+          error: noAnswerAfter(left.ordinal)
         })
         if (ended) {
           yield* credits.settle(left.organizationId, {
@@ -41,10 +41,10 @@ export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishR
       })
 
     const takeOver = (left: AbandonedAttempt) =>
-      left.attempt >= settings.maxAttempts ? giveUp(left) : Effect.gen(function*() {
+      left.ordinal >= settings.maxAttempts ? giveUp(left) : Effect.gen(function*() {
         yield* targets.endUnanswered(left.postId, left.socialAccountId, left.attempt)
-        const attempt = yield* targets.startAttempt(left.postId, left.socialAccountId, left.creditsReserved)
-        return Option.some({ ...left, attempt })
+        const started = yield* targets.startAttempt(left.postId, left.socialAccountId, left.creditsReserved)
+        return Option.some({ ...left, ...started })
       })
 
     /** Takes over one batch and sends it; answers how many were taken. */

@@ -35,8 +35,16 @@ export interface AbandonedAttempt {
   readonly content: string
   readonly linkTracking: boolean | null
   readonly creditsReserved: number
-  /** The attempt left unfinished, and how many the target has had. */
+  /** The attempt left unfinished. */
   readonly attempt: number
+  /** Which attempt of its publish it is: 1 for the first. */
+  readonly ordinal: number
+}
+
+/** An attempt started: its number, and which attempt of its publish it is (1 for the first). */
+export interface Started {
+  readonly attempt: number
+  readonly ordinal: number
 }
 
 /**
@@ -67,20 +75,31 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
         policyRequire("Post", "publish")
       )
 
-    /** The target is being sent: pending with its credits held, and a new attempt started. Answers its number. */
+    /**
+     * Its earlier attempts, when a target that had ended (failed) is made pending again: a new publish counts
+     * its attempts from there. A target still pending keeps its count.
+     */
+    const attemptsBefore = sql`CASE WHEN post_targets.status = 'pending' THEN post_targets.attempts_before
+      ELSE (SELECT coalesce(max(a.attempt), 0) FROM publish_attempts a
+        WHERE a.post_id = post_targets.post_id AND a.social_account_id = post_targets.social_account_id) END`
+
+    /** The target is being sent: pending with its credits held, and a new attempt started. */
     const startAttempt = (postId: PostId, socialAccountId: SocialAccountId, creditsReserved: number) =>
       Effect.gen(function*() {
-        yield* sql`INSERT INTO post_targets (post_id, social_account_id, status, credits_reserved)
+        const [{ before }] = yield* sql<{ readonly before: number }>`INSERT INTO post_targets
+            (post_id, social_account_id, status, credits_reserved)
           VALUES (${postId}, ${socialAccountId}, 'pending', ${creditsReserved})
           ON CONFLICT (post_id, social_account_id) DO UPDATE SET status = 'pending', external_id = NULL, url = NULL,
             published_at = NULL, error_category = NULL, error_message = NULL, error_retryable = NULL,
-            credits_reserved = EXCLUDED.credits_reserved, credits_spent = 0, updated_at = now()`
+            credits_reserved = EXCLUDED.credits_reserved, credits_spent = 0, attempts_before = ${attemptsBefore},
+            updated_at = now()
+          RETURNING attempts_before AS before`
         const [{ attempt }] = yield* sql<{ readonly attempt: number }>`INSERT INTO publish_attempts
             (post_id, social_account_id, attempt)
           SELECT ${postId}, ${socialAccountId}, coalesce(max(attempt), 0) + 1 FROM publish_attempts
           WHERE post_id = ${postId} AND social_account_id = ${socialAccountId}
           RETURNING attempt`
-        return attempt
+        return { attempt, ordinal: attempt - before } satisfies Started
       }).pipe(Effect.orDie, policyRequire("Post", "publish"))
 
     /**
@@ -142,7 +161,7 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
     const abandonedAttempts = (seconds: number, limit: number) =>
       sql<AbandonedAttempt>`SELECT a.post_id AS "postId", a.social_account_id AS "socialAccountId",
           p.team_id AS "teamId", t.organization_id AS "organizationId", p.content, p.link_tracking AS "linkTracking",
-          pt.credits_reserved AS "creditsReserved", a.attempt
+          pt.credits_reserved AS "creditsReserved", a.attempt, a.attempt - pt.attempts_before AS ordinal
         FROM publish_attempts a
           JOIN post_targets pt ON pt.post_id = a.post_id AND pt.social_account_id = a.social_account_id
           JOIN posts p ON p.id = a.post_id JOIN teams t ON t.id = p.team_id
@@ -169,24 +188,40 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
         policyRequire("Post", "publish")
       )
 
-    /** Targets waiting for a scheduled time (pending, never attempted), with the credits they hold. */
+    /**
+     * The targets of a scheduled post, waiting for its time with their credits held; `sentBefore`: made to
+     * wait again after an earlier publish failed them.
+     */
     const waitingTargets = (postId: PostId) =>
-      sql<{ readonly socialAccountId: SocialAccountId; readonly creditsReserved: number }>`SELECT
-          t.social_account_id AS "socialAccountId", t.credits_reserved AS "creditsReserved"
+      sql<{ readonly socialAccountId: SocialAccountId; readonly creditsReserved: number; readonly sentBefore: boolean }>`
+        SELECT t.social_account_id AS "socialAccountId", t.credits_reserved AS "creditsReserved",
+          t.attempts_before > 0 AS "sentBefore"
         FROM post_targets t WHERE t.post_id = ${postId} AND t.status = 'pending'
-          AND NOT EXISTS (SELECT 1 FROM publish_attempts a
-            WHERE a.post_id = t.post_id AND a.social_account_id = t.social_account_id)`.pipe(
+          AND NOT EXISTS (SELECT 1 FROM publish_attempts a WHERE a.post_id = t.post_id
+            AND a.social_account_id = t.social_account_id AND a.attempt > t.attempts_before)`.pipe(
         Effect.orDie,
         policyRequire("Post", "publish")
       )
 
-    /** Targets to wait for a scheduled time: pending, their credits held, no attempt yet. */
+    /**
+     * Targets to wait for a scheduled time: pending, their credits held, no attempt yet; one that failed
+     * before keeps its last error on show until it is sent.
+     */
     const awaitTarget = (postId: PostId, socialAccountId: SocialAccountId, creditsReserved: number) =>
       sql`INSERT INTO post_targets (post_id, social_account_id, status, credits_reserved)
         VALUES (${postId}, ${socialAccountId}, 'pending', ${creditsReserved})
         ON CONFLICT (post_id, social_account_id) DO UPDATE SET status = 'pending', external_id = NULL, url = NULL,
-          published_at = NULL, error_category = NULL, error_message = NULL, error_retryable = NULL,
-          credits_reserved = EXCLUDED.credits_reserved, credits_spent = 0, updated_at = now()`.pipe(
+          published_at = NULL, credits_reserved = EXCLUDED.credits_reserved, credits_spent = 0,
+          attempts_before = ${attemptsBefore}, updated_at = now()`.pipe(
+        Effect.asVoid,
+        Effect.orDie,
+        policyRequire("Post", "publish")
+      )
+
+    /** A target that failed before and waited for a schedule that was taken back: failed again, as it was. */
+    const stopWaiting = (postId: PostId, socialAccountId: SocialAccountId) =>
+      sql`UPDATE post_targets SET status = 'failed', credits_reserved = 0, updated_at = now()
+        WHERE post_id = ${postId} AND social_account_id = ${socialAccountId}`.pipe(
         Effect.asVoid,
         Effect.orDie,
         policyRequire("Post", "publish")
@@ -239,6 +274,7 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
       resultsOf,
       waitingTargets,
       awaitTarget,
+      stopWaiting,
       dropTarget,
       markScheduled,
       clearSchedule,

@@ -40,6 +40,8 @@ export interface Sending {
   readonly content: string
   readonly account: PublishingAccount
   readonly attempt: number
+  /** Which attempt of its publish it is: 1 for the first. */
+  readonly ordinal: number
   readonly hold: Hold
 }
 
@@ -195,9 +197,9 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
      */
     const publishTarget = (sending: Sending, options: { readonly retries: boolean }) =>
       Effect.gen(function*() {
-        const { account, attempt, postId } = sending
+        const { account, attempt, ordinal, postId } = sending
         const outcome = yield* send(sending)
-        const last = attempt >= settings.maxAttempts
+        const last = ordinal >= settings.maxAttempts
         const retryable = outcome._tag !== "Published" && outcome.error.retryable
         yield* Effect.gen(function*() {
           if (!last && outcome._tag === "InDoubt") return yield* targets.leaveInDoubt(postId, account.id, outcome.error)
@@ -205,9 +207,9 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
             return yield* targets.recordRetry(postId, account.id, attempt, outcome.error)
           }
           const final: AttemptOutcome = outcome._tag === "InDoubt"
-            ? { ...outcome, error: noAnswerAfter(attempt) }
+            ? { ...outcome, error: noAnswerAfter(ordinal) }
             : outcome._tag === "Failed" && retryable && last
-            ? { ...outcome, error: gaveUp(outcome.error, attempt) }
+            ? { ...outcome, error: gaveUp(outcome.error, ordinal) }
             : outcome
           // Only the one that finishes the attempt settles its credits: a hold ends once.
           if (!(yield* targets.finishAttempt(postId, account.id, attempt, final))) return
@@ -225,7 +227,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
      */
     const sendAgain = (target: AbandonedAttempt, options: { readonly retries: boolean }) =>
       Effect.gen(function*() {
-        const { attempt, organizationId, postId, socialAccountId, teamId } = target
+        const { attempt, ordinal, organizationId, postId, socialAccountId, teamId } = target
         const hold: Hold = { postId, socialAccountId, amount: target.creditsReserved }
         const [account] = yield* accounts.forPublishing(teamId, [socialAccountId])
         if (account === undefined) {
@@ -242,7 +244,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
         }
         // The text as checked when the post was sent or scheduled: its links tracked with the codes made then.
         const content = yield* links.linksFor({ id: postId, teamId, content: target.content, linkTracking: target.linkTracking })
-        return yield* publishTarget({ organizationId, postId, content, account, attempt, hold }, options)
+        return yield* publishTarget({ organizationId, postId, content, account, attempt, ordinal, hold }, options)
       })
 
     /**
@@ -298,24 +300,27 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
             return { checks, sending: [], version, replaced: scheduled ? post.scheduleVersion : undefined }
           }
           const sending = yield* Effect.forEach(toSend, (checked, index) =>
-            Effect.map(targets.startAttempt(postId, checked.account.id, checked.credits), (attempt): Sending => ({
+            Effect.map(targets.startAttempt(postId, checked.account.id, checked.credits), (started): Sending => ({
               organizationId: team.organizationId,
               postId,
               content: text,
               account: checked.account,
-              attempt,
+              ...started,
               hold: holds[index]
             })))
           yield* targets.refreshStatus(postId)
           return { checks, sending, version: undefined, replaced: undefined }
         })).pipe(transactionally)
 
-    /** Gives back what the targets waiting for a schedule hold, and forgets them and the schedule. */
+    /**
+     * Gives back what the targets waiting for a schedule hold, and forgets them (those sent before are failed
+     * again) and the schedule.
+     */
     const releaseWaiting = (organizationId: OrganizationId, postId: PostId) =>
       Effect.gen(function*() {
         for (const waiting of yield* targets.waitingTargets(postId)) {
           yield* credits.settle(organizationId, { postId, socialAccountId: waiting.socialAccountId, amount: waiting.creditsReserved }, "release")
-          yield* targets.dropTarget(postId, waiting.socialAccountId)
+          yield* (waiting.sentBefore ? targets.stopWaiting : targets.dropTarget)(postId, waiting.socialAccountId)
         }
         yield* targets.clearSchedule(postId)
       })

@@ -97,7 +97,8 @@ export class Scheduling extends Effect.Service<Scheduling>()("Scheduling", {
     const unschedule = (teamId: TeamId, postId: PostId) =>
       authorize(policy.canPublish(teamId, { lock: false }))(() =>
         Effect.gen(function*() {
-          const version = yield* authorize(policy.canPublish(teamId, { lock: true }))((team) =>
+          // The post is read back in the same transaction: a delete right after could leave nothing to read.
+          const { unscheduled, version } = yield* authorize(policy.canPublish(teamId, { lock: true }))((team) =>
             Effect.gen(function*() {
               const post = Option.getOrUndefined(yield* posts.lockForPublishing(teamId, postId))
               if (post === undefined) return yield* postNotFound(postId)
@@ -110,11 +111,12 @@ export class Scheduling extends Effect.Service<Scheduling>()("Scheduling", {
               }
               yield* publishing.releaseWaiting(team.organizationId, postId)
               yield* targets.refreshStatus(postId)
-              return post.scheduleVersion
+              const unscheduled = yield* authorize(policy.canRead(teamId))(() =>
+                Effect.map(posts.find(teamId, postId), Option.getOrThrow))
+              return { unscheduled, version: post.scheduleVersion }
             })).pipe(transactionally)
           yield* cancel(postId, version)
-          return yield* authorize(policy.canRead(teamId))(() =>
-            Effect.map(posts.find(teamId, postId), Option.getOrThrow))
+          return unscheduled
         }))
 
     return { schedule, unschedule } as const

@@ -57,12 +57,12 @@ export class ScheduledPublishing extends Effect.Service<ScheduledPublishing>()("
           ) {
             return Option.none()
           }
-          const attempt = yield* targets.startAttempt(postId, socialAccountId, state.creditsReserved)
-          return Option.some({ ...state, postId, socialAccountId, attempt })
+          const started = yield* targets.startAttempt(postId, socialAccountId, state.creditsReserved)
+          return Option.some({ ...state, postId, socialAccountId, ...started })
         }))
         if (Option.isNone(ready)) return done
         const outcome = yield* publishing.sendAgain(ready.value, { retries: true })
-        if (outcome._tag !== "Failed" || !outcome.error.retryable || ready.value.attempt >= settings.maxAttempts) {
+        if (outcome._tag !== "Failed" || !outcome.error.retryable || ready.value.ordinal >= settings.maxAttempts) {
           return done
         }
         return {
