@@ -12,7 +12,8 @@ export type SocialProvider = typeof SocialProvider.Type
 
 export const SocialAccountStatus = oneOf("connected", "reconnect_required").annotations({
   identifier: "SocialAccountStatus",
-  description: "reconnect_required: the provider refused the credentials; update them (PATCH) to publish again"
+  description: "reconnect_required: the provider refused the credentials, or this server cannot read them (see " +
+    "lastError); update them (PATCH) to publish again"
 })
 export type SocialAccountStatus = typeof SocialAccountStatus.Type
 
@@ -189,7 +190,8 @@ export class SocialAccountsGroup extends HttpApiGroup.make("socialAccounts")
       .annotate(
         OpenApi.Description,
         "New credentials of the same provider, checked with the provider again (400 with its reason if refused, " +
-          "nothing changed); the account is then connected again. A webhook keeps its signing secret."
+          "nothing changed); the account is then connected again. A webhook keeps its signing secret: when this " +
+          "server cannot read it, 409, and the webhook is to be connected again for a new one."
       )
   )
   .add(

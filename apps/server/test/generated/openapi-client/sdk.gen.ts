@@ -417,7 +417,7 @@ export const socialAccountsGetSocialAccount = <ThrowOnError extends boolean = fa
 /**
  * Update social account credentials
  *
- * New credentials of the same provider, checked with the provider again (400 with its reason if refused, nothing changed); the account is then connected again. A webhook keeps its signing secret.
+ * New credentials of the same provider, checked with the provider again (400 with its reason if refused, nothing changed); the account is then connected again. A webhook keeps its signing secret: when this server cannot read it, 409, and the webhook is to be connected again for a new one.
  */
 export const socialAccountsUpdateSocialAccount = <ThrowOnError extends boolean = false>(options: Options<SocialAccountsUpdateSocialAccountData, ThrowOnError>) => (options.client ?? client).patch<SocialAccountsUpdateSocialAccountResponses, SocialAccountsUpdateSocialAccountErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({

@@ -440,7 +440,7 @@ export type AgentDefaultsChoice = {
 export type SocialProvider = 'bluesky' | 'mastodon' | 'webhook';
 
 /**
- * reconnect_required: the provider refused the credentials; update them (PATCH) to publish again
+ * reconnect_required: the provider refused the credentials, or this server cannot read them (see lastError); update them (PATCH) to publish again
  */
 export type SocialAccountStatus = 'connected' | 'reconnect_required';
 
