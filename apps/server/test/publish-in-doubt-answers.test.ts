@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { api, publishEnv, publishingSetup, readUntil } from "./support/ProcessPublishing.js"
+import { publishEnv, publishingSetup, readUntil } from "./support/ProcessPublishing.js"
 import { makeWebhookReceiver } from "./support/Publishing.js"
-import { startServer } from "./support/ServerProcess.js"
+import { callsAs, startServer } from "./support/ServerProcess.js"
 import { freshDatabaseEnv } from "./support/TestDatabase.js"
 
 const timeoutSeconds = 3
@@ -18,7 +18,7 @@ const silentAccount = Effect.gen(function*() {
     SCHEDULE_MAX_ATTEMPTS: "2"
   })
   const { accountIds: [silent], postId, teamId, token } = yield* publishingSetup(env, receiver.url, 1, 5)
-  const call = api(yield* startServer(env), token)
+  const call = callsAs(yield* startServer(env), token)
   const postNowPath = `/v1/teams/${teamId}/posts/${postId}/post-now`
   const final = readUntil(
     call("GET", `/v1/teams/${teamId}/posts/${postId}`),

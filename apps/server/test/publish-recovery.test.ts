@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { ServerResponse } from "node:http"
-import { accountOf, api, creditsOf, deliveries, publishEnv, publishingSetup, readUntil } from "./support/ProcessPublishing.js"
+import { accountOf, creditsOf, deliveries, publishEnv, publishingSetup, readUntil } from "./support/ProcessPublishing.js"
 import { makeWebhookReceiver } from "./support/Publishing.js"
-import { startServer } from "./support/ServerProcess.js"
+import { callsAs, startServer } from "./support/ServerProcess.js"
 import { freshDatabaseEnv } from "./support/TestDatabase.js"
 
 /** Answers a webhook call 200 after `milliseconds`. */
@@ -34,7 +34,7 @@ describe("a post-now whose process dies (SIGKILL) during its sends", () => {
         body: JSON.stringify({ socialAccountIds: accountIds })
       }).catch(() => undefined)
       const before = yield* readUntil(
-        api(first, token)("GET", `/v1/teams/${teamId}/posts/${postId}`),
+        callsAs(first, token)("GET", `/v1/teams/${teamId}/posts/${postId}`),
         (answer) =>
           receiver.received.length === 3 &&
           answer.body.targets.filter((target: { status: string }) => target.status === "published").length === 2,
@@ -46,7 +46,7 @@ describe("a post-now whose process dies (SIGKILL) during its sends", () => {
       yield* Effect.promise(() => first.exited)
 
       const second = yield* startServer(env)
-      const call = api(second, token)
+      const call = callsAs(second, token)
       // Before the recovery takes the slow send over: the key's request has not ended, and the account is busy.
       expect(deliveries(receiver.received, slow)).toHaveLength(1)
       const early = yield* call("POST", postNowPath, { socialAccountIds: accountIds }, { "idempotency-key": key })
@@ -107,7 +107,7 @@ describe("PUBLISH_TIMEOUT_SECONDS", () => {
       // The first call is answered 200 after 8 s, later than the timeout; a repeat at once.
       receiver.answerWith((_event, response) => holdFor(receiver.received.length === 1 ? 8000 : 0, response))
       const server = yield* startServer(env)
-      const call = api(server, token)
+      const call = callsAs(server, token)
 
       const started = Date.now()
       const sent = yield* call("POST", `/v1/teams/${teamId}/posts/${postId}/post-now`, { socialAccountIds: [late] })
@@ -159,7 +159,7 @@ describe("PUBLISH_TIMEOUT_SECONDS", () => {
       const { accountIds, organizationId, postId, teamId, token } = yield* publishingSetup(env, receiver.url, 16, 20)
       receiver.answerWith(() => undefined)
       const server = yield* startServer(env)
-      const call = api(server, token)
+      const call = callsAs(server, token)
 
       const started = Date.now()
       const sent = yield* call("POST", `/v1/teams/${teamId}/posts/${postId}/post-now`, { socialAccountIds: accountIds })
@@ -188,7 +188,7 @@ describe("a send that never gets an answer", () => {
       const { accountIds: [silent], organizationId, postId, teamId, token } = yield* publishingSetup(env, receiver.url, 1, initial)
       receiver.answerWith(() => undefined)
       const server = yield* startServer(env)
-      const call = api(server, token)
+      const call = callsAs(server, token)
 
       const sent = yield* call("POST", `/v1/teams/${teamId}/posts/${postId}/post-now`, { socialAccountIds: [silent] })
       expect(sent.body.results).toMatchObject([{ socialAccountId: silent, status: "pending" }])

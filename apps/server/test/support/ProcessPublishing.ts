@@ -2,28 +2,7 @@
 import { Effect } from "effect"
 import { execFile } from "node:child_process"
 import type { ReceivedEvent } from "./Publishing.js"
-import { bundled, createUserWithToken, serverDir, type ServerProcess, startServer } from "./ServerProcess.js"
-
-/** A server's answer: its status, its Idempotent-Replayed header, and its body as sent and as JSON. */
-export interface Answer {
-  readonly status: number
-  readonly replayed: string | null
-  readonly text: string
-  readonly body: any
-}
-
-/** Calls to a server process as the holder of `token`, with the answer's status, replay header and body. */
-export const api = (server: Pick<ServerProcess, "base">, token: string) =>
-(method: string, path: string, json?: unknown, headers: Record<string, string> = {}) =>
-  Effect.promise(async (): Promise<Answer> => {
-    const response = await fetch(`${server.base}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, ...(json !== undefined ? { "content-type": "application/json" } : {}), ...headers },
-      ...(json !== undefined ? { body: JSON.stringify(json) } : {})
-    })
-    const text = await response.text()
-    return { status: response.status, replayed: response.headers.get("idempotent-replayed"), text, body: text === "" ? null : JSON.parse(text) }
-  })
+import { bundled, callsAs, createUserWithToken, type ProcessResponse, serverDir, startServer } from "./ServerProcess.js"
 
 /** Reads `read` every 250 ms until `done` holds or `seconds` pass; answers the last value read. */
 export const readUntil = <A>(read: Effect.Effect<A>, done: (value: A) => boolean, seconds: number) =>
@@ -55,8 +34,8 @@ export const publishingSetup = (env: Record<string, string>, receiverUrl: string
   Effect.gen(function*() {
     const { token } = yield* createUserWithToken(env)
     const server = yield* startServer(env)
-    const call = api(server, token)
-    const created = (answer: Answer) => {
+    const call = callsAs(server, token)
+    const created = (answer: ProcessResponse) => {
       if (answer.status !== 201) throw new Error(`setup failed: ${answer.status} ${answer.text}`)
       return answer.body
     }
@@ -89,7 +68,7 @@ export const deliveries = (received: ReadonlyArray<ReceivedEvent>, accountId: st
   received.filter((event) => accountOf(event) === accountId).map((event) => String(event.headers["webhook-id"]))
 
 /** The organization's credits and the sums of its ledger by kind, overall and per account. */
-export const creditsOf = (call: ReturnType<typeof api>, organizationId: string) =>
+export const creditsOf = (call: ReturnType<typeof callsAs>, organizationId: string) =>
   Effect.gen(function*() {
     const { balance, reserved } = (yield* call("GET", `/v1/organizations/${organizationId}/credits`)).body
     const ledger = (yield* call("GET", `/v1/organizations/${organizationId}/credits/transactions?limit=100`)).body

@@ -93,8 +93,11 @@ export const createUserWithToken = (env: Record<string, string>) =>
     })
   )
 
+/** A server's answer: its status, its Idempotent-Replayed header, and its body as sent and as JSON. */
 export interface ProcessResponse {
   readonly status: number
+  readonly replayed: string | null
+  readonly text: string
   readonly body: any
 }
 
@@ -108,5 +111,5 @@ export const callsAs = (server: Pick<ServerProcess, "base">, token: string) =>
       ...(json !== undefined ? { body: JSON.stringify(json) } : {})
     })
     const text = await response.text()
-    return { status: response.status, body: text === "" ? null : JSON.parse(text) }
+    return { status: response.status, replayed: response.headers.get("idempotent-replayed"), text, body: text === "" ? null : JSON.parse(text) }
   })
