@@ -2,7 +2,7 @@ import { Duration, Effect, Layer, Option, Schedule } from "effect"
 import { withSystemActor } from "../Access/Authorization.js"
 import { CreditsRepo } from "../Credits/Repo.js"
 import { transactionally } from "../Database/Transaction.js"
-import { type AbandonedAttempt, PublishingRepo } from "./Repo.js"
+import { type AttemptToSend, PublishingRepo } from "./Repo.js"
 import { noAnswerAfter, Publishing } from "./Service.js"
 import { PublishSettings } from "./Settings.js"
 
@@ -23,7 +23,7 @@ export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishR
     const credits = yield* CreditsRepo
     const settings = yield* PublishSettings
 
-    const giveUp = (left: AbandonedAttempt) =>
+    const giveUp = (left: AttemptToSend) =>
       Effect.gen(function*() {
         const ended = yield* targets.finishAttempt(left.postId, left.socialAccountId, left.attempt, {
           _tag: "InDoubt",
@@ -37,10 +37,10 @@ export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishR
           }, "release")
         }
         yield* targets.refreshStatus(left.postId)
-        return Option.none<AbandonedAttempt>()
+        return Option.none<AttemptToSend>()
       })
 
-    const takeOver = (left: AbandonedAttempt) =>
+    const takeOver = (left: AttemptToSend) =>
       left.ordinal >= settings.maxAttempts ? giveUp(left) : Effect.gen(function*() {
         yield* targets.endUnanswered(left.postId, left.socialAccountId, left.attempt)
         const started = yield* targets.startAttempt(left.postId, left.socialAccountId, left.creditsReserved)

@@ -26,8 +26,8 @@ export interface TargetResult {
   readonly updatedAt: Date
 }
 
-/** An unfinished attempt whose time is up, taken over: what sending its target again needs. */
-export interface AbandonedAttempt {
+/** An attempt at a target and what sending it needs: its post, team, organization and the credits it holds. */
+export interface AttemptToSend {
   readonly postId: PostId
   readonly socialAccountId: SocialAccountId
   readonly teamId: TeamId
@@ -159,7 +159,7 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
      * until the caller's transaction ends; those that others have locked are skipped.
      */
     const abandonedAttempts = (seconds: number, limit: number) =>
-      sql<AbandonedAttempt>`SELECT a.post_id AS "postId", a.social_account_id AS "socialAccountId",
+      sql<AttemptToSend>`SELECT a.post_id AS "postId", a.social_account_id AS "socialAccountId",
           p.team_id AS "teamId", t.organization_id AS "organizationId", p.content, p.link_tracking AS "linkTracking",
           pt.credits_reserved AS "creditsReserved", a.attempt, a.attempt - pt.attempts_before AS ordinal
         FROM publish_attempts a

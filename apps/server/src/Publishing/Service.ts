@@ -25,7 +25,7 @@ import { CredentialsCipher } from "../Providers/CredentialsCipher.js"
 import { SocialProviders } from "../Providers/Registry.js"
 import type { ProviderError } from "../Providers/SocialProvider.js"
 import { type PublishingAccount, SocialAccountsRepo } from "../SocialAccounts/Repo.js"
-import { type AbandonedAttempt, type AttemptOutcome, PublishingRepo, type TargetResult } from "./Repo.js"
+import { type AttemptToSend, type AttemptOutcome, PublishingRepo, type TargetResult } from "./Repo.js"
 import { PublishSettings } from "./Settings.js"
 
 /** One account of a publish, as checked before anything is sent: to send (with its price), or failed already. */
@@ -98,7 +98,8 @@ const asPublishError = (error: ProviderError): PublishError => ({
 /**
  * Publishing a post to accounts: the checks before anything is sent, the
  * credits held for what is sent, the provider calls, and the record of each.
- * `publishTarget` is the one path by which a target is sent, whoever sends it.
+ * `publishTarget` is the one path by which a target is sent, whoever sends it (post-now here, the scheduler
+ * and the recovery through `sendAgain`).
  */
 export class Publishing extends Effect.Service<Publishing>()("Publishing", {
   scoped: Effect.gen(function*() {
@@ -113,7 +114,8 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
     const creditsPolicy = yield* CreditsPolicy
     const links = yield* Links
     const settings = yield* PublishSettings
-    // Publishes now run here, not in their request: once credits are held, a client that goes away stops nothing.
+    // A post-now's sends run in this scope, not in its request: once credits are held, a client that goes away
+    // stops nothing.
     const scope = yield* Effect.scope
 
     /** The accounts, all of the team's, in the order asked: 404 naming the first that is not. */
@@ -225,7 +227,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
      * Sends a target again under `attempt`, as its post and account stand now: an account removed meanwhile
      * fails it, its credits given back.
      */
-    const sendAgain = (target: AbandonedAttempt, options: { readonly retries: boolean }) =>
+    const sendAgain = (target: AttemptToSend, options: { readonly retries: boolean }) =>
       Effect.gen(function*() {
         const { attempt, ordinal, organizationId, postId, socialAccountId, teamId } = target
         const hold: Hold = { postId, socialAccountId, amount: target.creditsReserved }
@@ -372,7 +374,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
           return { total, perAccount, available, sufficient: total <= available } satisfies Estimate
         }))
 
-    return { postNow, postNowAnswer, estimate, accountsOf, prepare, releaseWaiting, publishTarget, sendAgain } as const
+    return { postNow, postNowAnswer, estimate, accountsOf, prepare, releaseWaiting, sendAgain } as const
   }),
   dependencies: [
     PostsRepo.Default,
