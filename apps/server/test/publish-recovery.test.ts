@@ -4,16 +4,16 @@ import type { ServerResponse } from "node:http"
 import { accountOf, creditsOf, deliveries, publishEnv, publishingSetup, readUntil } from "./support/ProcessPublishing.js"
 import { makeWebhookReceiver } from "./support/Publishing.js"
 import { callsAs, startServer } from "./support/ServerProcess.js"
-import { freshDatabaseEnv } from "./support/TestDatabase.js"
+import { freshDatabaseEnv, testDatabaseKind } from "./support/TestDatabase.js"
 
 /** Answers a webhook call 200 after `milliseconds`. */
 const holdFor = (milliseconds: number, response: ServerResponse) =>
   void setTimeout(() => response.writeHead(200, { "content-type": "application/json" }).end("{}"), milliseconds).unref()
 
 describe("a post-now whose process dies (SIGKILL) during its sends", () => {
-  it.scopedLive("is finished by the restarted server within PUBLISH_RECOVERY_SECONDS, every hold settled once; its Idempotency-Key then replays the final answer", () =>
+  it.scopedLive("is finished by the restarted server (within PUBLISH_RECOVERY_SECONDS, at once on the embedded database), every hold settled once; its Idempotency-Key then replays the final answer", () =>
     Effect.gen(function*() {
-      const recoverySeconds = 10
+      const recoverySeconds = 20
       const receiver = yield* makeWebhookReceiver
       const env = publishEnv(yield* freshDatabaseEnv, { PUBLISH_TIMEOUT_SECONDS: "3", PUBLISH_RECOVERY_SECONDS: String(recoverySeconds) })
       const initial = 10
@@ -46,21 +46,30 @@ describe("a post-now whose process dies (SIGKILL) during its sends", () => {
       yield* Effect.promise(() => first.exited)
 
       const second = yield* startServer(env)
+      const restartedAt = Date.now()
       const call = callsAs(second, token)
-      // Before the recovery takes the slow send over: the key's request has not ended, and the account is busy.
-      expect(deliveries(receiver.received, slow)).toHaveLength(1)
-      const early = yield* call("POST", postNowPath, { socialAccountIds: accountIds }, { "idempotency-key": key })
-      expect(early).toMatchObject({ status: 409, body: { _tag: "Conflict" } })
-      const otherKey = yield* call("POST", postNowPath, { socialAccountIds: [slow] }, { "idempotency-key": "another-key" })
-      expect(otherKey).toMatchObject({ status: 409, body: { _tag: "Conflict", message: expect.stringContaining("being published") } })
-      expect(yield* creditsOf(call, organizationId)).toMatchObject({ balance: initial - 2, reserved: 1 })
-      expect(deliveries(receiver.received, slow)).toHaveLength(1)
+      if (testDatabaseKind === "postgres") {
+        // Another process could still be sending it: the slow send is taken over once its time is up. Until
+        // then the key's request has not ended, and the account is busy.
+        expect(deliveries(receiver.received, slow)).toHaveLength(1)
+        const early = yield* call("POST", postNowPath, { socialAccountIds: accountIds }, { "idempotency-key": key })
+        expect(early).toMatchObject({ status: 409, body: { _tag: "Conflict" } })
+        const otherKey = yield* call("POST", postNowPath, { socialAccountIds: [slow] }, { "idempotency-key": "another-key" })
+        expect(otherKey).toMatchObject({ status: 409, body: { _tag: "Conflict", message: expect.stringContaining("being published") } })
+        expect(yield* creditsOf(call, organizationId)).toMatchObject({ balance: initial - 2, reserved: 1 })
+        expect(deliveries(receiver.received, slow)).toHaveLength(1)
+      }
 
       const after = yield* readUntil(
         call("GET", `/v1/teams/${teamId}/posts/${postId}`),
         (answer) => answer.body.status !== "publishing",
         recoverySeconds * 2 + 10
       )
+      if (testDatabaseKind === "embedded") {
+        // The only process on its data folder finishes what the dead one left at once, without waiting out the
+        // send's time (which ends at least recoverySeconds - 5 s after this restart).
+        expect(Date.now() - restartedAt).toBeLessThan((recoverySeconds / 2) * 1000)
+      }
       expect(after.body.status).toBe("published")
       expect(after.body.targets).toHaveLength(3)
       for (const target of after.body.targets) expect(target).toMatchObject({ status: "published", error: null, creditsSpent: 1 })

@@ -69,11 +69,14 @@ const until = (check: () => boolean, seconds: number) =>
   })
 
 const minLeadSeconds = 1
+// A send that a killed process left unfinished is taken over by another process 10 s after it began.
 const schedulingEnv = {
   LOG_LEVEL: "WARN",
   OUTBOUND_ALLOW_PRIVATE: "true",
   SCHEDULE_MIN_LEAD_SECONDS: String(minLeadSeconds),
-  SCHEDULER_POLL_MS: "250"
+  SCHEDULER_POLL_MS: "250",
+  PUBLISH_TIMEOUT_SECONDS: "4",
+  PUBLISH_RECOVERY_SECONDS: "10"
 }
 
 /**

@@ -2,6 +2,7 @@ import { Duration, Effect, Layer, Option, Schedule } from "effect"
 import { withSystemActor } from "../Access/Authorization.js"
 import { CreditsRepo } from "../Credits/Repo.js"
 import { transactionally } from "../Database/Transaction.js"
+import { SoleProcess } from "../Scheduling/Engine.js"
 import { type AttemptToSend, PublishingRepo } from "./Repo.js"
 import { noAnswerAfter, Publishing } from "./Service.js"
 import { PublishSettings } from "./Settings.js"
@@ -14,7 +15,8 @@ const batchSize = 8
  * a process that died, or got no answer in time. It ends as `unknown` and its target is sent again under a
  * new attempt, with the same provider key, so that the provider can tell a repeat; after the last attempt,
  * the target fails and its credits are given back. Each process looks every quarter of that time, from its
- * start, taking attempts no other process has taken.
+ * start, taking attempts no other process has taken. The only process on its database takes those left by
+ * an earlier one at once.
  */
 export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishRecovery", {
   effect: Effect.gen(function*() {
@@ -47,10 +49,13 @@ export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishR
         return Option.some({ ...left, ...started })
       })
 
+    // Read before this process serves anything: what started earlier is no send of its own.
+    const startedAt = (yield* SoleProcess) ? yield* targets.now : null
+
     /** Takes over one batch and sends it; answers how many were taken. */
     const recoverBatch = withSystemActor(Effect.gen(function*() {
       const taken = yield* transactionally(Effect.flatMap(
-        targets.abandonedAttempts(settings.recoverySeconds, batchSize),
+        targets.abandonedAttempts(settings.recoverySeconds, batchSize, startedAt),
         (abandoned) => Effect.forEach(abandoned, takeOver)
       ))
       const toSend = taken.flatMap(Option.toArray)

@@ -154,18 +154,22 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
     const leaveInDoubt = (postId: PostId, socialAccountId: SocialAccountId, error: PublishError) =>
       showError(postId, socialAccountId, error).pipe(Effect.asVoid, Effect.orDie, policyRequire("Post", "publish"))
 
+    /** The database's clock, which attempts are timed by. */
+    const now = sql<{ readonly now: Date }>`SELECT now() AS now`.pipe(Effect.map(([row]) => row.now), Effect.orDie)
+
     /**
-     * Up to `limit` attempts unfinished for `seconds` (their process died, or their send is in doubt), locked
-     * until the caller's transaction ends; those that others have locked are skipped.
+     * Up to `limit` attempts unfinished for `seconds`, or since before `leftBefore` (their process died, or their
+     * send is in doubt), locked until the caller's transaction ends; those that others have locked are skipped.
      */
-    const abandonedAttempts = (seconds: number, limit: number) =>
+    const abandonedAttempts = (seconds: number, limit: number, leftBefore: Date | null) =>
       sql<AttemptToSend>`SELECT a.post_id AS "postId", a.social_account_id AS "socialAccountId",
           p.team_id AS "teamId", t.organization_id AS "organizationId", p.content, p.link_tracking AS "linkTracking",
           pt.credits_reserved AS "creditsReserved", a.attempt, a.attempt - pt.attempts_before AS ordinal
         FROM publish_attempts a
           JOIN post_targets pt ON pt.post_id = a.post_id AND pt.social_account_id = a.social_account_id
           JOIN posts p ON p.id = a.post_id JOIN teams t ON t.id = p.team_id
-        WHERE a.finished_at IS NULL AND a.started_at < now() - make_interval(secs => ${seconds})
+        WHERE a.finished_at IS NULL AND (a.started_at < now() - make_interval(secs => ${seconds})
+          OR a.started_at < ${leftBefore})
         ORDER BY a.started_at LIMIT ${limit} FOR UPDATE OF a SKIP LOCKED`.pipe(
         Effect.orDie,
         policyRequire("Post", "publish")
@@ -269,6 +273,7 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
       finishAttempt,
       recordRetry,
       leaveInDoubt,
+      now,
       abandonedAttempts,
       endUnanswered,
       resultsOf,

@@ -1,7 +1,7 @@
 import { ClusterWorkflowEngine, RunnerAddress, SingleRunner } from "@effect/cluster"
 import type { ShardingConfig } from "@effect/cluster"
 import { NodeClusterSocket } from "@effect/platform-node"
-import { Config, Duration, Effect, Layer, Option } from "effect"
+import { Config, Context, Duration, Effect, Layer, Option } from "effect"
 
 const milliseconds = (name: string, fallback: number) =>
   Config.integer(name).pipe(Config.withDefault(fallback), Config.map(Duration.millis))
@@ -23,6 +23,12 @@ const singleRunnerAddresses: Partial<ShardingConfig.ShardingConfig["Type"]> = {
 }
 
 /**
+ * Whether this process is the only one on its database (the embedded one opens it alone): what an earlier
+ * process left unfinished is then a dead process's, to be finished at once.
+ */
+export class SoleProcess extends Context.Reference<SoleProcess>()("SoleProcess", { defaultValue: () => false }) {}
+
+/**
  * One process: the workflows run here, and their messages are kept in the
  * database, so that what was due while the server was down runs at start.
  * (The cluster's own runner registry cannot use the embedded database, which
@@ -34,7 +40,8 @@ export const layerSingleProcess = Layer.unwrapEffect(
       Layer.provideMerge(SingleRunner.layer({
         runnerStorage: "memory",
         shardingConfig: { ...singleRunnerAddresses, entityMessagePollInterval }
-      }))
+      })),
+      Layer.merge(Layer.succeed(SoleProcess, true))
     ))
 )
 
