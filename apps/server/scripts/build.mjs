@@ -53,7 +53,7 @@ const bundle = async (entry, outdir) => {
     bundle: true,
     platform: "node",
     format: "esm",
-    target: "node20",
+    target: "node24",
     external: ["pg", "@electric-sql/pglite"],
     outdir,
     splitting: true,

@@ -4,7 +4,7 @@ const listed = new Set(Intl.supportedValuesOf("timeZone"))
 
 /**
  * Canonical IANA names (tzdata 2025) whose zones ICU still lists under an
- * older name: users send `Asia/Kolkata`, Node 20 lists `Asia/Calcutta`.
+ * older name: users send `Asia/Kolkata`, Node's ICU lists `Asia/Calcutta`.
  */
 const renamedZones = [
   "Africa/Asmara",

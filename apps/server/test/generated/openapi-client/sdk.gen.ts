@@ -2,7 +2,7 @@
 
 import * as z from 'zod';
 
-import type { Client, Options as Options2, TDataShape } from './client';
+import type { Client, ClientMeta, Options as Options2, RequestResult, TDataShape } from './client';
 import { client } from './client.gen';
 import type { AgentGetContextData, AgentGetContextErrors, AgentGetContextResponses, AgentSetDefaultsData, AgentSetDefaultsErrors, AgentSetDefaultsResponses, ApiKeysCreateApiKeyData, ApiKeysCreateApiKeyErrors, ApiKeysCreateApiKeyResponses, ApiKeysListApiKeysData, ApiKeysListApiKeysErrors, ApiKeysListApiKeysResponses, ApiKeysRevokeApiKeyData, ApiKeysRevokeApiKeyErrors, ApiKeysRevokeApiKeyResponses, AuthAuthorizationServerMetadataData, AuthAuthorizationServerMetadataErrors, AuthAuthorizationServerMetadataResponses, AuthRequestDeviceCodeData, AuthRequestDeviceCodeErrors, AuthRequestDeviceCodeResponses, AuthRevokeData, AuthRevokeErrors, AuthRevokeResponses, AuthTokenData, AuthTokenErrors, AuthTokenResponses, CreditsGetCreditsData, CreditsGetCreditsErrors, CreditsGetCreditsResponses, CreditsListCreditTransactionsData, CreditsListCreditTransactionsErrors, CreditsListCreditTransactionsResponses, HealthHealthData, HealthHealthErrors, HealthHealthResponses, LinksListPostLinksData, LinksListPostLinksErrors, LinksListPostLinksResponses, MembersAddMemberData, MembersAddMemberErrors, MembersAddMemberResponses, MembersListMembersData, MembersListMembersErrors, MembersListMembersResponses, MembersRemoveMemberData, MembersRemoveMemberErrors, MembersRemoveMemberResponses, MembersUpdateMemberData, MembersUpdateMemberErrors, MembersUpdateMemberResponses, OrganizationsCreateOrganizationData, OrganizationsCreateOrganizationErrors, OrganizationsCreateOrganizationResponses, OrganizationsGetOrganizationData, OrganizationsGetOrganizationErrors, OrganizationsGetOrganizationResponses, OrganizationsListOrganizationsData, OrganizationsListOrganizationsErrors, OrganizationsListOrganizationsResponses, OrganizationsUpdateOrganizationData, OrganizationsUpdateOrganizationErrors, OrganizationsUpdateOrganizationResponses, PostingSlotsGetPostingSlotsData, PostingSlotsGetPostingSlotsErrors, PostingSlotsGetPostingSlotsResponses, PostingSlotsSetPostingSlotsData, PostingSlotsSetPostingSlotsErrors, PostingSlotsSetPostingSlotsResponses, PostsCreatePostData, PostsCreatePostErrors, PostsCreatePostResponses, PostsDeletePostData, PostsDeletePostErrors, PostsDeletePostResponses, PostsEstimatePostData, PostsEstimatePostErrors, PostsEstimatePostResponses, PostsGetPostData, PostsGetPostErrors, PostsGetPostResponses, PostsListPostsData, PostsListPostsErrors, PostsListPostsResponses, PostsPostNowData, PostsPostNowErrors, PostsPostNowResponses, PostsSchedulePostData, PostsSchedulePostErrors, PostsSchedulePostResponses, PostsUnschedulePostData, PostsUnschedulePostErrors, PostsUnschedulePostResponses, PostsUpdatePostData, PostsUpdatePostErrors, PostsUpdatePostResponses, SocialAccountsConnectSocialAccountData, SocialAccountsConnectSocialAccountErrors, SocialAccountsConnectSocialAccountResponses, SocialAccountsGetSocialAccountData, SocialAccountsGetSocialAccountErrors, SocialAccountsGetSocialAccountResponses, SocialAccountsListSocialAccountsData, SocialAccountsListSocialAccountsErrors, SocialAccountsListSocialAccountsResponses, SocialAccountsRemoveSocialAccountData, SocialAccountsRemoveSocialAccountErrors, SocialAccountsRemoveSocialAccountResponses, SocialAccountsUpdateSocialAccountData, SocialAccountsUpdateSocialAccountErrors, SocialAccountsUpdateSocialAccountResponses, SocialAccountsVerifySocialAccountData, SocialAccountsVerifySocialAccountErrors, SocialAccountsVerifySocialAccountResponses, TeamsCreateTeamData, TeamsCreateTeamErrors, TeamsCreateTeamResponses, TeamsGetTeamData, TeamsGetTeamErrors, TeamsGetTeamResponses, TeamsListTeamsData, TeamsListTeamsErrors, TeamsListTeamsResponses, TeamsUpdateTeamData, TeamsUpdateTeamErrors, TeamsUpdateTeamResponses } from './types.gen';
 import { zAgentGetContextResponse, zAgentSetDefaultsBody, zAgentSetDefaultsResponse, zApiKeysCreateApiKeyBody, zApiKeysCreateApiKeyPath, zApiKeysCreateApiKeyResponse, zApiKeysListApiKeysPath, zApiKeysListApiKeysQuery, zApiKeysListApiKeysResponse, zApiKeysRevokeApiKeyPath, zApiKeysRevokeApiKeyResponse, zAuthAuthorizationServerMetadataResponse, zAuthRequestDeviceCodeBody, zAuthRequestDeviceCodeResponse, zAuthRevokeBody, zAuthTokenBody, zAuthTokenResponse, zCreditsGetCreditsPath, zCreditsGetCreditsResponse, zCreditsListCreditTransactionsPath, zCreditsListCreditTransactionsQuery, zCreditsListCreditTransactionsResponse, zHealthHealthResponse, zLinksListPostLinksPath, zLinksListPostLinksQuery, zLinksListPostLinksResponse, zMembersAddMemberBody, zMembersAddMemberPath, zMembersAddMemberResponse, zMembersListMembersPath, zMembersListMembersQuery, zMembersListMembersResponse, zMembersRemoveMemberPath, zMembersRemoveMemberResponse, zMembersUpdateMemberBody, zMembersUpdateMemberPath, zMembersUpdateMemberResponse, zOrganizationsCreateOrganizationBody, zOrganizationsCreateOrganizationResponse, zOrganizationsGetOrganizationPath, zOrganizationsGetOrganizationResponse, zOrganizationsListOrganizationsQuery, zOrganizationsListOrganizationsResponse, zOrganizationsUpdateOrganizationBody, zOrganizationsUpdateOrganizationPath, zOrganizationsUpdateOrganizationResponse, zPostingSlotsGetPostingSlotsPath, zPostingSlotsGetPostingSlotsResponse, zPostingSlotsSetPostingSlotsBody, zPostingSlotsSetPostingSlotsPath, zPostingSlotsSetPostingSlotsResponse, zPostsCreatePostBody, zPostsCreatePostPath, zPostsCreatePostResponse, zPostsDeletePostPath, zPostsDeletePostResponse, zPostsEstimatePostBody, zPostsEstimatePostPath, zPostsEstimatePostResponse, zPostsGetPostPath, zPostsGetPostResponse, zPostsListPostsPath, zPostsListPostsQuery, zPostsListPostsResponse, zPostsPostNowBody, zPostsPostNowHeaders, zPostsPostNowPath, zPostsPostNowResponse, zPostsSchedulePostBody, zPostsSchedulePostHeaders, zPostsSchedulePostPath, zPostsSchedulePostResponse, zPostsUnschedulePostPath, zPostsUnschedulePostResponse, zPostsUpdatePostBody, zPostsUpdatePostPath, zPostsUpdatePostResponse, zSocialAccountsConnectSocialAccountBody, zSocialAccountsConnectSocialAccountPath, zSocialAccountsConnectSocialAccountResponse, zSocialAccountsGetSocialAccountPath, zSocialAccountsGetSocialAccountResponse, zSocialAccountsListSocialAccountsPath, zSocialAccountsListSocialAccountsQuery, zSocialAccountsListSocialAccountsResponse, zSocialAccountsRemoveSocialAccountPath, zSocialAccountsRemoveSocialAccountResponse, zSocialAccountsUpdateSocialAccountBody, zSocialAccountsUpdateSocialAccountPath, zSocialAccountsUpdateSocialAccountResponse, zSocialAccountsVerifySocialAccountPath, zSocialAccountsVerifySocialAccountResponse, zTeamsCreateTeamBody, zTeamsCreateTeamResponse, zTeamsGetTeamPath, zTeamsGetTeamResponse, zTeamsListTeamsQuery, zTeamsListTeamsResponse, zTeamsUpdateTeamBody, zTeamsUpdateTeamPath, zTeamsUpdateTeamResponse } from './zod.gen';
@@ -18,7 +18,7 @@ export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends 
      * You can pass arbitrary values through the `meta` object. This can be
      * used to access values that aren't defined as part of the SDK function.
      */
-    meta?: Record<string, unknown>;
+    meta?: keyof ClientMeta extends never ? Record<string, unknown> : ClientMeta;
 };
 
 /**
@@ -26,7 +26,7 @@ export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends 
  *
  * The organizations the caller belongs to, one page at a time.
  */
-export const organizationsListOrganizations = <ThrowOnError extends boolean = false>(options?: Options<OrganizationsListOrganizationsData, ThrowOnError>) => (options?.client ?? client).get<OrganizationsListOrganizationsResponses, OrganizationsListOrganizationsErrors, ThrowOnError>({
+export const organizationsListOrganizations = <ThrowOnError extends boolean = false>(options?: Options<OrganizationsListOrganizationsData, ThrowOnError>): RequestResult<OrganizationsListOrganizationsResponses, OrganizationsListOrganizationsErrors, ThrowOnError> => (options?.client ?? client).get<OrganizationsListOrganizationsResponses, OrganizationsListOrganizationsErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: z.never().optional(),
@@ -43,7 +43,7 @@ export const organizationsListOrganizations = <ThrowOnError extends boolean = fa
  *
  * Creates an organization with no credits and no subscription; the caller becomes its admin.
  */
-export const organizationsCreateOrganization = <ThrowOnError extends boolean = false>(options: Options<OrganizationsCreateOrganizationData, ThrowOnError>) => (options.client ?? client).post<OrganizationsCreateOrganizationResponses, OrganizationsCreateOrganizationErrors, ThrowOnError>({
+export const organizationsCreateOrganization = <ThrowOnError extends boolean = false>(options: Options<OrganizationsCreateOrganizationData, ThrowOnError>): RequestResult<OrganizationsCreateOrganizationResponses, OrganizationsCreateOrganizationErrors, ThrowOnError> => (options.client ?? client).post<OrganizationsCreateOrganizationResponses, OrganizationsCreateOrganizationErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: zOrganizationsCreateOrganizationBody,
         path: z.never().optional(),
@@ -64,7 +64,7 @@ export const organizationsCreateOrganization = <ThrowOnError extends boolean = f
  *
  * One organization the caller belongs to; any other gives 404.
  */
-export const organizationsGetOrganization = <ThrowOnError extends boolean = false>(options: Options<OrganizationsGetOrganizationData, ThrowOnError>) => (options.client ?? client).get<OrganizationsGetOrganizationResponses, OrganizationsGetOrganizationErrors, ThrowOnError>({
+export const organizationsGetOrganization = <ThrowOnError extends boolean = false>(options: Options<OrganizationsGetOrganizationData, ThrowOnError>): RequestResult<OrganizationsGetOrganizationResponses, OrganizationsGetOrganizationErrors, ThrowOnError> => (options.client ?? client).get<OrganizationsGetOrganizationResponses, OrganizationsGetOrganizationErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: zOrganizationsGetOrganizationPath,
@@ -81,7 +81,7 @@ export const organizationsGetOrganization = <ThrowOnError extends boolean = fals
  *
  * Changes the name or onboarding data. Only an admin or owner may (403 for other members, 404 for non-members).
  */
-export const organizationsUpdateOrganization = <ThrowOnError extends boolean = false>(options: Options<OrganizationsUpdateOrganizationData, ThrowOnError>) => (options.client ?? client).patch<OrganizationsUpdateOrganizationResponses, OrganizationsUpdateOrganizationErrors, ThrowOnError>({
+export const organizationsUpdateOrganization = <ThrowOnError extends boolean = false>(options: Options<OrganizationsUpdateOrganizationData, ThrowOnError>): RequestResult<OrganizationsUpdateOrganizationResponses, OrganizationsUpdateOrganizationErrors, ThrowOnError> => (options.client ?? client).patch<OrganizationsUpdateOrganizationResponses, OrganizationsUpdateOrganizationErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: zOrganizationsUpdateOrganizationBody,
         path: zOrganizationsUpdateOrganizationPath,
@@ -102,7 +102,7 @@ export const organizationsUpdateOrganization = <ThrowOnError extends boolean = f
  *
  * The teams of every organization the caller belongs to, or of one of them (404 if the caller is not a member).
  */
-export const teamsListTeams = <ThrowOnError extends boolean = false>(options?: Options<TeamsListTeamsData, ThrowOnError>) => (options?.client ?? client).get<TeamsListTeamsResponses, TeamsListTeamsErrors, ThrowOnError>({
+export const teamsListTeams = <ThrowOnError extends boolean = false>(options?: Options<TeamsListTeamsData, ThrowOnError>): RequestResult<TeamsListTeamsResponses, TeamsListTeamsErrors, ThrowOnError> => (options?.client ?? client).get<TeamsListTeamsResponses, TeamsListTeamsErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: z.never().optional(),
@@ -119,7 +119,7 @@ export const teamsListTeams = <ThrowOnError extends boolean = false>(options?: O
  *
  * Creates a team in an organization. Only an admin or owner of it may.
  */
-export const teamsCreateTeam = <ThrowOnError extends boolean = false>(options: Options<TeamsCreateTeamData, ThrowOnError>) => (options.client ?? client).post<TeamsCreateTeamResponses, TeamsCreateTeamErrors, ThrowOnError>({
+export const teamsCreateTeam = <ThrowOnError extends boolean = false>(options: Options<TeamsCreateTeamData, ThrowOnError>): RequestResult<TeamsCreateTeamResponses, TeamsCreateTeamErrors, ThrowOnError> => (options.client ?? client).post<TeamsCreateTeamResponses, TeamsCreateTeamErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: zTeamsCreateTeamBody,
         path: z.never().optional(),
@@ -140,7 +140,7 @@ export const teamsCreateTeam = <ThrowOnError extends boolean = false>(options: O
  *
  * One team of an organization the caller belongs to; any other gives 404.
  */
-export const teamsGetTeam = <ThrowOnError extends boolean = false>(options: Options<TeamsGetTeamData, ThrowOnError>) => (options.client ?? client).get<TeamsGetTeamResponses, TeamsGetTeamErrors, ThrowOnError>({
+export const teamsGetTeam = <ThrowOnError extends boolean = false>(options: Options<TeamsGetTeamData, ThrowOnError>): RequestResult<TeamsGetTeamResponses, TeamsGetTeamErrors, ThrowOnError> => (options.client ?? client).get<TeamsGetTeamResponses, TeamsGetTeamErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: zTeamsGetTeamPath,
@@ -157,7 +157,7 @@ export const teamsGetTeam = <ThrowOnError extends boolean = false>(options: Opti
  *
  * Changes a team's fields; null clears website and timezone and resets linkTrackingDefault to the plan default. Only an admin or owner of its organization may.
  */
-export const teamsUpdateTeam = <ThrowOnError extends boolean = false>(options: Options<TeamsUpdateTeamData, ThrowOnError>) => (options.client ?? client).patch<TeamsUpdateTeamResponses, TeamsUpdateTeamErrors, ThrowOnError>({
+export const teamsUpdateTeam = <ThrowOnError extends boolean = false>(options: Options<TeamsUpdateTeamData, ThrowOnError>): RequestResult<TeamsUpdateTeamResponses, TeamsUpdateTeamErrors, ThrowOnError> => (options.client ?? client).patch<TeamsUpdateTeamResponses, TeamsUpdateTeamErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: zTeamsUpdateTeamBody,
         path: zTeamsUpdateTeamPath,
@@ -178,7 +178,7 @@ export const teamsUpdateTeam = <ThrowOnError extends boolean = false>(options: O
  *
  * The members of an organization; any member may list them. sortBy name sorts by the user's name.
  */
-export const membersListMembers = <ThrowOnError extends boolean = false>(options: Options<MembersListMembersData, ThrowOnError>) => (options.client ?? client).get<MembersListMembersResponses, MembersListMembersErrors, ThrowOnError>({
+export const membersListMembers = <ThrowOnError extends boolean = false>(options: Options<MembersListMembersData, ThrowOnError>): RequestResult<MembersListMembersResponses, MembersListMembersErrors, ThrowOnError> => (options.client ?? client).get<MembersListMembersResponses, MembersListMembersErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: zMembersListMembersPath,
@@ -195,7 +195,7 @@ export const membersListMembers = <ThrowOnError extends boolean = false>(options
  *
  * Adds an existing user by email (404 if there is none, 409 if already a member). Admins and owners may; only an owner may add an owner.
  */
-export const membersAddMember = <ThrowOnError extends boolean = false>(options: Options<MembersAddMemberData, ThrowOnError>) => (options.client ?? client).post<MembersAddMemberResponses, MembersAddMemberErrors, ThrowOnError>({
+export const membersAddMember = <ThrowOnError extends boolean = false>(options: Options<MembersAddMemberData, ThrowOnError>): RequestResult<MembersAddMemberResponses, MembersAddMemberErrors, ThrowOnError> => (options.client ?? client).post<MembersAddMemberResponses, MembersAddMemberErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: zMembersAddMemberBody,
         path: zMembersAddMemberPath,
@@ -216,7 +216,7 @@ export const membersAddMember = <ThrowOnError extends boolean = false>(options: 
  *
  * Removes a member, who loses access at once; answers the removed member. Admins and owners may remove others (only an owner removes an owner); anyone may remove themselves. Removing the last admin or owner gives 409.
  */
-export const membersRemoveMember = <ThrowOnError extends boolean = false>(options: Options<MembersRemoveMemberData, ThrowOnError>) => (options.client ?? client).delete<MembersRemoveMemberResponses, MembersRemoveMemberErrors, ThrowOnError>({
+export const membersRemoveMember = <ThrowOnError extends boolean = false>(options: Options<MembersRemoveMemberData, ThrowOnError>): RequestResult<MembersRemoveMemberResponses, MembersRemoveMemberErrors, ThrowOnError> => (options.client ?? client).delete<MembersRemoveMemberResponses, MembersRemoveMemberErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: zMembersRemoveMemberPath,
@@ -233,7 +233,7 @@ export const membersRemoveMember = <ThrowOnError extends boolean = false>(option
  *
  * Admins and owners may; only an owner grants or takes away the owner role. Demoting the last admin or owner gives 409.
  */
-export const membersUpdateMember = <ThrowOnError extends boolean = false>(options: Options<MembersUpdateMemberData, ThrowOnError>) => (options.client ?? client).patch<MembersUpdateMemberResponses, MembersUpdateMemberErrors, ThrowOnError>({
+export const membersUpdateMember = <ThrowOnError extends boolean = false>(options: Options<MembersUpdateMemberData, ThrowOnError>): RequestResult<MembersUpdateMemberResponses, MembersUpdateMemberErrors, ThrowOnError> => (options.client ?? client).patch<MembersUpdateMemberResponses, MembersUpdateMemberErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: zMembersUpdateMemberBody,
         path: zMembersUpdateMemberPath,
@@ -254,7 +254,7 @@ export const membersUpdateMember = <ThrowOnError extends boolean = false>(option
  *
  * The organization's keys, revoked ones included, never their secrets. Admins and owners may.
  */
-export const apiKeysListApiKeys = <ThrowOnError extends boolean = false>(options: Options<ApiKeysListApiKeysData, ThrowOnError>) => (options.client ?? client).get<ApiKeysListApiKeysResponses, ApiKeysListApiKeysErrors, ThrowOnError>({
+export const apiKeysListApiKeys = <ThrowOnError extends boolean = false>(options: Options<ApiKeysListApiKeysData, ThrowOnError>): RequestResult<ApiKeysListApiKeysResponses, ApiKeysListApiKeysErrors, ThrowOnError> => (options.client ?? client).get<ApiKeysListApiKeysResponses, ApiKeysListApiKeysErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: zApiKeysListApiKeysPath,
@@ -271,7 +271,7 @@ export const apiKeysListApiKeys = <ThrowOnError extends boolean = false>(options
  *
  * Creates a key that acts as an admin of this organization alone. The answer holds the secret `key`, shown this once. Admins and owners may; an API key may not.
  */
-export const apiKeysCreateApiKey = <ThrowOnError extends boolean = false>(options: Options<ApiKeysCreateApiKeyData, ThrowOnError>) => (options.client ?? client).post<ApiKeysCreateApiKeyResponses, ApiKeysCreateApiKeyErrors, ThrowOnError>({
+export const apiKeysCreateApiKey = <ThrowOnError extends boolean = false>(options: Options<ApiKeysCreateApiKeyData, ThrowOnError>): RequestResult<ApiKeysCreateApiKeyResponses, ApiKeysCreateApiKeyErrors, ThrowOnError> => (options.client ?? client).post<ApiKeysCreateApiKeyResponses, ApiKeysCreateApiKeyErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: zApiKeysCreateApiKeyBody,
         path: zApiKeysCreateApiKeyPath,
@@ -292,7 +292,7 @@ export const apiKeysCreateApiKey = <ThrowOnError extends boolean = false>(option
  *
  * Revokes the key: from this moment it gets 401. Answers the key with revokedAt set; revoking it again changes nothing.
  */
-export const apiKeysRevokeApiKey = <ThrowOnError extends boolean = false>(options: Options<ApiKeysRevokeApiKeyData, ThrowOnError>) => (options.client ?? client).delete<ApiKeysRevokeApiKeyResponses, ApiKeysRevokeApiKeyErrors, ThrowOnError>({
+export const apiKeysRevokeApiKey = <ThrowOnError extends boolean = false>(options: Options<ApiKeysRevokeApiKeyData, ThrowOnError>): RequestResult<ApiKeysRevokeApiKeyResponses, ApiKeysRevokeApiKeyErrors, ThrowOnError> => (options.client ?? client).delete<ApiKeysRevokeApiKeyResponses, ApiKeysRevokeApiKeyErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: zApiKeysRevokeApiKeyPath,
@@ -309,7 +309,7 @@ export const apiKeysRevokeApiKey = <ThrowOnError extends boolean = false>(option
  *
  * The user, the organizations and teams the caller can access and the default ids, in one call. An API key sees no user, its own organization and that organization's teams.
  */
-export const agentGetContext = <ThrowOnError extends boolean = false>(options?: Options<AgentGetContextData, ThrowOnError>) => (options?.client ?? client).get<AgentGetContextResponses, AgentGetContextErrors, ThrowOnError>({
+export const agentGetContext = <ThrowOnError extends boolean = false>(options?: Options<AgentGetContextData, ThrowOnError>): RequestResult<AgentGetContextResponses, AgentGetContextErrors, ThrowOnError> => (options?.client ?? client).get<AgentGetContextResponses, AgentGetContextErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: z.never().optional(),
@@ -326,7 +326,7 @@ export const agentGetContext = <ThrowOnError extends boolean = false>(options?: 
  *
  * Saves the caller's default organization and team and answers them. Both must be accessible to the caller (404 otherwise); a team of another organization gives 400.
  */
-export const agentSetDefaults = <ThrowOnError extends boolean = false>(options: Options<AgentSetDefaultsData, ThrowOnError>) => (options.client ?? client).put<AgentSetDefaultsResponses, AgentSetDefaultsErrors, ThrowOnError>({
+export const agentSetDefaults = <ThrowOnError extends boolean = false>(options: Options<AgentSetDefaultsData, ThrowOnError>): RequestResult<AgentSetDefaultsResponses, AgentSetDefaultsErrors, ThrowOnError> => (options.client ?? client).put<AgentSetDefaultsResponses, AgentSetDefaultsErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: zAgentSetDefaultsBody,
         path: z.never().optional(),
@@ -347,7 +347,7 @@ export const agentSetDefaults = <ThrowOnError extends boolean = false>(options: 
  *
  * The team's accounts; any member may list them. Filters: provider, status. sortBy name sorts by handle.
  */
-export const socialAccountsListSocialAccounts = <ThrowOnError extends boolean = false>(options: Options<SocialAccountsListSocialAccountsData, ThrowOnError>) => (options.client ?? client).get<SocialAccountsListSocialAccountsResponses, SocialAccountsListSocialAccountsErrors, ThrowOnError>({
+export const socialAccountsListSocialAccounts = <ThrowOnError extends boolean = false>(options: Options<SocialAccountsListSocialAccountsData, ThrowOnError>): RequestResult<SocialAccountsListSocialAccountsResponses, SocialAccountsListSocialAccountsErrors, ThrowOnError> => (options.client ?? client).get<SocialAccountsListSocialAccountsResponses, SocialAccountsListSocialAccountsErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: zSocialAccountsListSocialAccountsPath,
@@ -364,7 +364,7 @@ export const socialAccountsListSocialAccounts = <ThrowOnError extends boolean = 
  *
  * Checks the credentials with the provider and keeps them encrypted. Credentials the provider refuses give 400 with its reason, and nothing is kept. A webhook's signing secret is made here and answered this once. Admins, owners and the organization's API keys may.
  */
-export const socialAccountsConnectSocialAccount = <ThrowOnError extends boolean = false>(options: Options<SocialAccountsConnectSocialAccountData, ThrowOnError>) => (options.client ?? client).post<SocialAccountsConnectSocialAccountResponses, SocialAccountsConnectSocialAccountErrors, ThrowOnError>({
+export const socialAccountsConnectSocialAccount = <ThrowOnError extends boolean = false>(options: Options<SocialAccountsConnectSocialAccountData, ThrowOnError>): RequestResult<SocialAccountsConnectSocialAccountResponses, SocialAccountsConnectSocialAccountErrors, ThrowOnError> => (options.client ?? client).post<SocialAccountsConnectSocialAccountResponses, SocialAccountsConnectSocialAccountErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: zSocialAccountsConnectSocialAccountBody,
         path: zSocialAccountsConnectSocialAccountPath,
@@ -385,7 +385,7 @@ export const socialAccountsConnectSocialAccount = <ThrowOnError extends boolean 
  *
  * Forgets the account and its credentials; answers the account as it was.
  */
-export const socialAccountsRemoveSocialAccount = <ThrowOnError extends boolean = false>(options: Options<SocialAccountsRemoveSocialAccountData, ThrowOnError>) => (options.client ?? client).delete<SocialAccountsRemoveSocialAccountResponses, SocialAccountsRemoveSocialAccountErrors, ThrowOnError>({
+export const socialAccountsRemoveSocialAccount = <ThrowOnError extends boolean = false>(options: Options<SocialAccountsRemoveSocialAccountData, ThrowOnError>): RequestResult<SocialAccountsRemoveSocialAccountResponses, SocialAccountsRemoveSocialAccountErrors, ThrowOnError> => (options.client ?? client).delete<SocialAccountsRemoveSocialAccountResponses, SocialAccountsRemoveSocialAccountErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: zSocialAccountsRemoveSocialAccountPath,
@@ -402,7 +402,7 @@ export const socialAccountsRemoveSocialAccount = <ThrowOnError extends boolean =
  *
  * One account of the team; any member may see it, never its credentials.
  */
-export const socialAccountsGetSocialAccount = <ThrowOnError extends boolean = false>(options: Options<SocialAccountsGetSocialAccountData, ThrowOnError>) => (options.client ?? client).get<SocialAccountsGetSocialAccountResponses, SocialAccountsGetSocialAccountErrors, ThrowOnError>({
+export const socialAccountsGetSocialAccount = <ThrowOnError extends boolean = false>(options: Options<SocialAccountsGetSocialAccountData, ThrowOnError>): RequestResult<SocialAccountsGetSocialAccountResponses, SocialAccountsGetSocialAccountErrors, ThrowOnError> => (options.client ?? client).get<SocialAccountsGetSocialAccountResponses, SocialAccountsGetSocialAccountErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: zSocialAccountsGetSocialAccountPath,
@@ -419,7 +419,7 @@ export const socialAccountsGetSocialAccount = <ThrowOnError extends boolean = fa
  *
  * New credentials of the same provider, checked with the provider again (400 with its reason if refused, nothing changed); the account is then connected again. A webhook keeps its signing secret: when this server cannot read it, 409, and the webhook is to be connected again for a new one.
  */
-export const socialAccountsUpdateSocialAccount = <ThrowOnError extends boolean = false>(options: Options<SocialAccountsUpdateSocialAccountData, ThrowOnError>) => (options.client ?? client).patch<SocialAccountsUpdateSocialAccountResponses, SocialAccountsUpdateSocialAccountErrors, ThrowOnError>({
+export const socialAccountsUpdateSocialAccount = <ThrowOnError extends boolean = false>(options: Options<SocialAccountsUpdateSocialAccountData, ThrowOnError>): RequestResult<SocialAccountsUpdateSocialAccountResponses, SocialAccountsUpdateSocialAccountErrors, ThrowOnError> => (options.client ?? client).patch<SocialAccountsUpdateSocialAccountResponses, SocialAccountsUpdateSocialAccountErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: zSocialAccountsUpdateSocialAccountBody,
         path: zSocialAccountsUpdateSocialAccountPath,
@@ -440,7 +440,7 @@ export const socialAccountsUpdateSocialAccount = <ThrowOnError extends boolean =
  *
  * Checks the credentials with the provider now: connected if they work, reconnect_required if the provider refuses them; any other failure is recorded in lastError and leaves the status as it was.
  */
-export const socialAccountsVerifySocialAccount = <ThrowOnError extends boolean = false>(options: Options<SocialAccountsVerifySocialAccountData, ThrowOnError>) => (options.client ?? client).post<SocialAccountsVerifySocialAccountResponses, SocialAccountsVerifySocialAccountErrors, ThrowOnError>({
+export const socialAccountsVerifySocialAccount = <ThrowOnError extends boolean = false>(options: Options<SocialAccountsVerifySocialAccountData, ThrowOnError>): RequestResult<SocialAccountsVerifySocialAccountResponses, SocialAccountsVerifySocialAccountErrors, ThrowOnError> => (options.client ?? client).post<SocialAccountsVerifySocialAccountResponses, SocialAccountsVerifySocialAccountErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: zSocialAccountsVerifySocialAccountPath,
@@ -457,7 +457,7 @@ export const socialAccountsVerifySocialAccount = <ThrowOnError extends boolean =
  *
  * The team's posts; filters: status, socialAccountId.
  */
-export const postsListPosts = <ThrowOnError extends boolean = false>(options: Options<PostsListPostsData, ThrowOnError>) => (options.client ?? client).get<PostsListPostsResponses, PostsListPostsErrors, ThrowOnError>({
+export const postsListPosts = <ThrowOnError extends boolean = false>(options: Options<PostsListPostsData, ThrowOnError>): RequestResult<PostsListPostsResponses, PostsListPostsErrors, ThrowOnError> => (options.client ?? client).get<PostsListPostsResponses, PostsListPostsErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: zPostsListPostsPath,
@@ -474,7 +474,7 @@ export const postsListPosts = <ThrowOnError extends boolean = false>(options: Op
  *
  * A draft post, meant for accounts of the team (404 naming any other).
  */
-export const postsCreatePost = <ThrowOnError extends boolean = false>(options: Options<PostsCreatePostData, ThrowOnError>) => (options.client ?? client).post<PostsCreatePostResponses, PostsCreatePostErrors, ThrowOnError>({
+export const postsCreatePost = <ThrowOnError extends boolean = false>(options: Options<PostsCreatePostData, ThrowOnError>): RequestResult<PostsCreatePostResponses, PostsCreatePostErrors, ThrowOnError> => (options.client ?? client).post<PostsCreatePostResponses, PostsCreatePostErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: zPostsCreatePostBody,
         path: zPostsCreatePostPath,
@@ -495,7 +495,7 @@ export const postsCreatePost = <ThrowOnError extends boolean = false>(options: O
  *
  * Deletes a draft and answers it; a post that was sent gives 409.
  */
-export const postsDeletePost = <ThrowOnError extends boolean = false>(options: Options<PostsDeletePostData, ThrowOnError>) => (options.client ?? client).delete<PostsDeletePostResponses, PostsDeletePostErrors, ThrowOnError>({
+export const postsDeletePost = <ThrowOnError extends boolean = false>(options: Options<PostsDeletePostData, ThrowOnError>): RequestResult<PostsDeletePostResponses, PostsDeletePostErrors, ThrowOnError> => (options.client ?? client).delete<PostsDeletePostResponses, PostsDeletePostErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: zPostsDeletePostPath,
@@ -512,7 +512,7 @@ export const postsDeletePost = <ThrowOnError extends boolean = false>(options: O
  *
  * One post of the team, with what became of it on each account.
  */
-export const postsGetPost = <ThrowOnError extends boolean = false>(options: Options<PostsGetPostData, ThrowOnError>) => (options.client ?? client).get<PostsGetPostResponses, PostsGetPostErrors, ThrowOnError>({
+export const postsGetPost = <ThrowOnError extends boolean = false>(options: Options<PostsGetPostData, ThrowOnError>): RequestResult<PostsGetPostResponses, PostsGetPostErrors, ThrowOnError> => (options.client ?? client).get<PostsGetPostResponses, PostsGetPostErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: zPostsGetPostPath,
@@ -529,7 +529,7 @@ export const postsGetPost = <ThrowOnError extends boolean = false>(options: Opti
  *
  * Changes a draft; a post that was sent gives 409.
  */
-export const postsUpdatePost = <ThrowOnError extends boolean = false>(options: Options<PostsUpdatePostData, ThrowOnError>) => (options.client ?? client).patch<PostsUpdatePostResponses, PostsUpdatePostErrors, ThrowOnError>({
+export const postsUpdatePost = <ThrowOnError extends boolean = false>(options: Options<PostsUpdatePostData, ThrowOnError>): RequestResult<PostsUpdatePostResponses, PostsUpdatePostErrors, ThrowOnError> => (options.client ?? client).patch<PostsUpdatePostResponses, PostsUpdatePostErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: zPostsUpdatePostBody,
         path: zPostsUpdatePostPath,
@@ -550,7 +550,7 @@ export const postsUpdatePost = <ThrowOnError extends boolean = false>(options: O
  *
  * Publishes the post to the accounts now, concurrently, and answers one result per account, in the order of the request, with an outcome. Before anything is sent: each text is checked by its provider (a problem fails that account with invalid_content), an account that needs reconnecting fails with auth, and the cost of the rest is reserved from the organization's credits (402 if short, nothing sent). An account the post was already published to, or is being published to, gives 409 and nothing is sent. Retry the failed accounts with a new request. Send an Idempotency-Key so that a retry after a timeout replays this answer instead of publishing twice.
  */
-export const postsPostNow = <ThrowOnError extends boolean = false>(options: Options<PostsPostNowData, ThrowOnError>) => (options.client ?? client).post<PostsPostNowResponses, PostsPostNowErrors, ThrowOnError>({
+export const postsPostNow = <ThrowOnError extends boolean = false>(options: Options<PostsPostNowData, ThrowOnError>): RequestResult<PostsPostNowResponses, PostsPostNowErrors, ThrowOnError> => (options.client ?? client).post<PostsPostNowResponses, PostsPostNowErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: zPostsPostNowBody,
         headers: zPostsPostNowHeaders.optional(),
@@ -572,7 +572,7 @@ export const postsPostNow = <ThrowOnError extends boolean = false>(options: Opti
  *
  * Publishes the post to the accounts at `scheduledAt`, or in the team's next free posting slot. The same checks as publishing now run at once (an account fails here for invalid_content or auth) and the credits of the rest are held (402 if short, nothing scheduled). The post becomes scheduled; each account's result appears on the post when it is published, transient failures retried with backoff. Scheduling a scheduled post moves it: it is published once, at the new time. Send an Idempotency-Key as for post-now.
  */
-export const postsSchedulePost = <ThrowOnError extends boolean = false>(options: Options<PostsSchedulePostData, ThrowOnError>) => (options.client ?? client).post<PostsSchedulePostResponses, PostsSchedulePostErrors, ThrowOnError>({
+export const postsSchedulePost = <ThrowOnError extends boolean = false>(options: Options<PostsSchedulePostData, ThrowOnError>): RequestResult<PostsSchedulePostResponses, PostsSchedulePostErrors, ThrowOnError> => (options.client ?? client).post<PostsSchedulePostResponses, PostsSchedulePostErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: zPostsSchedulePostBody,
         headers: zPostsSchedulePostHeaders.optional(),
@@ -594,7 +594,7 @@ export const postsSchedulePost = <ThrowOnError extends boolean = false>(options:
  *
  * Returns a scheduled post to draft and releases its credits; once its publishing has begun, 409.
  */
-export const postsUnschedulePost = <ThrowOnError extends boolean = false>(options: Options<PostsUnschedulePostData, ThrowOnError>) => (options.client ?? client).post<PostsUnschedulePostResponses, PostsUnschedulePostErrors, ThrowOnError>({
+export const postsUnschedulePost = <ThrowOnError extends boolean = false>(options: Options<PostsUnschedulePostData, ThrowOnError>): RequestResult<PostsUnschedulePostResponses, PostsUnschedulePostErrors, ThrowOnError> => (options.client ?? client).post<PostsUnschedulePostResponses, PostsUnschedulePostErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: zPostsUnschedulePostPath,
@@ -611,7 +611,7 @@ export const postsUnschedulePost = <ThrowOnError extends boolean = false>(option
  *
  * What publishing the post to these accounts now would cost, per account, and whether the organization's available credits cover it. Changes nothing: show it before asking for confirmation.
  */
-export const postsEstimatePost = <ThrowOnError extends boolean = false>(options: Options<PostsEstimatePostData, ThrowOnError>) => (options.client ?? client).post<PostsEstimatePostResponses, PostsEstimatePostErrors, ThrowOnError>({
+export const postsEstimatePost = <ThrowOnError extends boolean = false>(options: Options<PostsEstimatePostData, ThrowOnError>): RequestResult<PostsEstimatePostResponses, PostsEstimatePostErrors, ThrowOnError> => (options.client ?? client).post<PostsEstimatePostResponses, PostsEstimatePostErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: zPostsEstimatePostBody,
         path: zPostsEstimatePostPath,
@@ -632,7 +632,7 @@ export const postsEstimatePost = <ThrowOnError extends boolean = false>(options:
  *
  * The organization's credits; any member may see them.
  */
-export const creditsGetCredits = <ThrowOnError extends boolean = false>(options: Options<CreditsGetCreditsData, ThrowOnError>) => (options.client ?? client).get<CreditsGetCreditsResponses, CreditsGetCreditsErrors, ThrowOnError>({
+export const creditsGetCredits = <ThrowOnError extends boolean = false>(options: Options<CreditsGetCreditsData, ThrowOnError>): RequestResult<CreditsGetCreditsResponses, CreditsGetCreditsErrors, ThrowOnError> => (options.client ?? client).get<CreditsGetCreditsResponses, CreditsGetCreditsErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: zCreditsGetCreditsPath,
@@ -649,7 +649,7 @@ export const creditsGetCredits = <ThrowOnError extends boolean = false>(options:
  *
  * The ledger the balance is the sum of, newest first by default. Admins, owners and the organization's API keys may.
  */
-export const creditsListCreditTransactions = <ThrowOnError extends boolean = false>(options: Options<CreditsListCreditTransactionsData, ThrowOnError>) => (options.client ?? client).get<CreditsListCreditTransactionsResponses, CreditsListCreditTransactionsErrors, ThrowOnError>({
+export const creditsListCreditTransactions = <ThrowOnError extends boolean = false>(options: Options<CreditsListCreditTransactionsData, ThrowOnError>): RequestResult<CreditsListCreditTransactionsResponses, CreditsListCreditTransactionsErrors, ThrowOnError> => (options.client ?? client).get<CreditsListCreditTransactionsResponses, CreditsListCreditTransactionsErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: zCreditsListCreditTransactionsPath,
@@ -666,7 +666,7 @@ export const creditsListCreditTransactions = <ThrowOnError extends boolean = fal
  *
  * The team's weekly posting slots, wall-clock times in its timezone (UTC when it has none). A post scheduled for the next slot goes to the first of them after now that no scheduled post of the team holds.
  */
-export const postingSlotsGetPostingSlots = <ThrowOnError extends boolean = false>(options: Options<PostingSlotsGetPostingSlotsData, ThrowOnError>) => (options.client ?? client).get<PostingSlotsGetPostingSlotsResponses, PostingSlotsGetPostingSlotsErrors, ThrowOnError>({
+export const postingSlotsGetPostingSlots = <ThrowOnError extends boolean = false>(options: Options<PostingSlotsGetPostingSlotsData, ThrowOnError>): RequestResult<PostingSlotsGetPostingSlotsResponses, PostingSlotsGetPostingSlotsErrors, ThrowOnError> => (options.client ?? client).get<PostingSlotsGetPostingSlotsResponses, PostingSlotsGetPostingSlotsErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: zPostingSlotsGetPostingSlotsPath,
@@ -683,7 +683,7 @@ export const postingSlotsGetPostingSlots = <ThrowOnError extends boolean = false
  *
  * Replaces the team's whole list of slots (0 to 50, distinct) and answers it. A slot in an hour that summer time skips is taken at the end of the gap; one in an hour repeated is its first occurrence. Only an admin or owner of the organization, or its API key, may.
  */
-export const postingSlotsSetPostingSlots = <ThrowOnError extends boolean = false>(options: Options<PostingSlotsSetPostingSlotsData, ThrowOnError>) => (options.client ?? client).put<PostingSlotsSetPostingSlotsResponses, PostingSlotsSetPostingSlotsErrors, ThrowOnError>({
+export const postingSlotsSetPostingSlots = <ThrowOnError extends boolean = false>(options: Options<PostingSlotsSetPostingSlotsData, ThrowOnError>): RequestResult<PostingSlotsSetPostingSlotsResponses, PostingSlotsSetPostingSlotsErrors, ThrowOnError> => (options.client ?? client).put<PostingSlotsSetPostingSlotsResponses, PostingSlotsSetPostingSlotsErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: zPostingSlotsSetPostingSlotsBody,
         path: zPostingSlotsSetPostingSlotsPath,
@@ -704,7 +704,7 @@ export const postingSlotsSetPostingSlots = <ThrowOnError extends boolean = false
  *
  * The tracked links of a post, with their clicks. When a post's link tracking is on (its own linkTracking, else the team's linkTrackingDefault), each http(s) link in it is sent as a short link <PUBLIC_URL>/l/<code>, which redirects to the link as written and counts the click. Any member may see them.
  */
-export const linksListPostLinks = <ThrowOnError extends boolean = false>(options: Options<LinksListPostLinksData, ThrowOnError>) => (options.client ?? client).get<LinksListPostLinksResponses, LinksListPostLinksErrors, ThrowOnError>({
+export const linksListPostLinks = <ThrowOnError extends boolean = false>(options: Options<LinksListPostLinksData, ThrowOnError>): RequestResult<LinksListPostLinksResponses, LinksListPostLinksErrors, ThrowOnError> => (options.client ?? client).get<LinksListPostLinksResponses, LinksListPostLinksErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: zLinksListPostLinksPath,
@@ -721,7 +721,7 @@ export const linksListPostLinks = <ThrowOnError extends boolean = false>(options
  *
  * Device authorization request (RFC 8628 §3.1). Show the user `user_code` and `verification_uri` (or open `verification_uri_complete`), then poll the token endpoint every `interval` seconds until the user has approved or denied, or the codes expire after `expires_in` seconds.
  */
-export const authRequestDeviceCode = <ThrowOnError extends boolean = false>(options: Options<AuthRequestDeviceCodeData, ThrowOnError>) => (options.client ?? client).post<AuthRequestDeviceCodeResponses, AuthRequestDeviceCodeErrors, ThrowOnError>({
+export const authRequestDeviceCode = <ThrowOnError extends boolean = false>(options: Options<AuthRequestDeviceCodeData, ThrowOnError>): RequestResult<AuthRequestDeviceCodeResponses, AuthRequestDeviceCodeErrors, ThrowOnError> => (options.client ?? client).post<AuthRequestDeviceCodeResponses, AuthRequestDeviceCodeErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: zAuthRequestDeviceCodeBody,
         path: z.never().optional(),
@@ -741,7 +741,7 @@ export const authRequestDeviceCode = <ThrowOnError extends boolean = false>(opti
  *
  * Token request (RFC 6749 §4.1.3 with the device_code grant of RFC 8628 §3.4, or §6 refresh). Until the user decides, polls answer `authorization_pending`, or `slow_down` when they come sooner than the interval (which then grows by 5 seconds). A device code yields tokens once. A refresh token is single-use: the answer holds its successor, and presenting a used one again ends the whole login. A `client_id` other than the one the code or login was issued to gives `invalid_grant`.
  */
-export const authToken = <ThrowOnError extends boolean = false>(options: Options<AuthTokenData, ThrowOnError>) => (options.client ?? client).post<AuthTokenResponses, AuthTokenErrors, ThrowOnError>({
+export const authToken = <ThrowOnError extends boolean = false>(options: Options<AuthTokenData, ThrowOnError>): RequestResult<AuthTokenResponses, AuthTokenErrors, ThrowOnError> => (options.client ?? client).post<AuthTokenResponses, AuthTokenErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: zAuthTokenBody,
         path: z.never().optional(),
@@ -761,7 +761,7 @@ export const authToken = <ThrowOnError extends boolean = false>(options: Options
  *
  * Token revocation (RFC 7009). An access or refresh token of a device login ends the whole login; a personal access token is deleted. Unknown tokens also answer 200. API keys give `unsupported_token_type`: revoke them with DELETE /v1/organizations/{organizationId}/api-keys/{apiKeyId}.
  */
-export const authRevoke = <ThrowOnError extends boolean = false>(options: Options<AuthRevokeData, ThrowOnError>) => (options.client ?? client).post<AuthRevokeResponses, AuthRevokeErrors, ThrowOnError>({
+export const authRevoke = <ThrowOnError extends boolean = false>(options: Options<AuthRevokeData, ThrowOnError>): RequestResult<AuthRevokeResponses, AuthRevokeErrors, ThrowOnError> => (options.client ?? client).post<AuthRevokeResponses, AuthRevokeErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: zAuthRevokeBody,
         path: z.never().optional(),
@@ -780,7 +780,7 @@ export const authRevoke = <ThrowOnError extends boolean = false>(options: Option
  *
  * Authorization server metadata (RFC 8414): the issuer, the device authorization, token and revocation endpoints and the grant types, so that an OAuth client library can run the device login from the server's address alone. Clients are public: they authenticate with nothing but their client_id.
  */
-export const authAuthorizationServerMetadata = <ThrowOnError extends boolean = false>(options?: Options<AuthAuthorizationServerMetadataData, ThrowOnError>) => (options?.client ?? client).get<AuthAuthorizationServerMetadataResponses, AuthAuthorizationServerMetadataErrors, ThrowOnError>({
+export const authAuthorizationServerMetadata = <ThrowOnError extends boolean = false>(options?: Options<AuthAuthorizationServerMetadataData, ThrowOnError>): RequestResult<AuthAuthorizationServerMetadataResponses, AuthAuthorizationServerMetadataErrors, ThrowOnError> => (options?.client ?? client).get<AuthAuthorizationServerMetadataResponses, AuthAuthorizationServerMetadataErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: z.never().optional(),
@@ -796,7 +796,7 @@ export const authAuthorizationServerMetadata = <ThrowOnError extends boolean = f
  *
  * Whether the service and its database answer (503 when the database does not), and the state of the scheduler. Needs no authentication.
  */
-export const healthHealth = <ThrowOnError extends boolean = false>(options?: Options<HealthHealthData, ThrowOnError>) => (options?.client ?? client).get<HealthHealthResponses, HealthHealthErrors, ThrowOnError>({
+export const healthHealth = <ThrowOnError extends boolean = false>(options?: Options<HealthHealthData, ThrowOnError>): RequestResult<HealthHealthResponses, HealthHealthErrors, ThrowOnError> => (options?.client ?? client).get<HealthHealthResponses, HealthHealthErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
         body: z.never().optional(),
         path: z.never().optional(),
