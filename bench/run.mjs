@@ -6,10 +6,11 @@
 //   node bench/run.mjs --smoke    tiny population, 1 s per scenario (CI guard; writes results/smoke.json)
 //   node bench/run.mjs --profile --scenarios S1
 //                                 the server under `node --cpu-prof`, ours only; prints the top frames
+//   node bench/run.mjs --no-peers without the peers (bench/peers: Fastify + pg, NestJS + Prisma) in S1, S3, S4
 //
 // Exit status: 0 only if every scenario ran with zero errors and the baseline
-// ran the same statements and answered the same bytes as the server. Targets
-// are reported, not enforced.
+// (and each peer) ran the same statements and answered the same bytes as the
+// server (as the baseline). Targets are reported, not enforced.
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { randomBytes } from "node:crypto"
 import { createServer as createHttpServer } from "node:http"
@@ -23,7 +24,8 @@ import { drive, pace } from "./lib/load.mjs"
 import { normalise, startSqlCapture } from "./lib/sqlcapture.mjs"
 import { freePort, makeCleanup, startServer } from "./lib/processes.mjs"
 import { formatSummary, summarise } from "./lib/profile.mjs"
-import { evaluateTargets, formatTargets, table } from "./lib/report.mjs"
+import { buildPeers, peerDefs, peerScenarios, peerVersions } from "./lib/peers.mjs"
+import { evaluateTargets, formatTargets, peersTable, rowErrors, table } from "./lib/report.mjs"
 import { makeBenchUser, populations, seedSql } from "./lib/seed.mjs"
 
 const { values: flags } = parseArgs({
@@ -38,13 +40,15 @@ const { values: flags } = parseArgs({
     before: { type: "string" },
     "before-node-args": { type: "string" },
     "embedded-only": { type: "boolean", default: false },
+    "no-peers": { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false }
   },
   strict: true
 })
 if (flags.help) {
-  console.log(`usage: node bench/run.mjs [--smoke] [--profile] [--scenarios S1,S3,...] [--duration SECONDS] [--rounds N] [--no-embedded] [--population smoke|embedded|full] [--before BUNDLE [--before-node-args="FLAGS"]]
-scenarios: S1 S2o S2t S2t0 S3 S4 S5 S6 S7 S8 (PostgreSQL), and S1/S4 again with the embedded database`)
+  console.log(`usage: node bench/run.mjs [--smoke] [--profile] [--scenarios S1,S3,...] [--duration SECONDS] [--rounds N] [--no-embedded] [--population smoke|embedded|full] [--before BUNDLE [--before-node-args="FLAGS"]] [--no-peers]
+scenarios: S1 S2o S2t S2t0 S3 S4 S5 S6 S7 S8 (PostgreSQL), and S1/S4 again with the embedded database
+peers (S1, S3, S4 only; --no-peers leaves them out): Fastify + pg, NestJS (Express) + Prisma 7 (bench/peers)`)
   process.exit(0)
 }
 
@@ -81,6 +85,8 @@ const config = {
   population: flags.population ? populations[flags.population] : smoke ? populations.smoke : populations.full,
   embeddedPopulation: smoke ? populations.smoke : populations.embedded,
   embedded: !flags.profile && !flags["no-embedded"],
+  // The peers (bench/peers) in S1, S3 and S4, beside ours and the baseline.
+  peers: !flags.profile && !flags["no-peers"] && !flags["embedded-only"],
   // The scheduler scenario: posts times 3 webhook targets, all due at one instant, on two server processes.
   scheduledPosts: smoke ? 60 : 1_000,
   // S7 publishes one draft per request, never twice: more than a run can use.
@@ -205,10 +211,10 @@ const raw = async (server, request) => {
   return { status: res.status, body: await res.text() }
 }
 
-const firstDifference = (a, b) => {
+const firstDifference = (a, b, nameA = "ours", nameB = "baseline") => {
   let i = 0
   while (i < a.length && a[i] === b[i]) i++
-  return `at byte ${i}: ours …${a.slice(Math.max(0, i - 40), i + 60)}… baseline …${b.slice(Math.max(0, i - 40), i + 60)}…`
+  return `at byte ${i}: ${nameA} …${a.slice(Math.max(0, i - 40), i + 60)}… ${nameB} …${b.slice(Math.max(0, i - 40), i + 60)}…`
 }
 
 /**
@@ -218,20 +224,21 @@ const firstDifference = (a, b) => {
 const engineHousekeeping = /\bcluster_(?:messages|replies|runners|locks)\b|\bpg_locks\b|\bpg_(?:try_)?advisory/
 
 /** Differences between two lists of statements, compared as multisets (parallel queries may come in any order). */
-const statementDifferences = (ours, baseline) => {
+const statementDifferences = (ours, baseline, oursName = "the server") => {
   const count = (list) => list.filter(({ sql }) => !engineHousekeeping.test(sql)).map(normalise).reduce((m, s) => m.set(s, (m.get(s) ?? 0) + 1), new Map())
   const [a, b] = [count(ours), count(baseline)]
   const out = []
-  for (const [text, n] of a) if ((b.get(text) ?? 0) < n) out.push(`only the server runs: ${text.slice(0, 400)}`)
+  for (const [text, n] of a) if ((b.get(text) ?? 0) < n) out.push(`only ${oursName} runs: ${text.slice(0, 400)}`)
   for (const [text, n] of b) if ((a.get(text) ?? 0) < n) out.push(`only the baseline runs: ${text.slice(0, 400)}`)
   return out
 }
 
 /**
  * Each request through both servers: same status, same body bytes, and the
- * same statements with the same parameters.
+ * same statements with the same parameters. `ours` is the server, or a peer
+ * (`ours.name`); `ids`, the read scenarios compared besides S4.
  */
-const parityCheck = async (ours, baseline, defs, teamId) => {
+const parityCheck = async (ours, baseline, defs, teamId, ids = ["S1", "S2o", "S2t", "S2t0", "S3", "S6"]) => {
   const failures = []
   const compare = async (name, request, mask = (s) => s) => {
     ours.capture.take()
@@ -242,12 +249,12 @@ const parityCheck = async (ours, baseline, defs, teamId) => {
     const baseStatements = baseline.capture.take()
     const [ma, mb] = [mask(a.body), mask(b.body)]
     if (a.status !== b.status || ma !== mb) {
-      failures.push(`${name}: status ${a.status} vs ${b.status}; ${ma === mb ? "same body" : firstDifference(ma, mb)}`)
+      failures.push(`${name}: status ${a.status} vs ${b.status}; ${ma === mb ? "same body" : firstDifference(ma, mb, ours.name)}`)
     }
-    const differences = statementDifferences(oursStatements, baseStatements)
+    const differences = statementDifferences(oursStatements, baseStatements, ours.name)
     if (differences.length) failures.push(`${name}: different statements:\n    ${differences.join("\n    ")}`)
   }
-  for (const id of ["S1", "S2o", "S2t", "S2t0", "S3", "S6"]) await compare(id, defs[id])
+  for (const id of ids) await compare(id, defs[id])
   // The same change through both: only updatedAt (set by now()) may differ.
   const patch = { ...defs.S4, path: `/v1/teams/${teamId}`, body: JSON.stringify({ name: "Parity check" }) }
   await compare("S4", patch, (s) => s.replace(/"updatedAt":"[^"]*"/g, "\"updatedAt\":\"…\""))
@@ -321,6 +328,35 @@ const watchMemory = (server) => {
   }
 }
 
+/**
+ * Each peer's figures in a scenario: its best run (as ours and the baseline's), its run at the same paced load,
+ * and each as a ratio to the raw baseline's (throughput, p99 at the same load, server CPU per request).
+ */
+const peerRows = (measuredPeers, base, baseAtRate, rate) => {
+  const b = best(base)
+  return Object.fromEntries(measuredPeers.map((peer) => {
+    const p = best(peer.runs)
+    const r = peer.atRate
+    return [peer.id, {
+      name: peer.name,
+      rps: p.rps,
+      p50: p.p50,
+      p99: p.p99,
+      errors: sumErrors(peer.runs),
+      foreignCpuPct: p.foreignCpuPct,
+      serverCpuMsPerRequest: p.serverCpuMsPerRequest,
+      dbCpuMsPerRequest: p.dbCpuMsPerRequest,
+      sameLoad: { rate, p50: r.p50, p99: r.p99, errors: r.errors, serverCpuMsPerRequest: r.serverCpuMsPerRequest, contaminated: r.contaminated },
+      vsBaseline: {
+        rps: p.rps / b.rps,
+        p99AtSameLoad: r.p99 / baseAtRate.p99,
+        serverCpuPerRequest: p.serverCpuMsPerRequest / b.serverCpuMsPerRequest
+      },
+      runs: peer.runs
+    }]
+  }))
+}
+
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]
 
 // ---------------------------------------------------------------- phases
@@ -362,6 +398,21 @@ const preparePublishing = async (server, token, teamId, databaseUrl, drafts) => 
 }
 
 const postgresPhase = async (results) => {
+  // The peers serve S1, S3 and S4 only; they are built first, so that a build that fails stops the run at once.
+  const peersWanted = config.peers && peerScenarios.some(wanted)
+  const peers = peersWanted ? peerDefs(root) : []
+  if (peersWanted) {
+    const buildMs = await buildPeers(root, join(state.tmp, "peers-build.log"))
+    results.peers = {
+      servers: Object.fromEntries(peers.map((peer) => [peer.id, peer.name])),
+      versions: peerVersions(root),
+      buildMs: Math.round(buildMs),
+      parity: {},
+      memory: {}
+    }
+    log(`built the peers (prisma generate, tsc) in ${(buildMs / 1000).toFixed(1)} s: ${peers.map((peer) => peer.name).join(", ")}`)
+  }
+
   const database = await createDatabase()
   state.database = database.name
   results.machine.postgres = await serverVersion(database.url)
@@ -425,7 +476,30 @@ const postgresPhase = async (results) => {
     results.parity = { ok: failures.length === 0, failures }
     if (failures.length) for (const f of failures) log(`PARITY FAILURE ${f}`)
     else log("parity: for S1, S2, S3, S4 and S6 the baseline runs the same statements and answers the same bytes as the server")
-    await Promise.all([oursParity.stop(), baseParity.stop()])
+    await oursParity.stop()
+    // Each peer against the baseline, each behind a proxy of its own: S1, S3, S4, and S6's 401.
+    for (const peer of peers) {
+      const capture = await startSqlCapture(pgTarget)
+      const peerParity = await startServer({
+        name: `${peer.name} (parity)`,
+        script: peer.script,
+        env: { PORT: String(await freePort()), DATABASE_URL: viaProxy(capture) },
+        logFile: join(state.tmp, `peer-${peer.id}-parity.log`)
+      })
+      const peerFailures = await parityCheck(
+        { name: peer.name, server: peerParity, capture },
+        { server: baseParity, capture: baseCapture },
+        scenarioDefs(user, fixtures),
+        teamIds[teamIds.length - 1],
+        ["S1", "S3", "S6"]
+      )
+      results.peers.parity[peer.id] = { ok: peerFailures.length === 0, failures: peerFailures }
+      if (peerFailures.length) for (const f of peerFailures) log(`PARITY FAILURE (${peer.name}) ${f}`)
+      else log(`parity: for S1, S3, S4 and S6 ${peer.name} runs the same statements and answers the same bytes as the baseline`)
+      await peerParity.stop()
+      await capture.close()
+    }
+    await baseParity.stop()
     await Promise.all([oursCapture.close(), baseCapture.close()])
   }
 
@@ -462,10 +536,25 @@ const postgresPhase = async (results) => {
       logFile: join(state.tmp, "server-before.log")
     })
     : undefined
-  state.pids = [server.pid, baseline?.pid, before?.pid]
+  // The peers, with the baseline's Node.js flags.
+  const peerServers = []
+  if (baseline) {
+    for (const peer of peers) {
+      const peerServer = await startServer({
+        name: peer.name,
+        script: peer.script,
+        nodeArgs: serverNodeArgs,
+        env: { PORT: String(await freePort()), DATABASE_URL: database.url },
+        logFile: join(state.tmp, `peer-${peer.id}.log`)
+      })
+      peerServers.push({ ...peer, server: peerServer, stopWatching: watchMemory(peerServer) })
+    }
+  }
+  state.pids = [server.pid, baseline?.pid, before?.pid, ...peerServers.map((peer) => peer.server.pid)]
   log(`server pid ${server.pid} on ${server.url} (first answer after ${server.startMs.toFixed(0)} ms)` +
     (baseline ? `, baseline pid ${baseline.pid} on ${baseline.url}` : "") +
-    (before ? `, before (${flags.before}) pid ${before.pid}` : ""))
+    (before ? `, before (${flags.before}) pid ${before.pid}` : "") +
+    peerServers.map((peer) => `, ${peer.id} pid ${peer.server.pid} (first answer after ${peer.server.startMs.toFixed(0)} ms)`).join(""))
   if (fixtures.deepOrgCursor === undefined) await addCursors(server)
   const ids = ["S1", "S2o", "S2t", "S2t0", "S3", "S4", "S5", "S6", "S7"].filter(wanted)
   if (ids.includes("S7")) {
@@ -481,6 +570,7 @@ const postgresPhase = async (results) => {
   await warmUp(server, defs, ids.filter((id) => id !== "S5"))
   if (baseline) await warmUp(baseline, defs, compared)
   if (before) await warmUp(before, defs, compared)
+  for (const peer of peerServers) await warmUp(peer.server, defs, compared.filter((id) => peerScenarios.includes(id)))
 
   const rows = []
   const row = (id, ours, base, extra = {}) => {
@@ -506,6 +596,7 @@ const postgresPhase = async (results) => {
             p50: b.p50,
             p99: b.p99,
             errors: sumErrors(base),
+            foreignCpuPct: b.foreignCpuPct,
             serverCpuMsPerRequest: b.serverCpuMsPerRequest,
             dbCpuMsPerRequest: b.dbCpuMsPerRequest,
             runs: base
@@ -516,11 +607,12 @@ const postgresPhase = async (results) => {
       ...extra
     })
   }
-  // Alternating: ours, baseline, ours, baseline, so that drift affects both.
+  // Alternating: ours, baseline, ours, baseline (with the peers: ours, baseline, fastify, nest, ...), so that drift affects all.
   for (const id of compared) {
     const ours = []
     const base = []
     const earlier = []
+    const measuredPeers = peerServers.filter(() => peerScenarios.includes(id)).map((peer) => ({ ...peer, runs: [] }))
     for (let round = 0; round < config.rounds; round++) {
       ours.push(await measure(server, defs[id], config.durationSec))
       log(`${id} ours     ${describe(ours.at(-1))}`)
@@ -530,13 +622,22 @@ const postgresPhase = async (results) => {
       }
       base.push(await measure(baseline, defs[id], config.durationSec))
       log(`${id} baseline ${describe(base.at(-1))}`)
+      for (const peer of measuredPeers) {
+        peer.runs.push(await measure(peer.server, defs[id], config.durationSec))
+        log(`${id} ${peer.id.padEnd(8)} ${describe(peer.runs.at(-1))}`)
+      }
     }
-    // Latency at the same load: both at half the throughput of the slower one, which either sustains.
-    const rate = Math.max(1, Math.round(Math.min(best(ours).rps, best(base).rps) / 2))
+    // Latency at the same load: all at half the throughput of the slowest one (of ours and the baseline, and
+    // of the peers when they run), which each sustains.
+    const rate = Math.max(1, Math.round(Math.min(best(ours).rps, best(base).rps, ...measuredPeers.map((peer) => best(peer.runs).rps)) / 2))
     const oursAtRate = await measure(server, defs[id], config.durationSec, rate)
     log(`${id} ours     at ${rate} req/s: ${describe(oursAtRate)}`)
     const baseAtRate = await measure(baseline, defs[id], config.durationSec, rate)
     log(`${id} baseline at ${rate} req/s: ${describe(baseAtRate)}`)
+    for (const peer of measuredPeers) {
+      peer.atRate = await measure(peer.server, defs[id], config.durationSec, rate)
+      log(`${id} ${peer.id.padEnd(8)} at ${rate} req/s: ${describe(peer.atRate)}`)
+    }
     const sameLoad = {
       rate,
       p50: oursAtRate.p50,
@@ -544,13 +645,16 @@ const postgresPhase = async (results) => {
       baselineP50: baseAtRate.p50,
       baselineP99: baseAtRate.p99,
       errors: oursAtRate.errors + baseAtRate.errors,
+      oursErrors: oursAtRate.errors,
+      baselineErrors: baseAtRate.errors,
       contaminated: oursAtRate.contaminated || baseAtRate.contaminated
     }
     const b = before ? best(earlier) : undefined
     const beforeFigures = b
       ? { before: { rps: b.rps, p99: b.p99, serverCpuMsPerRequest: b.serverCpuMsPerRequest, errors: sumErrors(earlier) } }
       : {}
-    row(id, ours, base, { sameLoad, ...beforeFigures })
+    const peerFigures = measuredPeers.length ? { peers: peerRows(measuredPeers, base, baseAtRate, rate) } : {}
+    row(id, ours, base, { sameLoad, ...beforeFigures, ...peerFigures })
   }
   // S5 grows the benchmark user's organizations, so it runs after every list.
   for (const id of ids.filter((id) => !compared.includes(id))) {
@@ -570,6 +674,10 @@ const postgresPhase = async (results) => {
   if (ended.code !== 0) log(`server ended with ${JSON.stringify(ended)}; log: ${join(state.tmp, "server.log")}\n${server.logTail()}`)
   if (baseline) await baseline.stop()
   if (before) await before.stop()
+  for (const peer of peerServers) {
+    results.peers.memory[peer.id] = peer.stopWatching()
+    await peer.server.stop()
+  }
 
   if (flags.profile) {
     const files = readdirSync(profileDir).filter((f) => f.endsWith(".cpuprofile"))
@@ -787,7 +895,7 @@ const main = async () => {
       node: process.version,
       kernel: release()
     },
-    config: { connections: config.connections, durationSec: config.durationSec, warmupSec: config.warmupSec, rounds: config.rounds },
+    config: { connections: config.connections, durationSec: config.durationSec, warmupSec: config.warmupSec, rounds: config.rounds, peers: config.peers },
     population: {},
     startup: {},
     memory: {},
@@ -812,12 +920,16 @@ const main = async () => {
     `during the reported run; above ${config.foreignLimitPct}% the figures are low)`)
   const sameLoad = rows.filter((r) => r.sameLoad)
   if (sameLoad.length) {
-    console.log("\nat the same load (half the slower one's throughput), p50 / p99 ms, ours vs baseline:")
+    console.log(`\nat the same load (half the slowest one's throughput${rows.some((r) => r.peers) ? ", of ours, the baseline and the peers" : ""}), p50 / p99 ms, ours vs baseline:`)
     for (const r of sameLoad) {
       const l = r.sameLoad
       console.log(`  ${r.id} at ${l.rate} req/s: ${l.p50.toFixed(2)} / ${l.p99.toFixed(2)} vs ${l.baselineP50.toFixed(2)} / ${l.baselineP99.toFixed(2)}` +
         (l.contaminated ? " (others used the machine meanwhile)" : ""))
     }
+  }
+  if (rows.some((r) => r.peers)) {
+    console.log(`\npeers (bench/peers), each as a ratio to the raw baseline (node:http + pg); best run of each, p99 at the same paced load as above:`)
+    console.log(peersTable(rows))
   }
   const changed = rows.filter((r) => r.before)
   if (changed.length) {
@@ -846,20 +958,29 @@ const main = async () => {
   if (results.parity) {
     console.log(`parity with the baseline: ${results.parity.ok ? "same statements, same bytes" : `FAILED\n  ${results.parity.failures.join("\n  ")}`}`)
   }
+  for (const [id, parity] of Object.entries(results.peers?.parity ?? {})) {
+    console.log(`parity of ${results.peers.servers[id]} with the baseline (S1, S3, S4, S6): ${parity.ok ? "same statements, same bytes" : `FAILED\n  ${parity.failures.join("\n  ")}`}`)
+  }
+  if (results.peers) {
+    const mem = Object.entries(results.peers.memory).map(([id, m]) => `${results.peers.servers[id]} ${m.peakMb.toFixed(0)} MB`)
+    console.log(`peers: ${Object.entries(results.peers.versions).map(([name, version]) => `${name} ${version}`).join(", ")}; ` +
+      `built in ${(results.peers.buildMs / 1000).toFixed(1)} s${mem.length ? `; peak RSS ${mem.join(", ")}` : ""}`)
+  }
   console.log(`\ntargets:\n${formatTargets(results.targets)}`)
 
   const file = join(resultsDir, config.mode === "full" ? "latest.json" : `${config.mode}.json`)
   writeFileSync(file, JSON.stringify(results, null, 2) + "\n")
   console.log(`\nwrote ${file} (${results.elapsedSec} s)`)
 
-  const errors = rows.reduce((sum, r) => sum + r.errors + (r.baseline?.errors ?? 0) + (r.sameLoad?.errors ?? 0), 0)
-  return errors === 0 && (results.parity?.ok ?? true) ? 0 : 1
+  const errors = rows.reduce((sum, r) => sum + rowErrors(r), 0)
+  const peersParityOk = Object.values(results.peers?.parity ?? {}).every((parity) => parity.ok)
+  return errors === 0 && (results.parity?.ok ?? true) && peersParityOk ? 0 : 1
 }
 
 main().then(
   async (code) => {
     await cleanup()
-    if (code !== 0) log("FAILED: errors in some scenario, or the baseline's bytes differ (see above)")
+    if (code !== 0) log("FAILED: errors in some scenario, or the baseline's (or a peer's) statements or bytes differ (see above)")
     process.exit(code)
   },
   async (error) => {

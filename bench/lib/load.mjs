@@ -53,6 +53,9 @@ export const drive = async ({ baseUrl, scenario, connections, durationSec }) => 
     url: baseUrl,
     connections,
     duration: durationSec,
+    // autocannon notices the end of the duration at its next sample (every second by default): a run
+    // shorter than a second (a smoke run's 0.3 s warm-up) would last a whole one.
+    sampleInt: Math.min(1000, Math.max(100, Math.round(durationSec * 1000))),
     timeout: 10,
     requests: [request]
   })

@@ -22,6 +22,47 @@ export const table = (rows) => {
   return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)].join("\n")
 }
 
+/** A row's errors: ours, the baseline's, at the same load, and the peers' (bench/peers). */
+export const rowErrors = (r) =>
+  r.errors + (r.baseline?.errors ?? 0) + (r.sameLoad?.errors ?? 0) +
+  Object.values(r.peers ?? {}).reduce((sum, p) => sum + p.errors + p.sameLoad.errors, 0)
+
+const alignedTable = (header, body, leftColumns) => {
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => row[i].length)))
+  const line = (cells) => cells.map((c, i) => (i < leftColumns ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ")
+  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)].join("\n")
+}
+
+/**
+ * S1, S3 and S4 on every server: the raw baseline, ours and the peers, each with throughput, p99 at the same
+ * paced load and server CPU per request, and each of these as a ratio to the baseline's.
+ */
+export const peersTable = (rows) => {
+  const header = ["scenario", "server", "req/s", "x base", "paced req/s", "p99 ms paced", "x base", "server CPU ms/req", "x base", "errors", "others' CPU"]
+  const body = []
+  for (const r of rows.filter((row) => row.peers && row.baseline && row.sameLoad)) {
+    const b = r.baseline
+    const l = r.sameLoad
+    const line = (server, x, p99, errors) => [
+      server === "baseline (node:http + pg)" ? r.id : "",
+      server,
+      fmt(x.rps, 0),
+      fmt(x.rps / b.rps, 2),
+      String(l.rate),
+      fmt(p99, 2),
+      fmt(p99 / l.baselineP99, 2),
+      fmt(x.serverCpuMsPerRequest, 3),
+      fmt(x.serverCpuMsPerRequest / b.serverCpuMsPerRequest, 2),
+      String(errors),
+      `${fmt(x.foreignCpuPct, 0)}%`
+    ]
+    body.push(line("baseline (node:http + pg)", b, l.baselineP99, b.errors + l.baselineErrors))
+    body.push(line("ours (Effect)", r, l.p99, r.errors + l.oursErrors))
+    for (const p of Object.values(r.peers)) body.push(line(p.name, p, p.sameLoad.p99, p.errors + p.sameLoad.errors))
+  }
+  return alignedTable(header, body, 2)
+}
+
 /** The targets of the issue, each `{ target, value, pass }`. */
 export const evaluateTargets = ({ rows, memory, startup }) => {
   const byId = new Map(rows.map((r) => [r.id, r]))
@@ -57,8 +98,8 @@ export const evaluateTargets = ({ rows, memory, startup }) => {
       scheduler.lateness.published === scheduler.lateness.expected)
     add("S8 scheduler: p99 lateness < 5 s", `${(scheduler.lateness.p99Ms / 1000).toFixed(2)} s`, scheduler.lateness.p99Ms < 5000)
   }
-  const errors = rows.reduce((sum, r) => sum + r.errors + (r.baseline?.errors ?? 0) + (r.sameLoad?.errors ?? 0), 0)
-  add("no errors (all scenarios, ours and baseline)", String(errors), errors === 0)
+  const errors = rows.reduce((sum, r) => sum + rowErrors(r), 0)
+  add(`no errors (all scenarios, ours and baseline${rows.some((r) => r.peers) ? " and peers" : ""})`, String(errors), errors === 0)
   for (const [deep, first] of [["S2o", "S1"], ["S2t", "S2t0"]]) {
     const d = byId.get(deep)
     const f = byId.get(first)
