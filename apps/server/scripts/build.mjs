@@ -46,10 +46,10 @@ const clean = (outdir) => {
  * `import.meta.url`. Each entry is built on its own: chunks shared between entries would hold what either
  * one reaches, and the admin command would load the server's. Answers its lazily loaded chunks (lazyChunks).
  */
-const bundle = async (entry, outdir) => {
+const bundle = async (entry, outdir, out = basename(entry).replace(/\.ts$/, "")) => {
   const { metafile } = await build({
     absWorkingDir: serverDir,
-    entryPoints: [entry],
+    entryPoints: [{ in: entry, out }],
     bundle: true,
     platform: "node",
     format: "esm",
@@ -83,9 +83,30 @@ const lazyChunks = (metafile) => {
   )
 }
 
+/**
+ * `<name>.js`, which turns on Node's compile cache and then loads the bundle `<name>-bundle.js`: the bundle's
+ * compiled code is kept on disk (in the system's temporary folder) from the first start on, so that later
+ * starts do not parse and compile its megabytes again. It must run first: the cache serves what loads after.
+ */
+const entryWithCompileCache = async (entry, outdir) => {
+  const name = basename(entry).replace(/\.ts$/, "")
+  const lazy = await bundle(entry, outdir, `${name}-bundle`)
+  writeFileSync(
+    join(outdir, `${name}.js`),
+    [
+      `import { enableCompileCache, flushCompileCache } from "node:module"`,
+      `enableCompileCache()`,
+      `await import("./${name}-bundle.js")`,
+      `flushCompileCache()`,
+      ``
+    ].join("\n")
+  )
+  return lazy
+}
+
 export const bundleServer = async (outdir = join(serverDir, "dist")) => {
   clean(outdir)
-  const lazy = [...await bundle("src/main.ts", outdir), ...await bundle("src/admin.ts", outdir)]
+  const lazy = [...await entryWithCompileCache("src/main.ts", outdir), ...await entryWithCompileCache("src/admin.ts", outdir)]
   writeFileSync(join(outdir, "lazy-chunks.json"), `${JSON.stringify(lazy, null, 2)}\n`)
   pgdataTemplate(outdir)
   return outdir
