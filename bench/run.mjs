@@ -11,11 +11,11 @@
 // Exit status: 0 only if every scenario ran with zero errors and the baseline
 // (and each peer) ran the same statements and answered the same bytes as the
 // server (as the baseline). Targets are reported, not enforced.
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { randomBytes } from "node:crypto"
 import { createServer as createHttpServer } from "node:http"
 import { cpus, totalmem, tmpdir, release } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import { createDatabase, dropDatabase, queryPostgres, seedPGlite, seedPostgres, serverVersion } from "./lib/db.mjs"
@@ -39,6 +39,7 @@ const { values: flags } = parseArgs({
     population: { type: "string" },
     before: { type: "string" },
     "before-node-args": { type: "string" },
+    "before-node": { type: "string" },
     "embedded-only": { type: "boolean", default: false },
     "no-peers": { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false }
@@ -46,7 +47,7 @@ const { values: flags } = parseArgs({
   strict: true
 })
 if (flags.help) {
-  console.log(`usage: node bench/run.mjs [--smoke] [--profile] [--scenarios S1,S3,...] [--duration SECONDS] [--rounds N] [--no-embedded] [--population smoke|embedded|full] [--before BUNDLE [--before-node-args="FLAGS"]] [--no-peers]
+  console.log(`usage: node bench/run.mjs [--smoke] [--profile] [--scenarios S1,S3,...] [--duration SECONDS] [--rounds N] [--no-embedded] [--population smoke|embedded|full] [--before BUNDLE [--before-node-args="FLAGS"] [--before-node PATH]] [--no-peers]
 scenarios: S1 S2o S2t S2t0 S3 S4 S5 S6 S7 S8 (PostgreSQL), and S1/S4 again with the embedded database
 peers (S1, S3, S4 only; --no-peers leaves them out): Fastify + pg, NestJS (Express) + Prisma 7 (bench/peers)`)
   process.exit(0)
@@ -506,8 +507,8 @@ const postgresPhase = async (results) => {
   const profileDir = join(resultsDir, "profiles")
   if (flags.profile) mkdirSync(profileDir, { recursive: true })
   // The bundle as profiled, to attribute frames to source modules later even if it is rebuilt meanwhile.
-  const bundleCopy = join(state.tmp, "main.js")
-  if (flags.profile) copyFileSync(serverScript, bundleCopy)
+  const bundleCopy = join(state.tmp, "dist")
+  if (flags.profile) cpSync(dirname(serverScript), bundleCopy, { recursive: true })
   const server = await startOurServer({
     name: "server",
     env: serverEnv(await freePort(), { DATABASE_URL: database.url }),
@@ -531,6 +532,7 @@ const postgresPhase = async (results) => {
     ? await startServer({
       name: "server (before)",
       script: flags.before,
+      node: flags["before-node"],
       nodeArgs: flags["before-node-args"]?.split(" ").filter(Boolean) ?? serverNodeArgs,
       env: { CLUSTER_HOST: "127.0.0.1", CLUSTER_PORT: String(await freePort()), ...serverEnv(await freePort(), { DATABASE_URL: database.url }) },
       logFile: join(state.tmp, "server-before.log")
@@ -683,7 +685,7 @@ const postgresPhase = async (results) => {
     const files = readdirSync(profileDir).filter((f) => f.endsWith(".cpuprofile"))
       .map((f) => join(profileDir, f)).sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)
     if (files.length) {
-      copyFileSync(bundleCopy, `${files[0]}.main.js`)
+      cpSync(bundleCopy, `${files[0]}.dist`, { recursive: true })
       results.profile = { file: files[0], ...summarise(files[0], 25) }
       console.log(`\nCPU profile ${files[0]}\n${formatSummary(results.profile)}\n`)
     } else log("no .cpuprofile was written (did the server exit normally?)")

@@ -44,18 +44,18 @@ export const memoryOf = (pid) => {
 }
 
 /**
- * Starts `node [nodeArgs] script` with `env` (merged over a clean copy of
+ * Starts `node [nodeArgs] script` (`node`: this process's Node.js unless another is given) with `env` (merged over a clean copy of
  * process.env without DATABASE_URL/DATA_DIR/PORT/HOST, so that the caller
  * decides them), logging to `logFile`. Resolves once GET /health answers 200,
  * polled every 10 ms, with `startMs`: spawn to first answer.
  */
-export const startServer = async ({ name, script, env, nodeArgs = [], logFile, timeoutMs = 60_000 }) => {
+export const startServer = async ({ name, script, env, node = process.execPath, nodeArgs = [], logFile, timeoutMs = 60_000 }) => {
   const base = { ...process.env }
   for (const key of ["DATABASE_URL", "DATA_DIR", "PORT", "HOST", "LOG_LEVEL", "NODE_OPTIONS"]) delete base[key]
   const port = Number(env.PORT)
   const fd = openSync(logFile, "a")
   const startedAt = performance.now()
-  const child = spawn(process.execPath, [...nodeArgs, script], {
+  const child = spawn(node, [...nodeArgs, script], {
     env: { ...base, HOST: "127.0.0.1", ...env },
     stdio: ["ignore", fd, fd]
   })

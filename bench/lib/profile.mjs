@@ -1,8 +1,9 @@
 // Summarises a V8 .cpuprofile (node --cpu-prof): top frames by self time, and
-// self time by module. Frames of the esbuild bundle (apps/server/dist/main.js)
-// are attributed to their source module through the `// path` comments that
+// self time by module. Frames of the esbuild bundle (apps/server/dist: main-bundle.js
+// and the chunks it shares with the admin command) are attributed to their source module through the `// path` comments that
 // esbuild writes before each module.
 import { existsSync, readFileSync } from "node:fs"
+import { basename, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
 const bundleModules = new Map()
@@ -34,9 +35,9 @@ const sourceOf = (url, lineNumber, bundle) => {
   if (!url) return ""
   if (url.startsWith("node:")) return url
   const file = url.startsWith("file://") ? fileURLToPath(url) : url
-  if (file.endsWith("/dist/main.js") || file.endsWith("/dist/admin.js")) {
+  if (/\/apps\/server\/dist\/[^/]+\.js$/.test(file)) {
     // The bundle as it was when profiled, if a copy was kept (it may have been rebuilt since).
-    const starts = modulesOf(bundle && file.endsWith("/dist/main.js") ? bundle : file)
+    const starts = modulesOf(bundle ? join(bundle, basename(file)) : file)
     let lo = 0
     let hi = starts.length - 1
     let found
@@ -47,7 +48,7 @@ const sourceOf = (url, lineNumber, bundle) => {
         lo = mid + 1
       } else hi = mid - 1
     }
-    return found ? `${shorten(found.module)} @dist/main.js` : "dist/main.js"
+    return found ? `${shorten(found.module)} @dist` : `dist/${basename(file)}`
   }
   const nm = file.lastIndexOf("/node_modules/")
   return nm >= 0 ? file.slice(nm + "/node_modules/".length).replace(/^\.pnpm\/[^/]+\/node_modules\//, "") : file
@@ -55,7 +56,7 @@ const sourceOf = (url, lineNumber, bundle) => {
 
 /** Package-level bucket of a source path. */
 const packageOf = (source_, functionName) => {
-  const source = source_.replace(/ @dist\/main\.js$/, "")
+  const source = source_.replace(/ @dist$/, "")
   if (!source) return functionName.startsWith("(") ? functionName : "(native/V8)"
   if (source.startsWith("node:")) return "node:internal"
   const m = /^(@[^/]+\/[^/]+|[^/]+)/.exec(source)
@@ -64,8 +65,8 @@ const packageOf = (source_, functionName) => {
   return m ? m[1] : source
 }
 
-/** `bundle`: a copy of apps/server/dist/main.js as it was when profiled (default: a sibling `<profile>.main.js`). */
-export const summarise = (profilePath, top = 20, bundle = existsSync(`${profilePath}.main.js`) ? `${profilePath}.main.js` : undefined) => {
+/** `bundle`: a copy of apps/server/dist as it was when profiled (default: a sibling folder `<profile>.dist`). */
+export const summarise = (profilePath, top = 20, bundle = existsSync(`${profilePath}.dist`) ? `${profilePath}.dist` : undefined) => {
   const profile = JSON.parse(readFileSync(profilePath, "utf8"))
   const byId = new Map(profile.nodes.map((node) => [node.id, node]))
   const parentOf = new Map()
@@ -113,7 +114,7 @@ export const summarise = (profilePath, top = 20, bundle = existsSync(`${profileP
     frames.set(key, frame)
     const pkg = packageOf(source, name)
     packages.set(pkg, (packages.get(pkg) ?? 0) + us)
-    const module = source ? source.replace(/ @dist\/main\.js$/, "") : name.startsWith("(") ? name : "(native/V8)"
+    const module = source ? source.replace(/ @dist$/, "") : name.startsWith("(") ? name : "(native/V8)"
     modules.set(module, (modules.get(module) ?? 0) + us)
   }
   const busy = total - idle
