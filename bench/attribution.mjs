@@ -25,6 +25,7 @@ import { drive } from "./lib/load.mjs"
 import { freePort, makeCleanup, startServer } from "./lib/processes.mjs"
 import { makeBenchUser, populations, seedSql } from "./lib/seed.mjs"
 import { normalise, startSqlCapture } from "./lib/sqlcapture.mjs"
+import { startNodeFlags } from "../apps/server/scripts/start-flags.mjs"
 
 const { values: flags } = parseArgs({
   options: {
@@ -44,10 +45,7 @@ if (flags.help) {
 const root = fileURLToPath(new URL("..", import.meta.url))
 const serverScript = join(root, "apps/server/dist/main.js")
 const baselineScript = join(root, "bench/baseline/server.mjs")
-// As bench/run.mjs: the Node.js flags of `pnpm start`, for the server and the floor alike.
-const startScript = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts.start
-const nodeArgs = /\bnode ((?:--\S+ )*)apps\/server\/dist\/main\.js/.exec(startScript)?.[1].trim().split(" ").filter(Boolean)
-if (nodeArgs === undefined) throw new Error(`package.json's start script does not run apps/server/dist/main.js: ${startScript}`)
+const nodeArgs = startNodeFlags()
 
 const smoke = flags.smoke
 const paced = flags.paced === undefined ? undefined : Number(flags.paced)

@@ -27,6 +27,7 @@ import { formatSummary, summarise } from "./lib/profile.mjs"
 import { buildPeers, peerDefs, peerScenarios, peerVersions } from "./lib/peers.mjs"
 import { evaluateTargets, formatTargets, peersTable, rowErrors, table } from "./lib/report.mjs"
 import { makeBenchUser, populations, seedSql } from "./lib/seed.mjs"
+import { startNodeFlags } from "../apps/server/scripts/start-flags.mjs"
 
 const { values: flags } = parseArgs({
   options: {
@@ -55,10 +56,7 @@ peers (S1, S3, S4 only; --no-peers leaves them out): Fastify + pg, NestJS (Expre
 
 const root = fileURLToPath(new URL("..", import.meta.url))
 const serverScript = join(root, "apps/server/dist/main.js")
-// The Node.js flags `pnpm start` runs the server with, read from package.json so that the two cannot drift apart.
-const startScript = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts.start
-const serverNodeArgs = /\bnode ((?:--\S+ )*)apps\/server\/dist\/main\.js/.exec(startScript)?.[1].trim().split(" ").filter(Boolean)
-if (serverNodeArgs === undefined) throw new Error(`package.json's start script does not run apps/server/dist/main.js: ${startScript}`)
+const serverNodeArgs = startNodeFlags()
 // On PostgreSQL every server process is a runner of the scheduler's cluster, on a port of its own.
 const startOurServer = async ({ env, nodeArgs = [], ...options }) =>
   startServer({

@@ -22,6 +22,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
 import pg from "pg"
+import { startNodeFlags } from "./start-flags.mjs"
 import { document, edgeValue, type JsonSchema, validValue } from "../test/support/OpenApiDocument.js"
 
 const { values: flags } = parseArgs({
@@ -131,7 +132,7 @@ const port = await freePort()
 const serverLog: Array<string> = []
 const server: ChildProcess = spawn(
   "node",
-  ["--max-old-space-size=128", "--single-threaded-gc", mainScript],
+  [...startNodeFlags(), mainScript],
   {
     env: {
       ...baseEnv,

@@ -4,11 +4,12 @@ import { createServer } from "node:net"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { inject } from "vitest"
+import { startNodeFlags } from "../../scripts/start-flags.mjs"
 
 export const serverDir = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
 
 /** The Node.js flags of `pnpm start`, so that a test process has the same bounded heap. */
-export const startFlags = ["--max-old-space-size=128", "--single-threaded-gc"]
+export const startFlags = startNodeFlags()
 
 export const freePort = Effect.async<number>((resume) => {
   const probe = createServer().listen(0, "127.0.0.1", () => {
