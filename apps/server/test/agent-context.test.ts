@@ -1,22 +1,29 @@
 import { describe, expect, layer } from "@effect/vitest"
+import { HttpServerRequest } from "@effect/platform"
 import { SqlClient, Statement } from "@effect/sql"
 import type { OrganizationId } from "@postline/domain"
-import { Effect, Layer } from "effect"
+import { Context, Effect, FiberRef, FiberRefs, Layer, Option } from "effect"
 import { organizationKeys, teamKeys } from "./support/ResponseFields.js"
 import { raw, signUp, TestServer } from "./support/TestServer.js"
 
-// Every statement the server runs is counted, to show what a request costs.
+const contextPath = "/v1/agent/context"
+
+// Every statement run for a request to the context is counted, to show what it costs;
+// the server's background work (the scheduler, the workflow engine) is left out.
 let statementsRun = 0
+const forContextRequest = (fiberRefs: FiberRefs.FiberRefs) =>
+  Option.exists(
+    Context.getOption(FiberRefs.getOrDefault(fiberRefs, FiberRef.currentContext), HttpServerRequest.HttpServerRequest),
+    (request) => request.url === contextPath
+  )
 const CountingTestServer = TestServer.pipe(
-  Layer.provide(Statement.setTransformer((statement) =>
+  Layer.provide(Statement.setTransformer((statement, _sql, fiberRefs) =>
     Effect.sync(() => {
-      statementsRun++
+      if (forContextRequest(fiberRefs)) statementsRun++
       return statement
     })
   ))
 )
-
-const contextPath = "/v1/agent/context"
 const defaultsPath = "/v1/agent/context/defaults"
 
 
