@@ -138,8 +138,6 @@ const server: ChildProcess = spawn(
       ...baseEnv,
       PORT: String(port),
       HOST: "127.0.0.1",
-      CLUSTER_HOST: "127.0.0.1",
-      CLUSTER_PORT: String(await freePort()),
       RATE_LIMIT_REQUESTS: "1000000",
       RATE_LIMIT_ANONYMOUS_REQUESTS: "1000000",
       APPROVAL_MAX_FAILURES: "1000000",

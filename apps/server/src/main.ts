@@ -2,6 +2,7 @@ import { HttpServer } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Config, Effect, Layer, Logger, LogLevel } from "effect"
 import { DatabaseLive } from "./Database/Database.js"
+import { SoleProcess } from "./Database/SoleProcess.js"
 import { EndStartupTurnLive } from "./Database/StartupTurn.js"
 import { JsonLogger } from "./Logging.js"
 import { makeHttpLive } from "./Http/Api.js"
@@ -10,8 +11,7 @@ import { serverTimeouts } from "./Http/ServerTimeouts.js"
 import { OutboundLive } from "./Outbound/Outbound.js"
 import { CredentialsCipherLive } from "./Providers/CredentialsCipher.js"
 import { SocialProviders } from "./Providers/Registry.js"
-import { layerCluster, layerSingleProcess } from "./Scheduling/Engine.js"
-import { layerScheduler } from "./Scheduling/Scheduler.js"
+import { SchedulerLive } from "./Publishing/Scheduler.js"
 import { withTracing } from "./Tracing.js"
 
 const lifecycle = makeServerLifecycle()
@@ -27,10 +27,10 @@ const logLevel = Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.I
 /** The social networks, reached through the outbound guard; credentials encrypted with the configured key. */
 const ProvidersLive = Layer.merge(SocialProviders.Default.pipe(Layer.provide(OutboundLive)), CredentialsCipherLive)
 
-/** On PostgreSQL, each process is a runner of one cluster; the embedded database has one process. */
-const SchedulerLive = Layer.unwrapEffect(
+/** On PostgreSQL, processes share the scheduled work; the embedded database has one process. */
+const ScheduledPublishingLive = Layer.unwrapEffect(
   Effect.map(Config.option(Config.string("DATABASE_URL")), (url) =>
-    layerScheduler(url._tag === "Some" ? layerCluster : layerSingleProcess))
+    SchedulerLive.pipe(Layer.provide(Layer.succeed(SoleProcess, url._tag === "None"))))
 )
 
 /**
@@ -45,7 +45,7 @@ const AppLive = Layer.unwrapEffect(
       HttpServer.withLogAddress,
       Layer.provide(lifecycle.DrainLive),
       Layer.provide(EndStartupTurnLive),
-      Layer.provide(SchedulerLive),
+      Layer.provide(ScheduledPublishingLive),
       Layer.provide(ProvidersLive),
       Layer.provide(DatabaseLive),
       Layer.provide(ServerLive)

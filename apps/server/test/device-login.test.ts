@@ -8,8 +8,8 @@ import { request as httpRequest } from "node:http"
 import { createServer } from "node:net"
 import { ApprovalRateLimit } from "../src/Auth/ApprovalRateLimit.js"
 import { makeHttpLive } from "../src/Http/Api.js"
-import { layerSingleProcess } from "../src/Scheduling/Engine.js"
-import { layerScheduler } from "../src/Scheduling/Scheduler.js"
+import { SoleProcess } from "../src/Database/SoleProcess.js"
+import { SchedulerLive } from "../src/Publishing/Scheduler.js"
 import { LocalProviders } from "./support/Providers.js"
 import { UsersRepo } from "../src/Users/Repo.js"
 import { hashSecret } from "../src/Users/Secrets.js"
@@ -793,7 +793,7 @@ const capturingLogger = Logger.replace(
 const PublicServer = makeHttpLive({ accessLog: true }).pipe(
   Layer.provideMerge(NodeHttpServer.layerTest),
   Layer.provideMerge(UsersRepo.Default),
-  Layer.provide(layerScheduler(layerSingleProcess)),
+  Layer.provide(SchedulerLive.pipe(Layer.provide(Layer.succeed(SoleProcess, true)))),
   Layer.provide([LocalProviders, TestCipher]),
   Layer.provideMerge(TestDatabase),
   Layer.provide(capturingLogger),

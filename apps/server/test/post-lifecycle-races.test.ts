@@ -204,7 +204,7 @@ const raceTeam = Effect.gen(function*() {
       return { postId: post.id, dueAt: undefined, waiting: accounts }
     })
 
-  /** Until no post is scheduled or publishing, no delivery awaits its answer and no scheduled step waits. */
+  /** Until no post is scheduled or publishing, no delivery awaits its answer and nothing due waits or is sent. */
   const settle = (postIds: ReadonlyArray<string>) =>
     eventually(
       Effect.all({
@@ -214,7 +214,7 @@ const raceTeam = Effect.gen(function*() {
       ({ health, statuses }) =>
         statuses.every((status) => status !== "scheduled" && status !== "publishing") &&
         log.deliveries.every((delivery) => delivery.answeredAt !== undefined) &&
-        health.messagesWaiting === 0
+        health.sending === 0 && health.dueWaiting === 0
     )
 
   /**

@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { createServer } from "node:http"
 import Pg from "pg"
 import type { AddressInfo } from "node:net"
-import { createUserWithToken, freePort, type ServerProcess, startServer } from "./support/ServerProcess.js"
+import { createUserWithToken, type ServerProcess, startServer } from "./support/ServerProcess.js"
 import { freshDatabaseEnv, testDatabaseKind } from "./support/TestDatabase.js"
 
 /** Webhook calls as a receiver sees them: each carries its post, its account and its webhook-id. */
@@ -93,9 +93,8 @@ describe("scheduled posts across server processes", () => {
         const receiver = yield* makeReceiver
         const env: Record<string, string> = { ...(yield* freshDatabaseEnv), ...schedulingEnv }
         const owner = yield* createUserWithToken(env)
-        const processEnv = (port: number) => ({ ...env, CLUSTER_HOST: "127.0.0.1", CLUSTER_PORT: String(port) })
-        const first = yield* startServer(processEnv(yield* freePort))
-        const second = yield* startServer(processEnv(yield* freePort))
+        const first = yield* startServer(env)
+        const second = yield* startServer(env)
         const calls = [api(first, owner.token), api(second, owner.token)]
         const { accounts, teamId } = yield* teamWithAccounts(calls[0], receiver.url)
 

@@ -4,12 +4,13 @@ import { ServiceUnavailable } from "./Errors.js"
 import { integer } from "./Fields.js"
 
 export const SchedulerStatus = Schema.Struct({
-  registered: Schema.Boolean.annotations({ description: "Whether this process takes part in running scheduled work" }),
-  shards: integer("How many of the 300 shards of scheduled work this process holds"),
-  messagesWaiting: integer("Scheduled steps and wake-ups not yet done, in all processes, future ones included"),
+  sending: integer("Sends of due posts this process has under way"),
+  concurrency: integer("The most sends of due posts this process has under way at once (SCHEDULER_CONCURRENCY)"),
+  dueWaiting: integer("Posts' accounts that are due and not yet taken by any process"),
   oldestDueSeconds: Schema.NullOr(Schema.Number).annotations({
-    description: "How long the oldest step that is due has waited for a process to take it; null when none waits. " +
-      "Normally under a second or two: growing means scheduled work has stopped"
+    description: "How long the oldest of those has waited for a process to take it; null when none waits. " +
+      "Normally under a second or two: growing means scheduled work has stopped, or more is due than the " +
+      "processes send"
   })
 }).annotations({ identifier: "SchedulerStatus" })
 

@@ -73,6 +73,10 @@ export const Post = Schema.Struct({
   socialAccountIds: Schema.Array(SocialAccountId).annotations({ description: "The accounts it is meant for" }),
   targets: Schema.Array(PostTarget).annotations({ description: "One per account it was sent to, oldest first" }),
   scheduledAt: Schema.NullOr(Timestamp).annotations({ description: "When it is to be published; null unless scheduled" }),
+  waitingUntil: Schema.NullOr(Timestamp).annotations({
+    description: "When its accounts held back by their provider's rate budget will be sent (within a few seconds); " +
+      "null unless it is scheduled or publishing and waits for an account's budget"
+  }),
   linkTracking: Schema.NullOr(Schema.Boolean).annotations({
     description: "Whether its links are tracked: the post's own choice, or null for the team's linkTrackingDefault"
   }),

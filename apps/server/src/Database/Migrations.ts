@@ -9,6 +9,7 @@ import postsAndCredits from "./migrations/0006_posts_and_credits.js"
 import scheduling from "./migrations/0007_scheduling.js"
 import slotsAndLinks from "./migrations/0008_slots_and_links.js"
 import publishRecovery from "./migrations/0009_publish_recovery.js"
+import dueDispatch from "./migrations/0010_due_dispatch.js"
 
 const run = Migrator.make({})
 
@@ -23,7 +24,8 @@ export const runMigrations = run({
     "0006_posts_and_credits": postsAndCredits,
     "0007_scheduling": scheduling,
     "0008_slots_and_links": slotsAndLinks,
-    "0009_publish_recovery": publishRecovery
+    "0009_publish_recovery": publishRecovery,
+    "0010_due_dispatch": dueDispatch
   }),
   table: "postline_migrations"
 })

@@ -2,7 +2,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { PostlineApi, ServiceUnavailable } from "@postline/domain"
 import { Effect } from "effect"
-import { SchedulerHealth } from "../Scheduling/Health.js"
+import { SchedulerHealth } from "../Publishing/Health.js"
 
 export const HealthHttpLive = HttpApiBuilder.group(PostlineApi, "health", (handlers) =>
   Effect.gen(function*() {

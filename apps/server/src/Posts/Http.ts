@@ -4,7 +4,7 @@ import { Effect, Layer } from "effect"
 import { asEncoded } from "../Http/Encoded.js"
 import { Idempotency } from "../Idempotency/Service.js"
 import { isFinalAnswer, Publishing } from "../Publishing/Service.js"
-import { Scheduling } from "../Scheduling/Service.js"
+import { Scheduling } from "../Publishing/Scheduling.js"
 import { Posts } from "./Service.js"
 
 export const PostsHttpLive = HttpApiBuilder.group(PostlineApi, "posts", (handlers) =>

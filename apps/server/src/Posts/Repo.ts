@@ -45,6 +45,7 @@ export class PostsRepo extends Effect.Service<PostsRepo>()("PostsRepo", {
           'creditsSpent', pt.credits_spent
         ) ORDER BY pt.created_at, pt.social_account_id) FROM post_targets pt WHERE pt.post_id = p.id), '[]'::json)`,
       scheduledAt: isoUtc("p.scheduled_at"),
+      waitingUntil: isoUtc("CASE WHEN p.status IN ('scheduled', 'publishing') THEN p.waiting_until END"),
       linkTracking: "p.link_tracking",
       createdBy: "json_build_object('userId', p.created_by_user_id, 'apiKeyId', p.created_by_api_key_id)",
       createdAt: isoUtc("p.created_at"),

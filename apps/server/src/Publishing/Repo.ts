@@ -69,7 +69,8 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
         VALUES (${postId}, ${socialAccountId}, 'failed', ${error.category}, ${error.message}, ${error.retryable})
         ON CONFLICT (post_id, social_account_id) DO UPDATE SET status = 'failed', external_id = NULL, url = NULL,
           published_at = NULL, error_category = EXCLUDED.error_category, error_message = EXCLUDED.error_message,
-          error_retryable = EXCLUDED.error_retryable, credits_reserved = 0, credits_spent = 0, updated_at = now()`.pipe(
+          error_retryable = EXCLUDED.error_retryable, credits_reserved = 0, credits_spent = 0, due_at = NULL,
+          updated_at = now()`.pipe(
         Effect.asVoid,
         Effect.orDie,
         policyRequire("Post", "publish")
@@ -83,7 +84,7 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
       ELSE (SELECT coalesce(max(a.attempt), 0) FROM publish_attempts a
         WHERE a.post_id = post_targets.post_id AND a.social_account_id = post_targets.social_account_id) END`
 
-    /** The target is being sent: pending with its credits held, and a new attempt started. */
+    /** The target is being sent: pending with its credits held (and no longer due), and a new attempt started. */
     const startAttempt = (postId: PostId, socialAccountId: SocialAccountId, creditsReserved: number) =>
       Effect.gen(function*() {
         const [{ before }] = yield* sql<{ readonly before: number }>`INSERT INTO post_targets
@@ -92,7 +93,7 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
           ON CONFLICT (post_id, social_account_id) DO UPDATE SET status = 'pending', external_id = NULL, url = NULL,
             published_at = NULL, error_category = NULL, error_message = NULL, error_retryable = NULL,
             credits_reserved = EXCLUDED.credits_reserved, credits_spent = 0, attempts_before = ${attemptsBefore},
-            updated_at = now()
+            due_at = NULL, updated_at = now()
           RETURNING attempts_before AS before`
         const [{ attempt }] = yield* sql<{ readonly attempt: number }>`INSERT INTO publish_attempts
             (post_id, social_account_id, attempt)
@@ -128,10 +129,16 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
       }).pipe(Effect.orDie, policyRequire("Post", "publish"))
 
     /**
-     * A failed attempt that will be tried again: the target stays pending, its credits held, its error shown.
-     * False when the attempt was finished by another.
+     * A failed attempt that will be tried again in `delaySeconds`: the target stays pending, its credits held,
+     * its error shown, and is due then. False when the attempt was finished by another.
      */
-    const recordRetry = (postId: PostId, socialAccountId: SocialAccountId, attempt: number, error: PublishError) =>
+    const recordRetry = (
+      postId: PostId,
+      socialAccountId: SocialAccountId,
+      attempt: number,
+      error: PublishError,
+      delaySeconds: number
+    ) =>
       Effect.gen(function*() {
         const finished = yield* sql`UPDATE publish_attempts SET finished_at = now(), result = 'failed',
             error_category = ${error.category}, error_message = ${error.message}
@@ -139,6 +146,8 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
             AND finished_at IS NULL RETURNING attempt`
         if (finished.length === 0) return false
         yield* showError(postId, socialAccountId, error)
+        yield* sql`UPDATE post_targets SET due_at = now() + make_interval(secs => ${delaySeconds})
+          WHERE post_id = ${postId} AND social_account_id = ${socialAccountId} AND status = 'pending'`
         return true
       }).pipe(Effect.orDie, policyRequire("Post", "publish"))
 
@@ -208,15 +217,15 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
       )
 
     /**
-     * Targets to wait for a scheduled time: pending, their credits held, no attempt yet; one that failed
-     * before keeps its last error on show until it is sent.
+     * A target to be sent at a scheduled time: pending, its credits held, no attempt yet, due at `dueAt`; one
+     * that failed before keeps its last error on show until it is sent.
      */
-    const awaitTarget = (postId: PostId, socialAccountId: SocialAccountId, creditsReserved: number) =>
-      sql`INSERT INTO post_targets (post_id, social_account_id, status, credits_reserved)
-        VALUES (${postId}, ${socialAccountId}, 'pending', ${creditsReserved})
+    const awaitTarget = (postId: PostId, socialAccountId: SocialAccountId, creditsReserved: number, dueAt: Date) =>
+      sql`INSERT INTO post_targets (post_id, social_account_id, status, credits_reserved, due_at)
+        VALUES (${postId}, ${socialAccountId}, 'pending', ${creditsReserved}, ${dueAt})
         ON CONFLICT (post_id, social_account_id) DO UPDATE SET status = 'pending', external_id = NULL, url = NULL,
           published_at = NULL, credits_reserved = EXCLUDED.credits_reserved, credits_spent = 0,
-          attempts_before = ${attemptsBefore}, updated_at = now()`.pipe(
+          attempts_before = ${attemptsBefore}, due_at = EXCLUDED.due_at, updated_at = now()`.pipe(
         Effect.asVoid,
         Effect.orDie,
         policyRequire("Post", "publish")
@@ -224,7 +233,7 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
 
     /** A target that failed before and waited for a schedule that was taken back: failed again, as it was. */
     const stopWaiting = (postId: PostId, socialAccountId: SocialAccountId) =>
-      sql`UPDATE post_targets SET status = 'failed', credits_reserved = 0, updated_at = now()
+      sql`UPDATE post_targets SET status = 'failed', credits_reserved = 0, due_at = NULL, updated_at = now()
         WHERE post_id = ${postId} AND social_account_id = ${socialAccountId}`.pipe(
         Effect.asVoid,
         Effect.orDie,
@@ -238,19 +247,20 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
         policyRequire("Post", "publish")
       )
 
-    /** The post waits for `scheduledAt` under a new schedule version, which it answers. */
+    /** The post waits for `scheduledAt` under a new schedule version. */
     const markScheduled = (postId: PostId, scheduledAt: Date) =>
-      sql<{ readonly version: number }>`UPDATE posts SET status = 'scheduled', scheduled_at = ${scheduledAt},
-          schedule_version = schedule_version + 1, updated_at = now()
-        WHERE id = ${postId} RETURNING schedule_version AS version`.pipe(
-        Effect.map(([row]) => row.version),
+      sql`UPDATE posts SET status = 'scheduled', scheduled_at = ${scheduledAt},
+          schedule_version = schedule_version + 1, waiting_until = NULL, updated_at = now()
+        WHERE id = ${postId}`.pipe(
+        Effect.asVoid,
         Effect.orDie,
         policyRequire("Post", "publish")
       )
 
-    /** The post no longer waits: a new version outdates the execution that would have published it. */
+    /** The post no longer waits for a time: its schedule's version moves on. */
     const clearSchedule = (postId: PostId) =>
-      sql`UPDATE posts SET scheduled_at = NULL, schedule_version = schedule_version + 1, updated_at = now()
+      sql`UPDATE posts SET scheduled_at = NULL, schedule_version = schedule_version + 1, waiting_until = NULL,
+          updated_at = now()
         WHERE id = ${postId}`.pipe(Effect.asVoid, Effect.orDie, policyRequire("Post", "publish"))
 
     /** The post's status, as its targets say: publishing while any is pending, then how they turned out. */

@@ -82,6 +82,9 @@ const gaveUp = (error: PublishError, attempts: number): PublishError => ({
   retryable: false
 })
 
+/** 1, 2, 4 … seconds, at most a minute: how long to wait before the next attempt after a transient failure. */
+const backoffSeconds = (ordinal: number) => Math.min(60, 2 ** (ordinal - 1))
+
 /** The end of a target whose last attempt got no answer either. */
 export const noAnswerAfter = (attempts: number): PublishError => ({
   category: "unknown",
@@ -195,7 +198,8 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
      * refused. The provider gets a key derived from the post and the account,
      * the same on every attempt, so that it can tell a repeat. A send in doubt
      * stays pending for a later attempt; with `retries`, so does a failure that
-     * may pass; the target's last attempt ends it either way.
+     * may pass, due again after a backoff or what the provider asked (capped);
+     * the target's last attempt ends it either way.
      */
     const publishTarget = (sending: Sending, options: { readonly retries: boolean }) =>
       Effect.gen(function*() {
@@ -206,7 +210,8 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
         yield* Effect.gen(function*() {
           if (!last && outcome._tag === "InDoubt") return yield* targets.leaveInDoubt(postId, account.id, outcome.error)
           if (!last && options.retries && retryable) {
-            return yield* targets.recordRetry(postId, account.id, attempt, outcome.error)
+            const delaySeconds = Math.min(outcome.retryAfterSeconds ?? backoffSeconds(ordinal), settings.retryAfterMaxSeconds)
+            return yield* targets.recordRetry(postId, account.id, attempt, outcome.error, delaySeconds)
           }
           const final: AttemptOutcome = outcome._tag === "InDoubt"
             ? { ...outcome, error: noAnswerAfter(ordinal) }
@@ -253,9 +258,9 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
      * Checks, holds credits and records every target in one transaction with
      * the post locked, so that two publishes of one post take turns: 404, 409 or
      * 402 leave nothing behind. Publishing now starts an attempt per target to
-     * send; scheduling leaves them pending for `at`, under a new schedule
-     * version, and gives back what an earlier schedule held. Answers the checks,
-     * the targets to send now, and the version of a schedule.
+     * send; scheduling leaves them pending and due at `at`, under a new schedule
+     * version, and gives back what an earlier schedule held. Answers the checks
+     * and the targets to send now.
      */
     const prepare = (
       teamId: TeamId,
@@ -296,10 +301,10 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
             if (checked._tag === "Refused") yield* targets.failBeforeSending(postId, checked.account.id, checked.error)
           }
           if (when._tag === "At") {
-            for (const checked of toSend) yield* targets.awaitTarget(postId, checked.account.id, checked.credits)
-            const version = toSend.length > 0 ? yield* targets.markScheduled(postId, when.at) : undefined
+            for (const checked of toSend) yield* targets.awaitTarget(postId, checked.account.id, checked.credits, when.at)
+            if (toSend.length > 0) yield* targets.markScheduled(postId, when.at)
             yield* targets.refreshStatus(postId)
-            return { checks, sending: [], version, replaced: scheduled ? post.scheduleVersion : undefined }
+            return { checks, sending: [] }
           }
           const sending = yield* Effect.forEach(toSend, (checked, index) =>
             Effect.map(targets.startAttempt(postId, checked.account.id, checked.credits), (started): Sending => ({
@@ -311,7 +316,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
               hold: holds[index]
             })))
           yield* targets.refreshStatus(postId)
-          return { checks, sending, version: undefined, replaced: undefined }
+          return { checks, sending }
         })).pipe(transactionally)
 
     /**

@@ -49,14 +49,11 @@ export const spawnServer = (env: Record<string, string>) => {
 /** Starts the server on a free port and waits until it answers; killed when the scope closes. */
 export const startServer = (env: Record<string, string>) =>
   Effect.acquireRelease(
-    Effect.flatMap(Effect.zip(freePort, freePort), ([port, clusterPort]) =>
+    Effect.flatMap(freePort, (port) =>
       Effect.promise(async (): Promise<ServerProcess> => {
-        // On PostgreSQL each process is a runner of the scheduler's cluster, on a port of its own.
         const started = spawnServer({
           HOST: "127.0.0.1",
           LOG_LEVEL: "WARN",
-          CLUSTER_HOST: "127.0.0.1",
-          CLUSTER_PORT: String(clusterPort),
           ...env,
           PORT: env.PORT ?? String(port)
         })

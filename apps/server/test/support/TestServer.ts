@@ -6,8 +6,8 @@ import { randomBytes, randomUUID } from "node:crypto"
 import { makeHttpLive } from "../../src/Http/Api.js"
 import { CredentialsCipher } from "../../src/Providers/CredentialsCipher.js"
 import type { SocialProviders } from "../../src/Providers/Registry.js"
-import { layerSingleProcess } from "../../src/Scheduling/Engine.js"
-import { layerScheduler } from "../../src/Scheduling/Scheduler.js"
+import { SoleProcess } from "../../src/Database/SoleProcess.js"
+import { SchedulerLive } from "../../src/Publishing/Scheduler.js"
 import { UsersRepo } from "../../src/Users/Repo.js"
 import { LocalProviders } from "./Providers.js"
 import { TestDatabase } from "./TestDatabase.js"
@@ -29,7 +29,7 @@ export const makeTestServer = (
     Layer.provideMerge(NodeHttpServer.layerTest),
     Layer.provideMerge(UsersRepo.Default),
     // The scheduler runs in this process, as on the embedded database.
-    Layer.provideMerge(layerScheduler(layerSingleProcess)),
+    Layer.provideMerge(SchedulerLive.pipe(Layer.provide(Layer.succeed(SoleProcess, true)))),
     Layer.provide(providers),
     Layer.provideMerge(TestCipher),
     Layer.provideMerge(TestDatabase),

@@ -563,6 +563,10 @@ export type Post = {
      */
     scheduledAt: Timestamp | null;
     /**
+     * When its accounts held back by their provider's rate budget will be sent (within a few seconds); null unless it is scheduled or publishing and waits for an account's budget
+     */
+    waitingUntil: Timestamp | null;
+    /**
      * Whether its links are tracked: the post's own choice, or null for the team's linkTrackingDefault
      */
     linkTracking: boolean | null;
@@ -1020,19 +1024,19 @@ export type HealthStatus = {
 
 export type SchedulerStatus = {
     /**
-     * Whether this process takes part in running scheduled work
+     * Sends of due posts this process has under way
      */
-    registered: boolean;
+    sending: number;
     /**
-     * How many of the 300 shards of scheduled work this process holds
+     * The most sends of due posts this process has under way at once (SCHEDULER_CONCURRENCY)
      */
-    shards: number;
+    concurrency: number;
     /**
-     * Scheduled steps and wake-ups not yet done, in all processes, future ones included
+     * Posts' accounts that are due and not yet taken by any process
      */
-    messagesWaiting: number;
+    dueWaiting: number;
     /**
-     * How long the oldest step that is due has waited for a process to take it; null when none waits. Normally under a second or two: growing means scheduled work has stopped
+     * How long the oldest of those has waited for a process to take it; null when none waits. Normally under a second or two: growing means scheduled work has stopped, or more is due than the processes send
      */
     oldestDueSeconds: number | null;
 };
@@ -2749,6 +2753,10 @@ export type PostsCreatePostResponses = {
          * When it is to be published; null unless scheduled
          */
         scheduledAt: Timestamp | null;
+        /**
+         * When its accounts held back by their provider's rate budget will be sent (within a few seconds); null unless it is scheduled or publishing and waits for an account's budget
+         */
+        waitingUntil: Timestamp | null;
         /**
          * Whether its links are tracked: the post's own choice, or null for the team's linkTrackingDefault
          */

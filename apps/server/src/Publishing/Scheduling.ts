@@ -15,9 +15,8 @@ import { PostingSlots } from "../PostingSlots/Service.js"
 import { PostsPolicy } from "../Posts/Policy.js"
 import { PostsRepo } from "../Posts/Repo.js"
 import { postNotFound } from "../Posts/Service.js"
-import { PublishingRepo } from "../Publishing/Repo.js"
-import { Publishing } from "../Publishing/Service.js"
-import { PublishScheduled } from "./Workflow.js"
+import { PublishingRepo } from "./Repo.js"
+import { Publishing } from "./Service.js"
 
 const yearMillis = 366 * 24 * 60 * 60 * 1000
 
@@ -25,10 +24,10 @@ const outcomeOf = (failed: number, all: number): PublishOutcome =>
   failed === 0 ? "none_failed" : failed === all ? "all_failed" : "partially_failed"
 
 /**
- * Scheduling posts: the same checks and credit holds as publishing now, then
- * a durable execution per schedule (Workflow.ts) that publishes at the time,
- * in whichever server process holds it. A new schedule, or none, outdates the
- * execution of the last one, which is also cancelled.
+ * Scheduling posts: the same checks and credit holds as publishing now, the
+ * targets left pending and due at the time, when whichever server process
+ * claims them first sends them (Dispatcher.ts). A new schedule, or none,
+ * replaces the targets' due time, or gives them up.
  */
 export class Scheduling extends Effect.Service<Scheduling>()("Scheduling", {
   effect: Effect.gen(function*() {
@@ -38,9 +37,6 @@ export class Scheduling extends Effect.Service<Scheduling>()("Scheduling", {
     const policy = yield* PostsPolicy
     const slots = yield* PostingSlots
     const minLeadSeconds = yield* Config.integer("SCHEDULE_MIN_LEAD_SECONDS").pipe(Config.withDefault(minScheduleLeadSeconds))
-
-    const cancel = (postId: PostId, version: number) =>
-      Effect.flatMap(PublishScheduled.executionId({ postId, version, dueAt: 0 }), PublishScheduled.interrupt)
 
     /**
      * When the request asks for: at least the minimum lead and at most a year ahead; or the team's next free
@@ -75,10 +71,6 @@ export class Scheduling extends Effect.Service<Scheduling>()("Scheduling", {
             const chosen = yield* publishing.accountsOf(teamId, request.socialAccountIds)
             return { at, prepared: yield* publishing.prepare(teamId, postId, chosen, { _tag: "At", at }) }
           }).pipe(transactionally)
-          if (prepared.replaced !== undefined) yield* cancel(postId, prepared.replaced)
-          if (prepared.version !== undefined) {
-            yield* PublishScheduled.execute({ postId, version: prepared.version, dueAt: at.getTime() }, { discard: true })
-          }
           const results = prepared.checks.map((checked) => ({
             socialAccountId: checked.account.id,
             status: checked._tag === "Send" ? "scheduled" as const : "failed" as const,
@@ -98,7 +90,7 @@ export class Scheduling extends Effect.Service<Scheduling>()("Scheduling", {
       authorize(policy.canPublish(teamId, { lock: false }))(() =>
         Effect.gen(function*() {
           // The post is read back in the same transaction: a delete right after could leave nothing to read.
-          const { unscheduled, version } = yield* authorize(policy.canPublish(teamId, { lock: true }))((team) =>
+          return yield* authorize(policy.canPublish(teamId, { lock: true }))((team) =>
             Effect.gen(function*() {
               const post = Option.getOrUndefined(yield* posts.lockForPublishing(teamId, postId))
               if (post === undefined) return yield* postNotFound(postId)
@@ -111,12 +103,8 @@ export class Scheduling extends Effect.Service<Scheduling>()("Scheduling", {
               }
               yield* publishing.releaseWaiting(team.organizationId, postId)
               yield* targets.refreshStatus(postId)
-              const unscheduled = yield* authorize(policy.canRead(teamId))(() =>
-                Effect.map(posts.find(teamId, postId), Option.getOrThrow))
-              return { unscheduled, version: post.scheduleVersion }
+              return yield* authorize(policy.canRead(teamId))(() => Effect.map(posts.find(teamId, postId), Option.getOrThrow))
             })).pipe(transactionally)
-          yield* cancel(postId, version)
-          return unscheduled
         }))
 
     return { schedule, unschedule } as const
