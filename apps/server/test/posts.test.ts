@@ -7,7 +7,7 @@ import { makeMastodonFake } from "./support/MastodonFake.js"
 import { makeWebhookReceiver, publishingTeam } from "./support/Publishing.js"
 import { raw, signUp, TestServer } from "./support/TestServer.js"
 
-const postFields = ["content", "createdAt", "createdBy", "id", "linkTracking", "scheduledAt", "socialAccountIds", "status", "targets", "teamId", "updatedAt"]
+const postFields = ["content", "createdAt", "createdBy", "id", "linkTracking", "scheduledAt", "socialAccountIds", "status", "targets", "teamId", "updatedAt", "waitingUntil"]
 const targetFields = ["creditsSpent", "error", "externalId", "publishedAt", "socialAccountId", "status", "url"]
 
 const ledgerOf = (organizationId: string) =>

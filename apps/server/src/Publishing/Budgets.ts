@@ -1,4 +1,4 @@
-import { SocialProvider } from "@postline/domain"
+import type { SocialProvider } from "@postline/domain"
 import { Config, ConfigError, Effect, Either, Schema } from "effect"
 
 /** At most `limit` points in any `seconds`, each send costing `cost`. */
@@ -25,8 +25,12 @@ const defaultBudgets: Record<SocialProvider, ReadonlyArray<BudgetWindow>> = {
   webhook: []
 }
 
+const Windows = Schema.optional(Schema.Array(BudgetWindow).pipe(Schema.maxItems(8)))
+
 const Overrides = Schema.parseJson(
-  Schema.Record({ key: SocialProvider, value: Schema.Array(BudgetWindow).pipe(Schema.maxItems(8)) }).pipe(Schema.partial)
+  Schema.Struct({ bluesky: Windows, mastodon: Windows, webhook: Windows }).pipe(
+    Schema.filter((value) => !Array.isArray(value))
+  )
 )
 
 /** An account's sends in the last `seconds` of each of its windows, in the order of the windows. */
@@ -42,7 +46,7 @@ export class ProviderBudgets extends Effect.Service<ProviderBudgets>()("Provider
       Config.withDefault("{}"),
       Config.mapOrFail((text) =>
         Either.mapLeft(
-          Schema.decodeEither(Overrides)(text),
+          Schema.decodeEither(Overrides, { onExcessProperty: "error" })(text),
           () =>
             ConfigError.InvalidData(
               ["PROVIDER_BUDGETS"],
