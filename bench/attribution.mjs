@@ -59,7 +59,7 @@ const config = {
   rounds: Number(flags.rounds ?? (smoke ? 1 : paced ? 3 : 8)),
   foreignLimitPct: 10,
   quietWaitMs: 5_000,
-  // Each process's own CPU with no request at all (timers; the real server's cluster runner): measured, then
+  // Each process's own CPU with no request at all (timers; the real server's scheduler): measured, then
   // taken off each run's CPU, so that it is not charged to requests (it matters most at a low paced rate).
   idleSec: smoke ? 1 : 20,
   retries: 0,
@@ -102,10 +102,7 @@ const serverEnv = async (databaseUrl, logLevel = "Warn") => ({
   OUTBOUND_ALLOW_PRIVATE: "true",
   CREDENTIALS_KEY: benchCredentialsKey,
   RATE_LIMIT_REQUESTS: "100000000",
-  DATABASE_URL: databaseUrl,
-  // On PostgreSQL every server process is a runner of the scheduler's cluster, on a port of its own.
-  CLUSTER_HOST: "127.0.0.1",
-  CLUSTER_PORT: String(await freePort())
+  DATABASE_URL: databaseUrl
 })
 
 const floorScript = () => join(root, "apps/server/dist-bench/Floor.js")
@@ -134,8 +131,8 @@ const raw = async (server, scenario) => {
   return { status: res.status, body: await res.text() }
 }
 
-/** The scheduler engine's own statements run on their own timers (as in run.mjs); SELECT 1 is the extra steps' own. */
-const notTheRequests = /\bcluster_(?:messages|replies|runners|locks)\b|\bpg_locks\b|\bpg_(?:try_)?advisory|^\s*SELECT 1\s*$/
+/** The scheduler's lock statements run on their own timers (as in run.mjs); SELECT 1 is the extra steps' own. */
+const notTheRequests = /\bpg_locks\b|\bpg_(?:try_)?advisory|^\s*SELECT 1\s*$/
 
 const statementsOf = (list) => list.filter(({ sql }) => !notTheRequests.test(sql)).map(normalise).sort()
 

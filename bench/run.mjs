@@ -7,6 +7,8 @@
 //   node bench/run.mjs --profile --scenarios S1
 //                                 the server under `node --cpu-prof`, ours only; prints the top frames
 //   node bench/run.mjs --no-peers without the peers (bench/peers: Fastify + pg, NestJS + Prisma) in S1, S3, S4
+//   node bench/run.mjs --smoke --scenarios S8 --scheduled-posts 100
+//                                 S8 alone (posts due at one instant), with 100 posts
 //
 // Exit status: 0 only if every scenario ran with zero errors and the baseline
 // (and each peer) ran the same statements and answered the same bytes as the
@@ -16,14 +18,17 @@ import { randomBytes } from "node:crypto"
 import { createServer as createHttpServer } from "node:http"
 import { cpus, totalmem, tmpdir, release } from "node:os"
 import { dirname, join } from "node:path"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { parseArgs } from "node:util"
 import { createDatabase, dropDatabase, queryPostgres, seedPGlite, seedPostgres, serverVersion } from "./lib/db.mjs"
 import { foreignCpuOver, waitForQuiet as waitForQuietBelow, watchForeignCpu } from "./lib/cpu.mjs"
 import { drive, pace } from "./lib/load.mjs"
 import { normalise, startSqlCapture } from "./lib/sqlcapture.mjs"
-import { freePort, makeCleanup, startServer } from "./lib/processes.mjs"
+import { freePort, makeCleanup, resetPeakMemory, startServer } from "./lib/processes.mjs"
 import { formatSummary, summarise } from "./lib/profile.mjs"
+import { startReceiver, summariseBurst } from "./lib/burst.mjs"
+import { peakMemory } from "./lib/heap-sampler.mjs"
+import { addSends, createSends } from "./baseline/scheduler.mjs"
 import { buildPeers, peerDefs, peerScenarios, peerVersions } from "./lib/peers.mjs"
 import { evaluateTargets, formatTargets, peersTable, rowErrors, table } from "./lib/report.mjs"
 import { makeBenchUser, populations, seedSql } from "./lib/seed.mjs"
@@ -43,13 +48,16 @@ const { values: flags } = parseArgs({
     "before-node": { type: "string" },
     "embedded-only": { type: "boolean", default: false },
     "no-peers": { type: "boolean", default: false },
+    "scheduled-posts": { type: "string" },
     help: { type: "boolean", short: "h", default: false }
   },
   strict: true
 })
 if (flags.help) {
-  console.log(`usage: node bench/run.mjs [--smoke] [--profile] [--scenarios S1,S3,...] [--duration SECONDS] [--rounds N] [--no-embedded] [--population smoke|embedded|full] [--before BUNDLE [--before-node-args="FLAGS"] [--before-node PATH]] [--no-peers]
-scenarios: S1 S2o S2t S2t0 S3 S4 S5 S6 S7 S8 (PostgreSQL), and S1/S4 again with the embedded database
+  console.log(`usage: node bench/run.mjs [--smoke] [--profile] [--scenarios S1,S3,...] [--duration SECONDS] [--rounds N] [--no-embedded] [--population smoke|embedded|full] [--before BUNDLE [--before-node-args="FLAGS"] [--before-node PATH]] [--no-peers] [--scheduled-posts N[,N...]]
+scenarios: S1 S2o S2t S2t0 S3 S4 S5 S6 S7 (PostgreSQL), S1/S4 again with the embedded database, and S8
+S8: N posts due at one instant (--scheduled-posts; 1000,10000, or 100 with --smoke) on two PostgreSQL processes,
+    the baseline's two (bench/baseline/scheduler.mjs) and one embedded process
 peers (S1, S3, S4 only; --no-peers leaves them out): Fastify + pg, NestJS (Express) + Prisma 7 (bench/peers)`)
   process.exit(0)
 }
@@ -57,15 +65,11 @@ peers (S1, S3, S4 only; --no-peers leaves them out): Fastify + pg, NestJS (Expre
 const root = fileURLToPath(new URL("..", import.meta.url))
 const serverScript = join(root, "apps/server/dist/main.js")
 const serverNodeArgs = startNodeFlags()
-// On PostgreSQL every server process is a runner of the scheduler's cluster, on a port of its own.
-const startOurServer = async ({ env, nodeArgs = [], ...options }) =>
-  startServer({
-    script: serverScript,
-    nodeArgs: [...serverNodeArgs, ...nodeArgs],
-    env: { CLUSTER_HOST: "127.0.0.1", CLUSTER_PORT: String(await freePort()), ...env },
-    ...options
-  })
+const startOurServer = ({ nodeArgs = [], ...options }) =>
+  startServer({ script: serverScript, nodeArgs: [...serverNodeArgs, ...nodeArgs], ...options })
 const baselineScript = join(root, "bench/baseline/server.mjs")
+const baselineSchedulerScript = join(root, "bench/baseline/scheduler.mjs")
+const heapSampler = pathToFileURL(join(root, "bench/lib/heap-sampler.mjs")).href
 const resultsDir = join(root, "bench/results")
 
 const smoke = flags.smoke
@@ -86,13 +90,22 @@ const config = {
   embedded: !flags.profile && !flags["no-embedded"],
   // The peers (bench/peers) in S1, S3 and S4, beside ours and the baseline.
   peers: !flags.profile && !flags["no-peers"] && !flags["embedded-only"],
-  // The scheduler scenario: posts times 3 webhook targets, all due at one instant, on two server processes.
-  scheduledPosts: smoke ? 60 : 1_000,
+  // S8: N posts to one webhook account, all due at one instant, for each N of `sizes`.
+  burst: {
+    sizes: flags["scheduled-posts"]?.split(",").map(Number) ?? (smoke ? [100] : [1_000, 10_000]),
+    // Schedule requests at once, and sends under way per process (ours: SCHEDULER_CONCURRENCY; the baseline's).
+    concurrency: 16,
+    // How often a process with nothing due looks again (ours: SCHEDULER_POLL_MS; the baseline's).
+    pollMs: 250,
+    // Drafts scheduled a day ahead first, to measure how fast the processes take schedules.
+    probePosts: 200
+  },
   // S7 publishes one draft per request, never twice: more than a run can use.
   publishDrafts: smoke ? 3_000 : 40_000
 }
 const only = flags.scenarios ? new Set(flags.scenarios.split(",").map((s) => s.trim())) : undefined
 const wanted = (id) => only === undefined || only.has(id)
+const postgresIds = ["S1", "S2o", "S2t", "S2t0", "S3", "S4", "S5", "S6", "S7"]
 
 const t0 = performance.now()
 const log = (message) => process.stderr.write(`[bench ${((performance.now() - t0) / 1000).toFixed(1).padStart(6)}s] ${message}\n`)
@@ -216,11 +229,8 @@ const firstDifference = (a, b, nameA = "ours", nameB = "baseline") => {
   return `at byte ${i}: ${nameA} …${a.slice(Math.max(0, i - 40), i + 60)}… ${nameB} …${b.slice(Math.max(0, i - 40), i + 60)}…`
 }
 
-/**
- * The scheduler engine's own statements (its heartbeats, shard locks and message polling) run on their
- * own timers, whatever the request: they are not the request's work.
- */
-const engineHousekeeping = /\bcluster_(?:messages|replies|runners|locks)\b|\bpg_locks\b|\bpg_(?:try_)?advisory/
+/** Lock statements of the scheduler run on their own timers, whatever the request: they are not the request's work. */
+const engineHousekeeping = /\bpg_locks\b|\bpg_(?:try_)?advisory/
 
 /** Differences between two lists of statements, compared as multisets (parallel queries may come in any order). */
 const statementDifferences = (ours, baseline, oursName = "the server") => {
@@ -532,7 +542,7 @@ const postgresPhase = async (results) => {
       script: flags.before,
       node: flags["before-node"],
       nodeArgs: flags["before-node-args"]?.split(" ").filter(Boolean) ?? serverNodeArgs,
-      env: { CLUSTER_HOST: "127.0.0.1", CLUSTER_PORT: String(await freePort()), ...serverEnv(await freePort(), { DATABASE_URL: database.url }) },
+      env: serverEnv(await freePort(), { DATABASE_URL: database.url }),
       logFile: join(state.tmp, "server-before.log")
     })
     : undefined
@@ -556,7 +566,7 @@ const postgresPhase = async (results) => {
     (before ? `, before (${flags.before}) pid ${before.pid}` : "") +
     peerServers.map((peer) => `, ${peer.id} pid ${peer.server.pid} (first answer after ${peer.server.startMs.toFixed(0)} ms)`).join(""))
   if (fixtures.deepOrgCursor === undefined) await addCursors(server)
-  const ids = ["S1", "S2o", "S2t", "S2t0", "S3", "S4", "S5", "S6", "S7"].filter(wanted)
+  const ids = postgresIds.filter(wanted)
   if (ids.includes("S7")) {
     fixtures.publishing = await preparePublishing(server, user.token, teamIds[0], database.url, config.publishDrafts)
   }
@@ -665,8 +675,7 @@ const postgresPhase = async (results) => {
     }
     row(id, runs)
   }
-  const order = ["S1", "S2o", "S2t", "S2t0", "S3", "S4", "S5", "S6", "S7"]
-  rows.sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id))
+  rows.sort((a, b) => postgresIds.indexOf(a.id) - postgresIds.indexOf(b.id))
 
   results.memory.postgres = stopWatching()
   log(`server peak RSS ${results.memory.postgres.peakMb.toFixed(0)} MB`)
@@ -788,95 +797,250 @@ const embeddedPhase = async (results) => {
   return rows
 }
 
+// ---------------------------------------------------------------- S8: posts due at one instant
+
 /**
- * S8: `config.scheduledPosts` posts, each to 3 webhook accounts, all due at one instant, scheduled through
- * two server processes on one PostgreSQL database. Lateness is each publish's arrival at the receiver after
- * the due time; throughput, publishes per second from the first arrival to the last.
+ * An S8 process: ours, or `script`, with `pnpm start`'s Node.js flags and the heap sampler preloaded
+ * (lib/heap-sampler.mjs, which reads V8's heap from inside).
  */
-const schedulerPhase = async (results) => {
-  const database = await createDatabase()
-  state.database = database.name
-  log(`scheduler: database ${database.name}`)
-  const arrivals = new Map()
-  const receiver = createHttpServer((request, response) => {
-    const chunks = []
-    request.on("data", (chunk) => chunks.push(chunk))
-    request.on("end", () => {
-      const { data } = JSON.parse(Buffer.concat(chunks).toString("utf8"))
-      const key = `${data.postId}/${data.socialAccountId}`
-      if (!arrivals.has(key)) arrivals.set(key, Date.now())
-      response.writeHead(204).end()
-    })
-  })
-  await new Promise((listening) => receiver.listen(0, "127.0.0.1", listening))
-  state.closers.push(() => new Promise((closed) => receiver.close(closed)))
-  const env = { DATABASE_URL: database.url, SCHEDULE_MIN_LEAD_SECONDS: "1", SCHEDULER_POLL_MS: "250" }
-  const servers = []
-  for (const name of ["scheduler A", "scheduler B"]) {
-    servers.push(await startOurServer({ name, env: serverEnv(await freePort(), env), logFile: join(state.tmp, `${name}.log`) }))
+const startSampled = async ({ name, env, script = serverScript }) => {
+  const file = join(state.tmp, name.replace(/\W+/g, "-"))
+  const memoryFile = `${file}.memory.jsonl`
+  const server = await startOurServer({ name, script, nodeArgs: ["--import", heapSampler], env: { ...env, BENCH_MEMORY_FILE: memoryFile }, logFile: `${file}.log` })
+  return { server, memoryFile }
+}
+
+/**
+ * From the burst's first schedule on, the peak RSS of the burst alone: the embedded server's start peaks far
+ * higher (V8 compiles PGlite's WebAssembly; README, Performance) and is kept apart as `startPeakRssMb`.
+ */
+const watchBurst = (sampled) => {
+  const startPeakRssMb = sampled.server.memory().hwmMb
+  resetPeakMemory(sampled.server.pid)
+  return { ...sampled, startPeakRssMb, stopWatching: watchMemory(sampled.server) }
+}
+
+/** Stops an S8 process; `died`: how it ended, if it ended before this. V8's heap peak is over its whole life. */
+const stopSampled = async ({ server, memoryFile, startPeakRssMb, stopWatching }) => {
+  const died = server.exited()
+  if (died) log(`S8: ${server.name} ENDED BEFORE THE BENCHMARK STOPPED IT (${JSON.stringify(died)}); its log ends:\n${server.logTail()}`)
+  const rss = stopWatching()
+  await server.stop()
+  const heap = peakMemory(memoryFile)
+  return { name: server.name, peakRssMb: rss.peakMb, startPeakRssMb, peakHeapUsedMb: heap.heapUsedMb, heapLimitMb: heap.heapLimitMb, died }
+}
+
+/**
+ * The deliveries of a run, once each scheduled post's webhook-id came, the deadline passed or every process
+ * ended; then the processes' peaks. 2 s more for late duplicates: a send repeated by another process comes
+ * after the first. `errors`: posts not published (a failed schedule's among them), deliveries beyond one per
+ * post, schedules made after the due time, processes that died.
+ */
+const burstRun = async ({ receiver, processes, n, dueAt, scheduling }) => {
+  const deadline = dueAt + 60_000 + n * 20
+  const due = n - scheduling.failed
+  while (receiver.distinct() < due && Date.now() < deadline && processes.some(({ server }) => !server.exited())) await pause(100)
+  await pause(2_000)
+  const figures = summariseBurst(receiver.take(), dueAt)
+  const stopped = []
+  for (const p of processes) stopped.push(await stopSampled(p))
+  const errors = (n - figures.posts) + (figures.deliveries - figures.posts) + scheduling.late + stopped.filter((p) => p.died).length
+  return { n, ...scheduling, ...figures, processes: stopped, errors }
+}
+
+const seconds = (ms) => `${(ms / 1000).toFixed(2)} s`
+
+const describeBurst = (b) =>
+  `${b.webhookIds}/${b.n} webhook-ids (${b.posts} posts), ${b.deliveries} deliveries, ${b.duplicates} duplicates; ` +
+  `lateness p50 ${seconds(b.latenessMs.p50)}, p99 ${seconds(b.latenessMs.p99)}, max ${seconds(b.latenessMs.max)}; ` +
+  `${b.sendsPerSec.toFixed(0)} sends/s; scheduled at ${b.schedulesPerSec.toFixed(0)}/s, the last ${b.aheadSec.toFixed(1)} s before the due time` +
+  (b.failed ? `, ${b.failed} schedules FAILED` : "") + (b.late ? `, ${b.late} AFTER THE DUE TIME` : "") +
+  b.processes.map((p) =>
+    `\n    ${p.name}: peak RSS ${p.peakRssMb.toFixed(0)} MB (${p.startPeakRssMb.toFixed(0)} MB before the burst), peak heap used ${p.peakHeapUsedMb.toFixed(0)} MB ` +
+    `(heap limit ${p.heapLimitMb.toFixed(0)} MB)${p.died ? `, DIED (${JSON.stringify(p.died)})` : ""}`
+  ).join("")
+
+/** The seed of an S8 run: the benchmark user with one team, and `n` drafts of that team besides the probe's. */
+const burstSeed = (user, n) => `${seedSql(populations.scheduler, user)}
+INSERT INTO posts (team_id, content)
+  SELECT t.id, CASE WHEN g <= ${config.burst.probePosts} THEN 'Probe ' ELSE 'Scheduled ' END || g
+  FROM teams t JOIN memberships m ON m.organization_id = t.organization_id, generate_series(1, ${config.burst.probePosts + n}) g
+  WHERE m.user_id = '${user.id}';
+`
+
+/** The team, its drafts and the probe's, through `query(text, values)` answering rows. */
+const burstFixtures = async (query, user) => {
+  const [team] = await query(fixtureQueries.teamIds, [user.id])
+  const posts = await query("SELECT id, content LIKE 'Probe %' AS probe FROM posts WHERE team_id = $1", [team.id])
+  return {
+    teamId: team.id,
+    probeIds: posts.filter((post) => post.probe).map((post) => post.id),
+    postIds: posts.filter((post) => !post.probe).map((post) => post.id)
   }
-  state.pids = servers.map((server) => server.pid)
-  const user = makeBenchUser()
-  await seedPostgres(database.url, seedSql(populations.scheduler, user))
-  const [team] = await queryPostgres(database.url, fixtureQueries.teamIds, [user.id])
-  const call = async (server, method, path, body) => {
+}
+
+/**
+ * Schedules every post for `dueAt` through the API, on the processes in turn, `config.burst.concurrency`
+ * requests at a time. `late`: schedules answered after the due time (whose lateness then means nothing).
+ */
+const scheduleAll = async (servers, call, teamId, postIds, accountId, dueAt) => {
+  const scheduledAt = new Date(dueAt).toISOString()
+  const startedAt = Date.now()
+  const counts = { failed: 0, late: 0 }
+  let next = 0
+  await Promise.all(Array.from({ length: config.burst.concurrency }, async () => {
+    for (let i = next++; i < postIds.length; i = next++) {
+      await call(servers[i % servers.length], `/v1/teams/${teamId}/posts/${postIds[i]}/schedule`, { socialAccountIds: [accountId], scheduledAt })
+        .then(
+          () => {
+            if (Date.now() > dueAt) counts.late++
+          },
+          (error) => {
+            if (counts.failed++ === 0) log(`S8: scheduling FAILED: ${error.message}`)
+          }
+        )
+    }
+  }))
+  const endedAt = Date.now()
+  return { ...counts, aheadSec: (dueAt - endedAt) / 1000, schedulesPerSec: postIds.length / ((endedAt - startedAt) / 1000) }
+}
+
+/**
+ * Connects the receiver as the team's webhook account, schedules every post for one instant, and measures. The
+ * instant: after 1.5 times as long as the probe's rate needs for every schedule, and 5 s; the probe's drafts are
+ * scheduled a day ahead, never due during the run.
+ */
+const burstOfOurs = async ({ processes, user, fixtures, receiver }) => {
+  const call = async (server, path, body) => {
     const res = await fetch(server.url + path, {
-      method,
+      method: "POST",
       headers: { authorization: `Bearer ${user.token}`, "content-type": "application/json" },
       body: JSON.stringify(body)
     })
-    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`)
+    if (res.status >= 300) throw new Error(`POST ${path}: ${res.status} ${await res.text()}`)
     return res.json()
   }
-  const accounts = []
-  for (const path of ["a", "b", "c"]) {
-    const account = await call(servers[0], "POST", `/v1/teams/${team.id}/social-accounts`, {
-      provider: "webhook",
-      url: `http://127.0.0.1:${receiver.address().port}/${path}`
-    })
-    accounts.push(account.id)
-  }
-  const posts = await queryPostgres(
-    database.url,
-    `INSERT INTO posts (team_id, content) SELECT $1, 'Scheduled ' || g FROM generate_series(1, $2::int) g RETURNING id`,
-    [team.id, config.scheduledPosts]
-  )
-  // Due far enough ahead for every schedule to be made first: about 100 schedules a second.
-  const dueAt = Date.now() + 10_000 + config.scheduledPosts * 12
-  const scheduledAt = new Date(dueAt).toISOString()
-  let next = 0
-  await Promise.all(Array.from({ length: 16 }, async () => {
-    for (let i = next++; i < posts.length; i = next++) {
-      await call(servers[i % 2], "POST", `/v1/teams/${team.id}/posts/${posts[i].id}/schedule`, { socialAccountIds: accounts, scheduledAt })
-    }
-  }))
-  log(`scheduler: ${posts.length} posts x 3 accounts scheduled for ${scheduledAt}, ${((dueAt - Date.now()) / 1000).toFixed(1)} s ahead`)
-  const expected = posts.length * accounts.length
-  const deadline = dueAt + 120_000
-  while (arrivals.size < expected && Date.now() < deadline) await new Promise((wait) => setTimeout(wait, 200))
-  const lateness = [...arrivals.values()].map((at) => at - dueAt).sort((a, b) => a - b)
-  const at = (p) => lateness[Math.min(lateness.length - 1, Math.ceil(p * lateness.length) - 1)] ?? NaN
-  const spanSec = (lateness.at(-1) - lateness[0]) / 1000
-  const row = {
-    id: "S8",
-    mode: "postgres",
-    label: `S8 scheduler: ${posts.length} posts x 3 webhooks due at once, 2 processes`,
-    read: false,
-    rps: spanSec > 0 ? lateness.length / spanSec : lateness.length,
-    p50: at(0.5),
-    p99: at(0.99),
-    errors: expected - arrivals.size,
-    foreignCpuPct: NaN,
-    serverCpuMsPerRequest: NaN,
-    lateness: { p50Ms: at(0.5), p99Ms: at(0.99), maxMs: lateness.at(-1), published: arrivals.size, expected },
-    runs: []
-  }
-  log(`scheduler: ${arrivals.size}/${expected} published; lateness p50 ${at(0.5)} ms, p99 ${at(0.99)} ms; ` +
-    `${row.rps.toFixed(0)} publishes/s`)
-  await Promise.all(servers.map((server) => server.stop()))
+  const servers = processes.map(({ server }) => server)
+  const { teamId, probeIds, postIds } = fixtures
+  const account = await call(servers[0], `/v1/teams/${teamId}/social-accounts`, { provider: "webhook", url: receiver.url })
+  const watched = processes.map(watchBurst)
+  const probe = await scheduleAll(servers, call, teamId, probeIds, account.id, Date.now() + 86_400_000)
+  if (probe.failed) throw new Error(`S8: ${probe.failed} of the probe's schedules failed (the first is logged above)`)
+  const dueAt = Date.now() + 5_000 + Math.round((1.5 * postIds.length / probe.schedulesPerSec) * 1000)
+  const scheduling = await scheduleAll(servers, call, teamId, postIds, account.id, dueAt)
+  if (scheduling.failed || scheduling.late) log(`S8 FAILED: ${scheduling.failed} schedules failed, ${scheduling.late} were made after the due time`)
+  return burstRun({ receiver, processes: watched, n: postIds.length, dueAt, scheduling })
+}
+
+// Ours runs as the baseline does: the same sends under way per process, the same wait when nothing is due.
+const burstEnv = { SCHEDULE_MIN_LEAD_SECONDS: "1", SCHEDULER_CONCURRENCY: String(config.burst.concurrency), SCHEDULER_POLL_MS: String(config.burst.pollMs) }
+
+/** Ours, two server processes on one PostgreSQL database. */
+const burstOnPostgres = async (n, receiver) => {
+  const database = await createDatabase()
+  state.database = database.name
+  const env = async () => serverEnv(await freePort(), { DATABASE_URL: database.url, ...burstEnv })
+  const migrating = await startOurServer({ name: "S8 (migrating)", env: await env(), logFile: join(state.tmp, "s8-migrating.log") })
+  await migrating.stop()
+  const user = makeBenchUser()
+  await seedPostgres(database.url, burstSeed(user, n))
+  const fixtures = await burstFixtures((text, values) => queryPostgres(database.url, text, values), user)
+  const processes = []
+  for (const name of ["A", "B"]) processes.push(await startSampled({ name: `S8-${n} PostgreSQL ${name}`, env: await env() }))
+  const run = await burstOfOurs({ processes, user, fixtures, receiver })
   await dropDatabase(database.name)
   state.database = undefined
-  return row
+  return run
+}
+
+/** Ours, one process on a new embedded data folder. */
+const burstEmbedded = async (n, receiver) => {
+  const dataDir = join(state.tmp, `s8-${n}-embedded-data`)
+  const env = async () => serverEnv(await freePort(), { DATA_DIR: dataDir, ...burstEnv })
+  // The first start makes the folder; seeding needs it stopped (one process at a time).
+  const creating = await startOurServer({ name: "S8 (new data folder)", env: await env(), logFile: join(state.tmp, "s8-creating.log") })
+  await creating.stop()
+  const user = makeBenchUser()
+  const fixtures = await seedPGlite(dataDir, burstSeed(user, n), (db) => burstFixtures(async (text, values) => (await db.query(text, values)).rows, user))
+  const processes = [await startSampled({ name: `S8-${n} embedded`, env: await env() })]
+  return burstOfOurs({ processes, user, fixtures, receiver })
+}
+
+/** The baseline (baseline/scheduler.mjs), two processes on one PostgreSQL database; its schedule is one INSERT. */
+const burstOfBaseline = async (n, receiver) => {
+  const database = await createDatabase()
+  state.database = database.name
+  const query = (text, values) => queryPostgres(database.url, text, values)
+  await createSends(query)
+  const env = {
+    DATABASE_URL: database.url,
+    WEBHOOK_URL: receiver.url,
+    WEBHOOK_SECRET: `whsec_${randomBytes(32).toString("base64")}`,
+    SEND_CONCURRENCY: String(config.burst.concurrency),
+    POLL_MS: String(config.burst.pollMs)
+  }
+  const processes = []
+  for (const name of ["A", "B"]) {
+    processes.push(await startSampled({ name: `S8-${n} baseline ${name}`, script: baselineSchedulerScript, env: { ...env, PORT: String(await freePort()) } }))
+  }
+  const watched = processes.map(watchBurst)
+  const dueAt = Date.now() + 2_000
+  const startedAt = Date.now()
+  await addSends(query, n, dueAt)
+  const endedAt = Date.now()
+  const scheduling = { failed: 0, late: endedAt > dueAt ? n : 0, aheadSec: (dueAt - endedAt) / 1000, schedulesPerSec: n / ((endedAt - startedAt) / 1000) }
+  const run = await burstRun({ receiver, processes: watched, n, dueAt, scheduling })
+  await dropDatabase(database.name)
+  state.database = undefined
+  return run
+}
+
+const burstRow = (ours, baseline, mode) => ({
+  id: `S8-${ours.n}${mode === "embedded" ? "-embedded" : ""}`,
+  mode,
+  label: `S8 ${ours.n} posts x 1 webhook due at once, ${mode === "embedded" ? "1 process [embedded]" : "2 processes"}`,
+  read: false,
+  rps: ours.sendsPerSec,
+  p50: ours.latenessMs.p50,
+  p99: ours.latenessMs.p99,
+  errors: ours.errors,
+  foreignCpuPct: NaN,
+  serverCpuMsPerRequest: NaN,
+  burst: ours,
+  ...(baseline
+    ? {
+      baseline: { rps: baseline.sendsPerSec, p50: baseline.latenessMs.p50, p99: baseline.latenessMs.p99, errors: baseline.errors, burst: baseline },
+      ratio: ours.sendsPerSec / baseline.sendsPerSec
+    }
+    : {}),
+  runs: []
+})
+
+/**
+ * S8 (bench/README.md): for each N of `config.burst.sizes`, N posts to one webhook account, all due at one
+ * instant, on two server processes on PostgreSQL, then on the baseline's two, then on one embedded process;
+ * each run on a database or data folder of its own. In the table, req/s is sends per second and p50/p99 lateness.
+ */
+const schedulerPhase = async () => {
+  const receiver = await startReceiver()
+  state.closers.push(receiver.close)
+  const rows = []
+  const logRun = (id, who, run) => log(`${id} ${who} ${describeBurst(run)}`)
+  for (const n of config.burst.sizes) {
+    if (!flags["embedded-only"]) {
+      const ours = await burstOnPostgres(n, receiver)
+      logRun(`S8-${n}`, "ours    ", ours)
+      const baseline = await burstOfBaseline(n, receiver)
+      logRun(`S8-${n}`, "baseline", baseline)
+      rows.push(burstRow(ours, baseline, "postgres"))
+    }
+    if (config.embedded) {
+      const ours = await burstEmbedded(n, receiver)
+      logRun(`S8-${n}-embedded`, "ours", ours)
+      rows.push(burstRow(ours, undefined, "embedded"))
+    }
+  }
+  return rows
 }
 
 // ---------------------------------------------------------------- main
@@ -895,7 +1059,14 @@ const main = async () => {
       node: process.version,
       kernel: release()
     },
-    config: { connections: config.connections, durationSec: config.durationSec, warmupSec: config.warmupSec, rounds: config.rounds, peers: config.peers },
+    config: {
+      connections: config.connections,
+      durationSec: config.durationSec,
+      warmupSec: config.warmupSec,
+      rounds: config.rounds,
+      peers: config.peers,
+      scheduledPosts: config.burst.sizes
+    },
     population: {},
     startup: {},
     memory: {},
@@ -904,9 +1075,9 @@ const main = async () => {
     targets: []
   }
   log(`${config.mode} run: ${config.connections} connections, ${config.durationSec} s per scenario, ${config.rounds} round(s)`)
-  const rows = flags["embedded-only"] ? [] : await postgresPhase(results)
-  if (wanted("S8") && !flags.profile && !flags["embedded-only"]) rows.push(await schedulerPhase(results))
-  if (config.embedded) rows.push(...(await embeddedPhase(results)))
+  const rows = flags["embedded-only"] || !postgresIds.some(wanted) ? [] : await postgresPhase(results)
+  if (wanted("S8") && !flags.profile) rows.push(...(await schedulerPhase()))
+  if (config.embedded && ["S1", "S4"].some(wanted)) rows.push(...(await embeddedPhase(results)))
   results.scenarios = rows
   results.targets = evaluateTargets({ rows, memory: results.memory, startup: results.startup })
   results.elapsedSec = Math.round((performance.now() - t0) / 100) / 10
@@ -941,6 +1112,15 @@ const main = async () => {
         `(${(r.serverCpuMsPerRequest / b.serverCpuMsPerRequest).toFixed(2)}x)`)
     }
   }
+  const bursts = rows.filter((r) => r.burst)
+  if (bursts.length) {
+    console.log(`\nS8, posts due at one instant: lateness = arrival at the receiver - due time; ` +
+      `sends/s = distinct webhook-ids / (last arrival - first arrival)`)
+    for (const r of bursts) {
+      console.log(`  ${r.id} ours     ${describeBurst(r.burst)}`)
+      if (r.baseline) console.log(`  ${r.id} baseline ${describeBurst(r.baseline.burst)}\n    sends/s ours/baseline: ${r.ratio.toFixed(2)}`)
+    }
+  }
   const s = results.startup
   const mem = results.memory
   console.log("")
@@ -954,7 +1134,7 @@ const main = async () => {
     s.postgresStartMs !== undefined && `PostgreSQL ${s.postgresStartMs.toFixed(0)} ms (first start with migrations ${s.postgresFirstStartMs?.toFixed(0)} ms)`,
     s.embeddedWarmMs !== undefined && `embedded ${s.embeddedWarmMs.toFixed(0)} ms warm (median of ${s.embeddedWarmRunsMs.length}), ${s.embeddedColdMs.toFixed(0)} ms cold (new data folder); embedded baseline ${s.embeddedBaselineWarmMs.toFixed(0)} ms warm`
   ].filter(Boolean)
-  console.log(`start to first answer: ${starts.join("; ")}`)
+  if (starts.length) console.log(`start to first answer: ${starts.join("; ")}`)
   if (results.parity) {
     console.log(`parity with the baseline: ${results.parity.ok ? "same statements, same bytes" : `FAILED\n  ${results.parity.failures.join("\n  ")}`}`)
   }

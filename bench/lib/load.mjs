@@ -3,7 +3,8 @@
 import autocannon from "autocannon"
 import { Agent, request } from "node:http"
 
-const percentile = (sorted, p) =>
+/** The p-quantile (0-1) of ascending values, by the nearest rank. */
+export const percentile = (sorted, p) =>
   sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]
 
 /** A run's figures from every response's latency and status; a status other than the expected one is an error. */

@@ -1,7 +1,7 @@
 // Child processes of the benchmark: start, wait for the first answer, measure
 // memory, stop. Every child is registered so that cleanup() can end it.
 import { spawn } from "node:child_process"
-import { closeSync, openSync, readFileSync, rmSync } from "node:fs"
+import { closeSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { request } from "node:http"
 import { createServer } from "node:net"
 
@@ -42,6 +42,9 @@ export const memoryOf = (pid) => {
     return { rssMb: NaN, hwmMb: NaN }
   }
 }
+
+/** Sets a process's VmHWM back to its current RSS (Linux's clear_refs): a later peak is then a later phase's own. */
+export const resetPeakMemory = (pid) => writeFileSync(`/proc/${pid}/clear_refs`, "5")
 
 /**
  * Starts `node [nodeArgs] script` (`node`: this process's Node.js unless another is given) with `env` (merged over a clean copy of
