@@ -160,8 +160,11 @@ export class Outbound extends Effect.Service<Outbound>()("Outbound", {
       const send = async (input: string | URL | Request, init?: RequestInit): Promise<OutboundResponse> => {
         const request = toRequest(input, init)
         const url = checkUrl(request.url)
-        const timeout = AbortSignal.timeout(totalTimeoutMillis)
-        const signal = AbortSignal.any([request.signal, timeout])
+        // A timer cleared once the call ends: `AbortSignal.timeout` would hold each call's signals until it fires,
+        // thousands of them in a burst of scheduled sends.
+        const timeout = new AbortController()
+        const timer = setTimeout(() => timeout.abort(), totalTimeoutMillis)
+        const signal = AbortSignal.any([request.signal, timeout.signal])
         try {
           const response = await undiciFetch(url, {
             method: request.method,
@@ -180,7 +183,7 @@ export class Outbound extends Effect.Service<Outbound>()("Outbound", {
         } catch (error) {
           const known = causes(error).find((cause) => cause instanceof OutboundError)
           if (known) throw known
-          if (timeout.aborted) {
+          if (timeout.signal.aborted) {
             throw new OutboundError({ reason: "timeout", message: `${url.host} did not answer within ${totalTimeoutMillis} ms` })
           }
           if (request.signal.aborted) throw error
@@ -189,6 +192,8 @@ export class Outbound extends Effect.Service<Outbound>()("Outbound", {
             reason: typeof code === "string" && code.includes("TIMEOUT") ? "timeout" : "network",
             message: `${url.host} could not be reached (${code ?? (error as Error).message})`
           })
+        } finally {
+          clearTimeout(timer)
         }
       }
 
