@@ -141,17 +141,19 @@ export class Outbound extends Effect.Service<Outbound>()("Outbound", {
       }
 
       const readCapped = async (response: Response, host: string): Promise<Uint8Array> => {
-        const tooLarge = new OutboundError({ reason: "too_large", message: `${host} answered more than ${maxResponseBytes} bytes` })
+        // Made only when thrown: an error captures its stack, which costs every call that reads an answer.
+        const tooLarge = () =>
+          new OutboundError({ reason: "too_large", message: `${host} answered more than ${maxResponseBytes} bytes` })
         if (Number(response.headers.get("content-length") ?? 0) > maxResponseBytes) {
           await response.body?.cancel()
-          throw tooLarge
+          throw tooLarge()
         }
         const chunks: Array<Uint8Array> = []
         let size = 0
         for await (const chunk of response.body ?? []) {
           size += chunk.byteLength
           // Leaving the loop cancels the stream.
-          if (size > maxResponseBytes) throw tooLarge
+          if (size > maxResponseBytes) throw tooLarge()
           chunks.push(chunk)
         }
         return Buffer.concat(chunks)

@@ -1,9 +1,10 @@
-import { Config, Duration, Effect, Layer, Option, Queue, Schedule } from "effect"
+import type { PostId } from "@postline/domain"
+import { Config, Duration, Effect, Layer, Queue, Schedule } from "effect"
 import { withSystemActor } from "../Access/Authorization.js"
 import { transactionally } from "../Database/Transaction.js"
 import { ProviderBudgets } from "./Budgets.js"
 import { DispatchRepo, type DueTarget } from "./DispatchRepo.js"
-import { type AttemptToSend, PublishingRepo } from "./Repo.js"
+import { PublishingRepo, type Started } from "./Repo.js"
 import { Publishing } from "./Service.js"
 
 /**
@@ -13,7 +14,7 @@ import { Publishing } from "./Service.js"
 export class DispatchSettings extends Effect.Service<DispatchSettings>()("DispatchSettings", {
   effect: Effect.gen(function*() {
     const concurrency = yield* Config.integer("SCHEDULER_CONCURRENCY").pipe(
-      Config.withDefault(16),
+      Config.withDefault(32),
       Config.validate({ message: "must be a whole number from 1 to 256", validation: (n) => n >= 1 && n <= 256 })
     )
     const pollMs = yield* Config.integer("SCHEDULER_POLL_MS").pipe(
@@ -42,42 +43,72 @@ export class Dispatcher extends Effect.Service<Dispatcher>()("Dispatcher", {
     // A slot handed back wakes the loop, which may be waiting for one.
     const freed = yield* Queue.sliding<void>(1)
     let inFlight = 0
+    // Posts whose sends have ended since their statuses were last brought up to date.
+    let ended = new Set<PostId>()
 
-    /** A due target is sent now, or held back until its account's budget lets it through. */
-    const startOrHoldBack = (due: DueTarget) =>
+    /**
+     * Whether a due target may be sent now, its account's budget counting the sends of this batch before it
+     * (`inBatch`); when not, it is held back until the budget lets it through.
+     */
+    const allowed = (due: DueTarget, inBatch: Map<string, number>) =>
       Effect.gen(function*() {
-        const windows = due.provider === null ? [] : budgets.windowsOf(due.provider)
-        if (windows.length > 0) {
-          const usage = yield* repo.lockUsage(due.socialAccountId, windows)
-          const full = due.provider === null ? undefined : budgets.overIn(due.provider, usage)
-          if (full !== undefined) {
-            const sends = usage[windows.indexOf(full)]
-            const agesOut = yield* repo.agesOut(due.socialAccountId, full.seconds, budgets.toAgeOut(full, sends))
-            const at = new Date((agesOut?.getTime() ?? Date.now()) + budgets.jitter())
-            yield* repo.holdBack(due.postId, due.socialAccountId, at)
-            return Option.none<AttemptToSend>()
-          }
+        const windows = due.account === null ? [] : budgets.windowsOf(due.account.provider)
+        if (due.account === null || windows.length === 0) return true
+        const before = inBatch.get(due.socialAccountId) ?? 0
+        const usage = (yield* repo.lockUsage(due.socialAccountId, windows)).map((sends) => sends + before)
+        const full = budgets.overIn(due.account.provider, usage)
+        if (full === undefined) {
+          inBatch.set(due.socialAccountId, before + 1)
+          return true
         }
-        const started = yield* targets.startAttempt(due.postId, due.socialAccountId, due.creditsReserved)
-        return Option.some<AttemptToSend>({ ...due, ...started })
+        const sends = usage[windows.indexOf(full)]
+        const agesOut = yield* repo.agesOut(due.socialAccountId, full.seconds, budgets.toAgeOut(full, sends))
+        yield* repo.holdBack(due.postId, due.socialAccountId, new Date((agesOut?.getTime() ?? Date.now()) + budgets.jitter()))
+        return false
       })
 
-    /** Claims up to `limit` due targets and starts those their budgets allow; answers how many were due. */
+    /**
+     * Claims up to `limit` due targets and starts the attempts of those their budgets allow; answers how many
+     * were due, and what to send.
+     */
     const claim = (limit: number) =>
       Effect.gen(function*() {
         const due = yield* repo.claimDue(limit)
-        const started = (yield* Effect.forEach(due, startOrHoldBack)).flatMap(Option.toArray)
-        for (const postId of new Set(started.map((target) => target.postId))) yield* repo.begin(postId)
-        return { due: due.length, started }
+        const inBatch = new Map<string, number>()
+        const toStart = yield* Effect.filter(due, (target) => allowed(target, inBatch))
+        const started = toStart.length === 0 ? [] : yield* repo.startAll(toStart)
+        const byKey = new Map(toStart.map((target) => [`${target.postId}/${target.socialAccountId}`, target]))
+        const sending = started.map(({ attempt, ordinal, postId, socialAccountId }) => ({
+          ...byKey.get(`${postId}/${socialAccountId}`)!,
+          attempt,
+          ordinal
+        }))
+        return { due: due.length, sending }
       }).pipe(transactionally, withSystemActor)
 
-    const send = (target: AttemptToSend) =>
-      publishing.sendAgain(target, { retries: true }).pipe(
-        Effect.zipRight(targets.refreshStatus(target.postId)),
+    const send = ({ account, ...target }: DueTarget & Started) =>
+      publishing.sendTo(target, account ?? undefined, { retries: true }).pipe(
         withSystemActor,
         Effect.catchAllCause((cause) => Effect.logError("Scheduler: a due post could not be sent", cause)),
-        Effect.ensuring(Effect.zipRight(Effect.sync(() => inFlight--), Queue.offer(freed, undefined)))
+        Effect.ensuring(Effect.zipRight(
+          Effect.sync(() => {
+            inFlight--
+            ended.add(target.postId)
+          }),
+          Queue.offer(freed, undefined)
+        ))
       )
+
+    /**
+     * Brings the statuses of the posts whose sends have ended up to date, in one statement for all: each send
+     * committed before it, so that the last such statement for a post, in whichever process, sees all its targets.
+     */
+    const refreshEnded = Effect.suspend(() => {
+      if (ended.size === 0) return Effect.void
+      const postIds = [...ended]
+      ended = new Set()
+      return withSystemActor(targets.refreshStatuses(postIds))
+    })
 
     /**
      * Claims while there are free slots, half of them at least so that claims come in batches; sleeps a poll
@@ -85,15 +116,17 @@ export class Dispatcher extends Effect.Service<Dispatcher>()("Dispatcher", {
      */
     const dispatch = Effect.gen(function*() {
       for (;;) {
+        yield* refreshEnded
         const free = concurrency - inFlight
         if (free < Math.max(1, concurrency / 2)) {
           yield* Queue.take(freed)
           continue
         }
-        const { due, started } = yield* claim(free)
-        inFlight += started.length
-        for (const target of started) yield* Effect.forkIn(send(target), scope)
-        if (due < free) yield* Effect.sleep(poll)
+        const { due, sending } = yield* claim(free)
+        inFlight += sending.length
+        for (const target of sending) yield* Effect.forkIn(send(target), scope)
+        // Nothing more is due: look again after a while, or once a send ends, whose post is then brought up to date.
+        if (due < free) yield* Effect.raceFirst(Effect.sleep(poll), Queue.take(freed))
       }
     })
 

@@ -67,8 +67,11 @@ export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishR
       return taken.length
     }))
 
-    /** Batch after batch while there are full ones. */
-    const recover = recoverBatch.pipe(Effect.repeat({ while: (taken) => taken === batchSize }), Effect.asVoid)
+    /** Batch after batch while there are full ones; then the posts whose sends all ended without a word. */
+    const recover = recoverBatch.pipe(
+      Effect.repeat({ while: (taken) => taken === batchSize }),
+      Effect.zipRight(withSystemActor(targets.refreshEnded))
+    )
 
     const interval = Duration.seconds(settings.recoverySeconds / 4)
 

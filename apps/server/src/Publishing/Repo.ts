@@ -112,20 +112,22 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
         const published = outcome._tag === "Published" ? outcome.published : undefined
         const error = outcome._tag === "Published" ? undefined : outcome.error
         const result = outcome._tag === "Published" ? "published" : outcome._tag === "Failed" ? "failed" : "unknown"
-        const finished = yield* sql`UPDATE publish_attempts SET finished_at = now(), result = ${result},
-            external_id = ${published?.externalId ?? null}, error_category = ${error?.category ?? null},
-            error_message = ${error?.message ?? null}
-          WHERE post_id = ${postId} AND social_account_id = ${socialAccountId} AND attempt = ${attempt}
-            AND finished_at IS NULL RETURNING attempt`
-        if (finished.length === 0) return false
-        yield* sql`UPDATE post_targets SET status = ${published ? "published" : "failed"},
+        // One statement: the attempt, and its target only if this finished the attempt.
+        const finished = yield* sql`WITH finished AS (
+            UPDATE publish_attempts SET finished_at = now(), result = ${result},
+              external_id = ${published?.externalId ?? null}, error_category = ${error?.category ?? null},
+              error_message = ${error?.message ?? null}
+            WHERE post_id = ${postId} AND social_account_id = ${socialAccountId} AND attempt = ${attempt}
+              AND finished_at IS NULL RETURNING attempt)
+          UPDATE post_targets SET status = ${published ? "published" : "failed"},
             external_id = ${published?.externalId ?? null}, url = ${published?.url ?? null},
             published_at = ${published ? sql`now()` : null},
             error_category = ${error?.category ?? null}, error_message = ${error?.message ?? null},
             error_retryable = ${error?.retryable ?? null},
             credits_spent = ${published ? sql`credits_reserved` : 0}, credits_reserved = 0, updated_at = now()
-          WHERE post_id = ${postId} AND social_account_id = ${socialAccountId}`
-        return true
+          WHERE post_id = ${postId} AND social_account_id = ${socialAccountId} AND EXISTS (SELECT 1 FROM finished)
+          RETURNING 1`
+        return finished.length > 0
       }).pipe(Effect.orDie, policyRequire("Post", "publish"))
 
     /**
@@ -263,8 +265,8 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
           updated_at = now()
         WHERE id = ${postId}`.pipe(Effect.asVoid, Effect.orDie, policyRequire("Post", "publish"))
 
-    /** The post's status, as its targets say: publishing while any is pending, then how they turned out. */
-    const refreshStatus = (postId: PostId) =>
+    /** Each post's status, as its targets say: publishing while any is pending, then how they turned out. */
+    const refreshStatuses = (postIds: ReadonlyArray<PostId>) =>
       sql`UPDATE posts p SET updated_at = now(), status = (
           SELECT CASE
             WHEN count(*) = 0 THEN 'draft'
@@ -274,7 +276,22 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
             WHEN bool_and(t.status = 'failed') THEN 'failed'
             ELSE 'partially_published' END
           FROM post_targets t WHERE t.post_id = p.id)
-        WHERE p.id = ${postId}`.pipe(Effect.asVoid, Effect.orDie, policyRequire("Post", "publish"))
+        WHERE p.id IN ${sql.in(postIds)}`.pipe(Effect.asVoid, Effect.orDie, policyRequire("Post", "publish"))
+
+    const refreshStatus = (postId: PostId) => refreshStatuses([postId])
+
+    /** Posts still publishing whose targets have all ended (their process died before it said so): brought up to date. */
+    const refreshEnded = sql`UPDATE posts p SET updated_at = now(), status = CASE
+        WHEN NOT EXISTS (SELECT 1 FROM post_targets t WHERE t.post_id = p.id AND t.status <> 'published') THEN 'published'
+        WHEN NOT EXISTS (SELECT 1 FROM post_targets t WHERE t.post_id = p.id AND t.status <> 'failed') THEN 'failed'
+        ELSE 'partially_published' END
+      WHERE p.status = 'publishing'
+        AND EXISTS (SELECT 1 FROM post_targets t WHERE t.post_id = p.id)
+        AND NOT EXISTS (SELECT 1 FROM post_targets t WHERE t.post_id = p.id AND t.status = 'pending')`.pipe(
+      Effect.asVoid,
+      Effect.orDie,
+      policyRequire("Post", "publish")
+    )
 
     return {
       busyTargets,
@@ -293,7 +310,9 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
       dropTarget,
       markScheduled,
       clearSchedule,
-      refreshStatus
+      refreshStatus,
+      refreshStatuses,
+      refreshEnded
     } as const
   })
 }) {}

@@ -207,7 +207,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
         const outcome = yield* send(sending)
         const last = ordinal >= settings.maxAttempts
         const retryable = outcome._tag !== "Published" && outcome.error.retryable
-        yield* Effect.gen(function*() {
+        const record = Effect.gen(function*() {
           if (!last && outcome._tag === "InDoubt") return yield* targets.leaveInDoubt(postId, account.id, outcome.error)
           if (!last && options.retries && retryable) {
             const delaySeconds = Math.min(outcome.retryAfterSeconds ?? backoffSeconds(ordinal), settings.retryAfterMaxSeconds)
@@ -224,19 +224,24 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
           if (final._tag === "Failed" && final.error.category === "auth") {
             yield* accounts.recordAuthFailure(account.id, final.error.message)
           }
-        }).pipe(transactionally)
+        })
+        // A publish that holds no credits (a webhook's, by default) is recorded in one statement: no transaction.
+        yield* outcome._tag === "Published" && sending.hold.amount === 0 ? record : transactionally(record)
         return outcome
       })
 
     /**
-     * Sends a target again under `attempt`, as its post and account stand now: an account removed meanwhile
-     * fails it, its credits given back.
+     * Sends a target again under `attempt`, to its account as it stands now (`account`, read with the
+     * target): an account removed meanwhile fails it, its credits given back.
      */
-    const sendAgain = (target: AttemptToSend, options: { readonly retries: boolean }) =>
+    const sendTo = (
+      target: AttemptToSend,
+      account: PublishingAccount | undefined,
+      options: { readonly retries: boolean }
+    ) =>
       Effect.gen(function*() {
         const { attempt, ordinal, organizationId, postId, socialAccountId, teamId } = target
         const hold: Hold = { postId, socialAccountId, amount: target.creditsReserved }
-        const [account] = yield* accounts.forPublishing(teamId, [socialAccountId])
         if (account === undefined) {
           const removed: SendOutcome = {
             _tag: "Failed",
@@ -253,6 +258,13 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
         const content = yield* links.linksFor({ id: postId, teamId, content: target.content, linkTracking: target.linkTracking })
         return yield* publishTarget({ organizationId, postId, content, account, attempt, ordinal, hold }, options)
       })
+
+    /** `sendTo` the target's account, read now. */
+    const sendAgain = (target: AttemptToSend, options: { readonly retries: boolean }) =>
+      Effect.flatMap(
+        accounts.forPublishing(target.teamId, [target.socialAccountId]),
+        ([account]) => sendTo(target, account, options)
+      )
 
     /**
      * Checks, holds credits and records every target in one transaction with
@@ -379,7 +391,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
           return { total, perAccount, available, sufficient: total <= available } satisfies Estimate
         }))
 
-    return { postNow, postNowAnswer, estimate, accountsOf, prepare, releaseWaiting, sendAgain } as const
+    return { postNow, postNowAnswer, estimate, accountsOf, prepare, releaseWaiting, sendAgain, sendTo } as const
   }),
   dependencies: [
     PostsRepo.Default,

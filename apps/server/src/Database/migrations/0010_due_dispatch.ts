@@ -12,6 +12,8 @@ export default Effect.gen(function*() {
   yield* sql`ALTER TABLE post_targets ADD COLUMN due_at timestamptz(3)`
   yield* sql`ALTER TABLE posts ADD COLUMN waiting_until timestamptz(3)`
   yield* sql`CREATE INDEX post_targets_due ON post_targets (due_at) WHERE due_at IS NOT NULL`
+  // Posts publishing: those whose targets have all ended are brought up to date by the recovery.
+  yield* sql`CREATE INDEX posts_publishing ON posts (id) WHERE status = 'publishing'`
   // An account's sends in the last day, to keep within its provider's rate budget.
   yield* sql`CREATE INDEX publish_attempts_account_started ON publish_attempts (social_account_id, started_at)`
   // Targets waiting for their schedule, and those between attempts (due at once: their backoff was in the engine).
