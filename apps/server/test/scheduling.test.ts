@@ -56,7 +56,7 @@ layer(QuickServer, { excludeTestServices: true })("scheduling", (it) => {
       expect(mastodon.statuses).toEqual([])
       // Not due yet: nothing waits to be taken, and nothing is being sent.
       const health = (yield* raw({ method: "GET", path: "/health" })).body
-      expect(health.scheduler).toEqual({ sending: 0, concurrency: 32, dueWaiting: 0, oldestDueSeconds: null })
+      expect(health.scheduler).toEqual({ sending: 0, concurrency: 16, dueWaiting: 0, oldestDueSeconds: null })
 
       const done = yield* eventually(call("GET", `/posts/${post.id}`), (response) => response.body.status === "published")
       expect(done.body.targets.map((target: any) => [target.socialAccountId, target.status]).sort()).toEqual([

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Config, Effect, Layer, Option, Redacted, Schema } from "effect"
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto"
+import { createCipheriv, createDecipheriv, createHash, createSecretKey, randomBytes } from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 
@@ -67,7 +67,8 @@ export class CredentialsCipher extends Effect.Service<CredentialsCipher>()("Cred
       const current = yield* parseKey(keys.current, "CREDENTIALS_KEY")
       const previous = yield* Effect.forEach(keys.previous, (key) => parseKey(key, "Each key of CREDENTIALS_KEY_PREVIOUS"))
       const keyId = keyIdOf(current)
-      const keysById = new Map([...previous, current].map((key) => [keyIdOf(key), key]))
+      // As key objects, made once: a raw key would be turned into one on every call.
+      const keysById = new Map([...previous, current].map((key) => [keyIdOf(key), createSecretKey(key)]))
 
       const encrypt = (plaintext: string) =>
         Effect.sync(() => {

@@ -1,4 +1,4 @@
-import { Effect, Redacted, Schema } from "effect"
+import { Effect, Option, Redacted, Schema } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 import { Webhook as StandardWebhook } from "standardwebhooks"
 import { Outbound } from "../Outbound/Outbound.js"
@@ -101,7 +101,8 @@ export class Webhook extends Effect.Service<Webhook>()("Webhook", {
               clientError: "invalid_content"
             })
           }
-          const answer = decodeAnswer(new TextDecoder().decode(response.body))
+          // Most receivers answer nothing: there is then nothing to decode (a failed parse costs an exception).
+          const answer = response.body.byteLength === 0 ? Option.none() : decodeAnswer(new TextDecoder().decode(response.body))
           const receiverId = answer._tag === "Some" ? answer.value.id : undefined
           const url = answer._tag === "Some" ? answer.value.url : undefined
           return { externalId: receiverId ?? id, url: url && isHttpUrl(url) ? url : null }

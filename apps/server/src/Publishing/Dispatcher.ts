@@ -14,7 +14,7 @@ import { Publishing } from "./Service.js"
 export class DispatchSettings extends Effect.Service<DispatchSettings>()("DispatchSettings", {
   effect: Effect.gen(function*() {
     const concurrency = yield* Config.integer("SCHEDULER_CONCURRENCY").pipe(
-      Config.withDefault(32),
+      Config.withDefault(16),
       Config.validate({ message: "must be a whole number from 1 to 256", validation: (n) => n >= 1 && n <= 256 })
     )
     const pollMs = yield* Config.integer("SCHEDULER_POLL_MS").pipe(
