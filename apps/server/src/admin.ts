@@ -5,6 +5,7 @@ import { Console, Effect, Layer, Logger, LogLevel, Redacted, Schema } from "effe
 import { parseArgs } from "node:util"
 import { Credits } from "./Credits/Service.js"
 import { DatabaseLive } from "./Database/Database.js"
+import { DeploymentLive } from "./Deployment.js"
 import { CredentialsCipherLive } from "./Providers/CredentialsCipher.js"
 import { rotateCredentials } from "./SocialAccounts/CredentialsRotation.js"
 import { minPasswordLength } from "./Users/Passwords.js"
@@ -106,7 +107,7 @@ const rotateKeys = (args: Array<string>) =>
     yield* Console.log(JSON.stringify(counts))
   }).pipe(
     // Only this command needs the key: the others run without one, as on PostgreSQL before it is set.
-    Effect.provide(CredentialsCipherLive),
+    Effect.provide(CredentialsCipherLive.pipe(Layer.provide(DeploymentLive))),
     Effect.catchTag("ConfigError", (error) => Effect.fail(new Error(String(error))))
   )
 
@@ -126,6 +127,7 @@ const program = command
 
 program.pipe(
   Effect.provide(DatabaseLive),
+  Effect.provide(DeploymentLive),
   Effect.catchAll((error) =>
     Effect.zipRight(
       Console.error(

@@ -3,9 +3,10 @@ import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Config, Effect, Layer, Logger, LogLevel } from "effect"
 import { DatabaseLive } from "./Database/Database.js"
 import { SoleProcess } from "./Database/SoleProcess.js"
+import { CurrentDeployment, DeploymentLive } from "./Deployment.js"
 import { EndStartupTurnLive } from "./Database/StartupTurn.js"
 import { JsonLogger } from "./Logging.js"
-import { makeHttpLive } from "./Http/Api.js"
+import { makeHttpLive } from "./Api.js"
 import { makeServerLifecycle } from "./Http/ServerLifecycle.js"
 import { serverTimeouts } from "./Http/ServerTimeouts.js"
 import { OutboundLive } from "./Outbound/Outbound.js"
@@ -29,8 +30,8 @@ const ProvidersLive = Layer.merge(SocialProviders.Default.pipe(Layer.provide(Out
 
 /** On PostgreSQL, processes share the scheduled work; the embedded database has one process. */
 const ScheduledPublishingLive = Layer.unwrapEffect(
-  Effect.map(Config.option(Config.string("DATABASE_URL")), (url) =>
-    SchedulerLive.pipe(Layer.provide(Layer.succeed(SoleProcess, url._tag === "None"))))
+  Effect.map(CurrentDeployment, (deployment) =>
+    SchedulerLive.pipe(Layer.provide(Layer.succeed(SoleProcess, deployment._tag === "Embedded"))))
 )
 
 /**
@@ -48,6 +49,7 @@ const AppLive = Layer.unwrapEffect(
       Layer.provide(ScheduledPublishingLive),
       Layer.provide(ProvidersLive),
       Layer.provide(DatabaseLive),
+      Layer.provide(DeploymentLive),
       Layer.provide(ServerLive)
     ))
 )

@@ -2,15 +2,16 @@ import { PGlite } from "@electric-sql/pglite"
 import { createPgConfig } from "@electric-sql/pglite/node-postgres"
 import { SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Config, Effect, Layer, Option } from "effect"
+import { Effect, Layer } from "effect"
 import Pg from "pg"
 import Fs from "node:fs"
 import { openDataDir } from "./DataDirCreation.js"
 import { templateFile, unpackTemplate } from "./DataDirTemplate.js"
 import { lockDataDir } from "./DataDirLock.js"
 import { durableStartParams, SyncingNodeFS } from "./SyncingNodeFS.js"
-import { layerPostgres, PostgresTimeoutsConfig } from "./Postgres.js"
-import { retryStart, StartRetryConfig } from "./StartRetry.js"
+import { CurrentDeployment } from "../Deployment.js"
+import { layerPostgres } from "./Postgres.js"
+import { retryStart } from "./StartRetry.js"
 
 // Rows keep the column names their statements give them: statements name each column after its
 // field (Database/Columns.ts), which costs nothing per row, unlike a renaming pass.
@@ -60,18 +61,12 @@ export const layerEmbedded = (dataDir: string, options: { readonly fsync: boolea
   })
 
 /**
- * `DATABASE_URL` selects a PostgreSQL server, which the server waits for at start (it may be
- * starting too); without it the embedded database lives in `DATA_DIR`.
+ * The deployment's database: a PostgreSQL server, which the server waits for at start (it may be
+ * starting too), or the embedded database in its data folder.
  */
 export const SqlLive = Layer.unwrapEffect(
-  Effect.gen(function*() {
-    const url = yield* Config.option(Config.redacted("DATABASE_URL"))
-    if (Option.isSome(url)) {
-      const timeouts = yield* PostgresTimeoutsConfig
-      return retryStart(layerPostgres(url.value, timeouts), yield* StartRetryConfig)
-    }
-    const dataDir = yield* Config.string("DATA_DIR").pipe(Config.withDefault("./data"))
-    const fsync = yield* Config.boolean("EMBEDDED_FSYNC").pipe(Config.withDefault(true))
-    return layerEmbedded(dataDir, { fsync })
-  })
+  Effect.map(CurrentDeployment, (deployment) =>
+    deployment._tag === "Postgres"
+      ? retryStart(layerPostgres(deployment.url, deployment.timeouts), deployment.startRetry)
+      : layerEmbedded(deployment.dataDir, { fsync: deployment.fsync }))
 )

@@ -1,13 +1,13 @@
 import { SqlClient } from "@effect/sql"
-import { Config, Context, Effect, ExecutionStrategy, Exit, Layer, Option, Scope } from "effect"
+import { Context, Effect, ExecutionStrategy, Exit, Layer, Scope } from "effect"
+import { CurrentDeployment } from "../Deployment.js"
 
 /**
  * Server processes that start together on one PostgreSQL database take turns
- * through their schema set-up, ours and the scheduler engine's: both make
- * their tables with `CREATE TABLE` statements that fail when two sessions
- * run them at once. The turn is a session advisory lock, held from before
- * the migrations until the scheduler is built (`endStartupTurn`), and let go
- * with its session if the process dies.
+ * through their schema set-up: migrations make tables with `CREATE TABLE`
+ * statements that fail when two sessions run them at once. The turn is a
+ * session advisory lock, held from before the migrations until the scheduler
+ * is built (`endStartupTurn`), and let go with its session if the process dies.
  */
 export class StartupTurn extends Context.Tag("StartupTurn")<StartupTurn, { readonly end: Effect.Effect<void> }>() {}
 
@@ -34,8 +34,8 @@ const takeTurn = Effect.gen(function*() {
 /** The turn on PostgreSQL; the embedded database has one process, which needs none. */
 export const StartupTurnLive = Layer.scoped(
   StartupTurn,
-  Effect.flatMap(Config.option(Config.string("DATABASE_URL")), (url) =>
-    Option.isSome(url) ? Effect.orDie(takeTurn) : Effect.succeed({ end: Effect.void }))
+  Effect.flatMap(CurrentDeployment, (deployment) =>
+    deployment._tag === "Postgres" ? Effect.orDie(takeTurn) : Effect.succeed({ end: Effect.void }))
 )
 
 /** Ends this process's turn: built once the scheduler, the last to make tables, is. */

@@ -3,6 +3,7 @@ import { Config, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { createCipheriv, createDecipheriv, createHash, createSecretKey, randomBytes } from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { CurrentDeployment } from "../Deployment.js"
 
 /** The key is missing or malformed: the server cannot start. */
 export class CredentialsKeyError extends Schema.TaggedError<CredentialsKeyError>()("CredentialsKeyError", {
@@ -170,17 +171,16 @@ export const CredentialsCipherLive = Layer.unwrapEffect(
   Effect.gen(function*() {
     const key = yield* Config.option(Config.redacted("CREDENTIALS_KEY"))
     const previousKeys = yield* Config.redacted("CREDENTIALS_KEY_PREVIOUS").pipe(Config.withDefault(Redacted.make("")))
-    const databaseUrl = yield* Config.option(Config.redacted("DATABASE_URL"))
-    const dataDir = yield* Config.string("DATA_DIR").pipe(Config.withDefault("./data"))
+    const deployment = yield* CurrentDeployment
     const previous = Redacted.value(previousKeys).split(",").map((text) => text.trim()).filter((text) => text !== "")
       .map((text) => Redacted.make(text))
-    if (Option.isNone(key) && Option.isSome(databaseUrl)) {
+    if (Option.isSome(key)) return CredentialsCipher.Default({ current: key.value, previous })
+    if (deployment._tag === "Postgres") {
       return yield* new CredentialsKeyError({
         message: "CREDENTIALS_KEY is not set. With DATABASE_URL, set it to 32 random bytes in base64 (e.g. the output " +
           "of `openssl rand -base64 32`) and keep it safe: social account credentials are encrypted with it."
       })
     }
-    const current = Option.isSome(key) ? key.value : yield* keyFromDataDir(dataDir, holdsCredentials)
-    return CredentialsCipher.Default({ current, previous })
+    return CredentialsCipher.Default({ current: yield* keyFromDataDir(deployment.dataDir, holdsCredentials), previous })
   })
 )

@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto"
 import { existsSync, readFileSync, statSync } from "node:fs"
 import * as Path from "node:path"
 import { credentialsFromJson, credentialsToJson } from "../../src/Providers/Credentials.js"
+import { DeploymentLive } from "../../src/Deployment.js"
 import { CredentialsCipher, CredentialsCipherLive, unknownKeyMessage } from "../../src/Providers/CredentialsCipher.js"
 import { scopedTempDir, TestDatabase } from "../support/TestDatabase.js"
 
@@ -18,7 +19,7 @@ const fromEnvironment = (env: Record<string, string>) =>
   Effect.gen(function*() {
     const logs: Array<string> = []
     const logger = Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => logs.push(String(message))))
-    const exit = yield* Layer.build(CredentialsCipherLive).pipe(
+    const exit = yield* Layer.build(CredentialsCipherLive.pipe(Layer.provide(DeploymentLive))).pipe(
       Effect.map(Context.get(CredentialsCipher)),
       Effect.withConfigProvider(ConfigProvider.fromJson(env)),
       Effect.provide(logger),
