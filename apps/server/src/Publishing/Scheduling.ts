@@ -3,7 +3,6 @@ import {
   Conflict,
   minScheduleLeadSeconds,
   type PostId,
-  type PublishOutcome,
   type ScheduleRequest,
   type ScheduleResponse,
   type TeamId
@@ -16,12 +15,10 @@ import { PostsPolicy } from "../Posts/Policy.js"
 import { PostsRepo } from "../Posts/Repo.js"
 import { postNotFound } from "../Posts/Service.js"
 import { PublishingRepo } from "./Repo.js"
-import { Publishing } from "./Service.js"
+import { outcomeOf, Publishing } from "./Service.js"
 
 const yearMillis = 366 * 24 * 60 * 60 * 1000
 
-const outcomeOf = (failed: number, all: number): PublishOutcome =>
-  failed === 0 ? "none_failed" : failed === all ? "all_failed" : "partially_failed"
 
 /**
  * Scheduling posts: the same checks and credit holds as publishing now, the

@@ -4,6 +4,7 @@ import {
   type OrganizationId,
   type PostId,
   type PostNowResponse,
+  type PublishOutcome,
   type PublishError,
   type PublishResult,
   type SocialAccountId,
@@ -60,6 +61,10 @@ const resultOf = (target: TargetResult): PublishResult => ({
   creditsSpent: target.creditsSpent
 })
 
+/** What a publish or a schedule came to, from how many of its accounts failed. */
+export const outcomeOf = (failed: number, all: number): PublishOutcome =>
+  failed === 0 ? "none_failed" : failed === all ? "all_failed" : "partially_failed"
+
 /** Targets of a publish, in the order of the request, with what the publish came to. */
 const answerOf = (postId: PostId, ids: ReadonlyArray<SocialAccountId>, found: ReadonlyArray<TargetResult>): PostNowResponse => {
   const byId = new Map(found.map((target) => [target.socialAccountId as string, resultOf(target)]))
@@ -68,7 +73,7 @@ const answerOf = (postId: PostId, ids: ReadonlyArray<SocialAccountId>, found: Re
   return {
     postId,
     results,
-    outcome: failed === 0 ? "none_failed" : failed === results.length ? "all_failed" : "partially_failed"
+    outcome: outcomeOf(failed, results.length)
   }
 }
 
