@@ -1,35 +1,15 @@
 import { expect, layer } from "@effect/vitest"
-import { Migrator, SqlClient } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Redacted } from "effect"
-import { runMigrations } from "../src/Database/Migrations.js"
-import initial from "../src/Database/migrations/0001_initial.js"
-import listAccessPaths from "../src/Database/migrations/0002_list_access_paths.js"
-import userPasswords from "../src/Database/migrations/0003_user_passwords.js"
-import identityAndAccess from "../src/Database/migrations/0004_identity_and_access.js"
-import socialAccounts from "../src/Database/migrations/0005_social_accounts.js"
-import postsAndCredits from "../src/Database/migrations/0006_posts_and_credits.js"
-import scheduling from "../src/Database/migrations/0007_scheduling.js"
-import slotsAndLinks from "../src/Database/migrations/0008_slots_and_links.js"
-import publishRecovery from "../src/Database/migrations/0009_publish_recovery.js"
+import { migrations, runMigrations, runMigrationsOf } from "../src/Database/Migrations.js"
 import { layerPostgres } from "../src/Database/Postgres.js"
 import { layerEmbedded } from "../src/Database/Sql.js"
 import { scopedPostgresDatabase, testDatabaseKind } from "./support/TestDatabase.js"
 
 /** The schema as the workflow engine's scheduler left it: every migration before due-time dispatch. */
-const migrateToEngineSchema = Migrator.make({})({
-  loader: Migrator.fromRecord({
-    "0001_initial": initial,
-    "0002_list_access_paths": listAccessPaths,
-    "0003_user_passwords": userPasswords,
-    "0004_identity_and_access": identityAndAccess,
-    "0005_social_accounts": socialAccounts,
-    "0006_posts_and_credits": postsAndCredits,
-    "0007_scheduling": scheduling,
-    "0008_slots_and_links": slotsAndLinks,
-    "0009_publish_recovery": publishRecovery
-  }),
-  table: "postline_migrations"
-})
+const migrateToEngineSchema = runMigrationsOf(
+  Object.fromEntries(Object.entries(migrations).filter(([name]) => name < "0010"))
+)
 
 const UnmigratedDatabase = testDatabaseKind === "postgres"
   ? Layer.unwrapScoped(Effect.map(scopedPostgresDatabase, ({ url }) => layerPostgres(Redacted.make(url))))

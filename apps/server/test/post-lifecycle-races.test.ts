@@ -2,6 +2,7 @@ import { expect, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Logger, LogLevel } from "effect"
 import { makeWebhookReceiver, publishingTeam } from "./support/Publishing.js"
 import { makeTestServer, raw } from "./support/TestServer.js"
+import { eventually, inSeconds } from "./support/Waiting.js"
 
 /**
  * Every lifecycle operation of a post (post-now, schedule, unschedule, PATCH, DELETE) against a post in
@@ -126,19 +127,6 @@ const makeDeliveryLog = Effect.gen(function*() {
     of: (postId: string) => deliveries.filter((delivery) => delivery.post === postId)
   }
 })
-
-const inSeconds = (seconds: number) => new Date(Date.now() + seconds * 1000).toISOString()
-
-/** Reads until `done` holds, every 50 ms, for at most `seconds`; answers the last reading either way. */
-const eventually = <A, E, R>(read: Effect.Effect<A, E, R>, done: (value: A) => boolean, seconds = 15) =>
-  Effect.gen(function*() {
-    const until = Date.now() + seconds * 1000
-    for (;;) {
-      const value = yield* read
-      if (done(value) || Date.now() > until) return value
-      yield* Effect.sleep("50 millis")
-    }
-  })
 
 /** A team of an organization with `initialCredits`, three webhook accounts costing a credit each, and the calls. */
 const raceTeam = Effect.gen(function*() {

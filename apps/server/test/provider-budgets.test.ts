@@ -6,6 +6,7 @@ import { BlueskyNetwork } from "./support/BlueskyNetwork.js"
 import { makeMastodonFake } from "./support/MastodonFake.js"
 import { makeWebhookReceiver, publishingTeam } from "./support/Publishing.js"
 import { makeTestServer } from "./support/TestServer.js"
+import { eventually, inSeconds } from "./support/Waiting.js"
 
 const windowSeconds = 4
 const jitterMs = 500
@@ -29,18 +30,6 @@ const BudgetServer = makeTestServer(Logger.minimumLogLevel(LogLevel.Warning)).pi
     ConfigProvider.fromMap(settings).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
   ))
 )
-
-const inSeconds = (seconds: number) => new Date(Date.now() + seconds * 1000).toISOString()
-
-const eventually = <A>(read: Effect.Effect<A, any, any>, done: (value: A) => boolean, seconds = 30) =>
-  Effect.gen(function*() {
-    const until = Date.now() + seconds * 1000
-    for (;;) {
-      const value = yield* read
-      if (done(value) || Date.now() > until) return value
-      yield* Effect.sleep("100 millis")
-    }
-  })
 
 /** When each attempt at the account began, oldest first. */
 const attemptStarts = (socialAccountId: string) =>

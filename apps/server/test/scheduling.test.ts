@@ -5,6 +5,7 @@ import { randomUUID } from "node:crypto"
 import { makeMastodonFake } from "./support/MastodonFake.js"
 import { makeWebhookReceiver, publishingTeam } from "./support/Publishing.js"
 import { makeTestServer, raw, TestServer } from "./support/TestServer.js"
+import { eventually, inSeconds } from "./support/Waiting.js"
 
 /** A server whose schedules may be a second ahead, and whose scheduler looks for due work five times a second. */
 const QuickServer = makeTestServer(Logger.minimumLogLevel(LogLevel.Warning)).pipe(
@@ -14,19 +15,6 @@ const QuickServer = makeTestServer(Logger.minimumLogLevel(LogLevel.Warning)).pip
     )
   ))
 )
-
-const inSeconds = (seconds: number) => new Date(Date.now() + seconds * 1000).toISOString()
-
-/** Waits until `done` holds, checking every 100 ms, for at most `seconds`. */
-const eventually = <A>(read: Effect.Effect<A, any, any>, done: (value: A) => boolean, seconds = 20) =>
-  Effect.gen(function*() {
-    const until = Date.now() + seconds * 1000
-    for (;;) {
-      const value = yield* read
-      if (done(value) || Date.now() > until) return value
-      yield* Effect.sleep("100 millis")
-    }
-  })
 
 layer(QuickServer, { excludeTestServices: true })("scheduling", (it) => {
   it.scoped("publishes at the time to each account, holding the credits until then", () =>

@@ -1,5 +1,5 @@
-import { Migrator } from "@effect/sql"
-import { Layer } from "effect"
+import { Migrator, type SqlClient } from "@effect/sql"
+import { type Effect, Layer } from "effect"
 import initial from "./migrations/0001_initial.js"
 import listAccessPaths from "./migrations/0002_list_access_paths.js"
 import userPasswords from "./migrations/0003_user_passwords.js"
@@ -13,21 +13,25 @@ import dueDispatch from "./migrations/0010_due_dispatch.js"
 
 const run = Migrator.make({})
 
-/** Brings the schema up to date; static imports keep the bundle free of a file-system loader. */
-export const runMigrations = run({
-  loader: Migrator.fromRecord({
-    "0001_initial": initial,
-    "0002_list_access_paths": listAccessPaths,
-    "0003_user_passwords": userPasswords,
-    "0004_identity_and_access": identityAndAccess,
-    "0005_social_accounts": socialAccounts,
-    "0006_posts_and_credits": postsAndCredits,
-    "0007_scheduling": scheduling,
-    "0008_slots_and_links": slotsAndLinks,
-    "0009_publish_recovery": publishRecovery,
-    "0010_due_dispatch": dueDispatch
-  }),
-  table: "postline_migrations"
-})
+/** Every migration by name, in order; static imports keep the bundle free of a file-system loader. */
+export const migrations = {
+  "0001_initial": initial,
+  "0002_list_access_paths": listAccessPaths,
+  "0003_user_passwords": userPasswords,
+  "0004_identity_and_access": identityAndAccess,
+  "0005_social_accounts": socialAccounts,
+  "0006_posts_and_credits": postsAndCredits,
+  "0007_scheduling": scheduling,
+  "0008_slots_and_links": slotsAndLinks,
+  "0009_publish_recovery": publishRecovery,
+  "0010_due_dispatch": dueDispatch
+}
+
+/** Runs `these` migrations that have not run yet: all of them, unless a test stops at an earlier schema. */
+export const runMigrationsOf = (these: Record<string, Effect.Effect<unknown, unknown, SqlClient.SqlClient>>) =>
+  run({ loader: Migrator.fromRecord(these), table: "postline_migrations" })
+
+/** Brings the schema up to date. */
+export const runMigrations = runMigrationsOf(migrations)
 
 export const MigrationsLive = Layer.effectDiscard(runMigrations)

@@ -1,0 +1,15 @@
+import { Effect } from "effect"
+
+/** An instant `seconds` from now, as the API takes it. */
+export const inSeconds = (seconds: number) => new Date(Date.now() + seconds * 1000).toISOString()
+
+/** Reads until `done` holds, every 50 ms, for at most `seconds`; answers the last reading either way. */
+export const eventually = <A, E, R>(read: Effect.Effect<A, E, R>, done: (value: A) => boolean, seconds = 20) =>
+  Effect.gen(function*() {
+    const until = Date.now() + seconds * 1000
+    for (;;) {
+      const value = yield* read
+      if (done(value) || Date.now() > until) return value
+      yield* Effect.sleep("50 millis")
+    }
+  })
