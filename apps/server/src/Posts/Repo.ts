@@ -86,8 +86,7 @@ export class PostsRepo extends Effect.Service<PostsRepo>()("PostsRepo", {
         readonly status: PostStatus
         readonly content: string
         readonly linkTracking: boolean | null
-        readonly scheduleVersion: number
-      }>`SELECT status, content, link_tracking AS "linkTracking", schedule_version AS "scheduleVersion" FROM posts
+      }>`SELECT status, content, link_tracking AS "linkTracking" FROM posts
         WHERE team_id = ${teamId} AND id = ${id} FOR UPDATE`.pipe(
         Effect.map(([row]) => Option.fromNullable(row)),
         Effect.orDie,
