@@ -58,12 +58,15 @@ export class DispatchRepo extends Effect.Service<DispatchRepo>()("DispatchRepo",
         return usage
       }).pipe(Effect.orDie, policyRequire("Post", "publish"))
 
-    /** When the `count`th oldest send of the account in the last `seconds` ages out of them. */
+    /**
+     * When the `count`th oldest send of the account in the last `seconds` ages out of them. One not yet in the
+     * table is a send of this claim's batch, which starts at the transaction's `now()`.
+     */
     const agesOut = (socialAccountId: SocialAccountId, seconds: number, count: number) =>
-      sql<{ readonly at: Date }>`SELECT started_at + make_interval(secs => ${seconds}) AS at FROM publish_attempts
-        WHERE social_account_id = ${socialAccountId} AND started_at > now() - make_interval(secs => ${seconds})
-        ORDER BY started_at OFFSET ${count - 1} LIMIT 1`.pipe(
-        Effect.map(([row]) => row?.at),
+      sql<{ readonly at: Date }>`SELECT coalesce((SELECT started_at FROM publish_attempts
+          WHERE social_account_id = ${socialAccountId} AND started_at > now() - make_interval(secs => ${seconds})
+          ORDER BY started_at OFFSET ${count - 1} LIMIT 1), now()) + make_interval(secs => ${seconds}) AS at`.pipe(
+        Effect.map(([row]) => row.at),
         Effect.orDie,
         policyRequire("Post", "publish")
       )

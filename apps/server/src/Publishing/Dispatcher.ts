@@ -63,7 +63,7 @@ export class Dispatcher extends Effect.Service<Dispatcher>()("Dispatcher", {
         }
         const sends = usage[windows.indexOf(full)]
         const agesOut = yield* repo.agesOut(due.socialAccountId, full.seconds, budgets.toAgeOut(full, sends))
-        yield* repo.holdBack(due.postId, due.socialAccountId, new Date((agesOut?.getTime() ?? Date.now()) + budgets.jitter()))
+        yield* repo.holdBack(due.postId, due.socialAccountId, new Date(agesOut.getTime() + budgets.jitter()))
         return false
       })
 
