@@ -1,5 +1,5 @@
 import { ProviderErrorCategory, SocialProvider as ProviderNameSchema } from "@postline/domain"
-import { Effect, Schema } from "effect"
+import { Effect, Schema, type Scope } from "effect"
 import type { CredentialsOf, ProviderName } from "./Credentials.js"
 
 /**
@@ -14,9 +14,9 @@ export const ContentLimits = Schema.Struct({
 })
 export type ContentLimits = typeof ContentLimits.Type
 
-/** One reason the provider would refuse a text, found before anything is sent. */
+/** One reason the provider would refuse a text or its media, found before anything is sent. */
 export const ContentProblem = Schema.Struct({
-  code: Schema.Literal("empty", "too_long"),
+  code: Schema.Literal("empty", "too_long", "media"),
   message: Schema.String,
   length: Schema.optional(Schema.Int),
   maxLength: Schema.optional(Schema.Int)
@@ -33,13 +33,39 @@ export const Profile = Schema.Struct({
 })
 export type Profile = typeof Profile.Type
 
-export const PublishRequest = Schema.Struct({
-  postId: Schema.String,
-  text: Schema.String,
+/** What is known of an image or video before it is sent: enough to check it against a provider's limits. */
+export interface MediaFacts {
+  readonly kind: "image" | "video"
+  /** The stored copy's type: image/jpeg, image/png, image/webp, image/gif or video/mp4. */
+  readonly contentType: string
+  /** The stored copy's size in bytes. */
+  readonly size: number
+  readonly width: number | null
+  readonly height: number | null
+  /** The post's alt text for it, else the asset's; null when neither has one. */
+  readonly altText: string | null
+}
+
+/** An image or video sent with a post, in the post's order. */
+export interface PublishMedia extends MediaFacts {
+  readonly assetId: string
+  /** Hex SHA-256 of the stored copy. */
+  readonly sha256: string
+  /** A URL anyone may GET the stored copy from until `urlExpiresAt` (at least 24 hours on): what a webhook passes on. */
+  readonly url: string
+  readonly urlExpiresAt: string
+  /** The stored copy (EXIF stripped) as a file-backed Blob, readable until the scope closes: nothing is held in memory. */
+  readonly open: Effect.Effect<Blob, ProviderError, Scope.Scope>
+}
+
+export interface PublishRequest {
+  readonly postId: string
+  readonly text: string
   /** The same for every attempt at publishing the same post, so that a retry does not post twice where the provider can tell. */
-  idempotencyKey: Schema.String
-})
-export type PublishRequest = typeof PublishRequest.Type
+  readonly idempotencyKey: string
+  /** Images and videos, in order; already checked with `validateMedia`. */
+  readonly media: ReadonlyArray<PublishMedia>
+}
 
 export const Published = Schema.Struct({
   /** The provider's id of the post: an at:// URI, a Mastodon status id, a webhook's message id. */
@@ -78,6 +104,8 @@ export interface SocialProvider<P extends ProviderName = ProviderName> {
   readonly publish: (account: SocialAccountOf<P>, post: PublishRequest) => Effect.Effect<Published, ProviderError>
   /** The problems the provider would find in this text, counted as it counts; none when it would accept it. */
   readonly validate: (text: string, limits?: ContentLimits) => ReadonlyArray<ContentProblem>
+  /** The problems the provider would find in these media (code `media`); none when it would accept them. */
+  readonly validateMedia: (media: ReadonlyArray<MediaFacts>, limits?: ContentLimits) => ReadonlyArray<ContentProblem>
 }
 
 /** An account to publish to: its id in Postline and its decrypted credentials. */
