@@ -3,7 +3,9 @@ import { PostlineApi } from "@postline/domain"
 import { Layer } from "effect"
 import { AgentContextHttpLive } from "./AgentContext/Http.js"
 import { ApiKeysHttpLive } from "./ApiKeys/Http.js"
+import { MediaHttpLive } from "./Assets/Http.js"
 import { DevicePageLive } from "./Auth/DevicePage.js"
+import { FoldersHttpLive } from "./Folders/Http.js"
 import { AuthHttpLive } from "./Auth/Http.js"
 import { CreditsHttpLive } from "./Credits/Http.js"
 import { HealthHttpLive } from "./Health/Http.js"
@@ -34,6 +36,8 @@ const ApiLive = HttpApiBuilder.api(PostlineApi).pipe(
     CreditsHttpLive,
     PostingSlotsHttpLive,
     LinksHttpLive,
+    FoldersHttpLive,
+    MediaHttpLive,
     AuthHttpLive,
     HealthHttpLive
   ]),

@@ -7,6 +7,8 @@ import { CurrentDeployment, DeploymentLive } from "./Deployment.js"
 import { EndStartupTurnLive } from "./Database/StartupTurn.js"
 import { JsonLogger } from "./Logging.js"
 import { makeHttpLive } from "./Api.js"
+import { MediaStorageLive } from "./Assets/StorageConfig.js"
+import { StorageSweepLive } from "./Assets/Sweep.js"
 import { makeServerLifecycle } from "./Http/ServerLifecycle.js"
 import { serverTimeouts } from "./Http/ServerTimeouts.js"
 import { OutboundLive } from "./Outbound/Outbound.js"
@@ -47,6 +49,7 @@ const AppLive = Layer.unwrapEffect(
       Layer.provide(lifecycle.DrainLive),
       Layer.provide(EndStartupTurnLive),
       Layer.provide(ScheduledPublishingLive),
+      Layer.provide(Layer.provideMerge(StorageSweepLive, MediaStorageLive)),
       Layer.provide(ProvidersLive),
       Layer.provide(DatabaseLive),
       Layer.provide(DeploymentLive),

@@ -8,6 +8,7 @@ import { request as httpRequest } from "node:http"
 import { createServer } from "node:net"
 import { ApprovalRateLimit } from "../src/Auth/ApprovalRateLimit.js"
 import { makeHttpLive } from "../src/Api.js"
+import { freshTestStorage } from "./support/TestStorage.js"
 import { SoleProcess } from "../src/Database/SoleProcess.js"
 import { SchedulerLive } from "../src/Publishing/Scheduler.js"
 import { LocalProviders } from "./support/Providers.js"
@@ -794,7 +795,7 @@ const PublicServer = makeHttpLive({ accessLog: true }).pipe(
   Layer.provideMerge(NodeHttpServer.layerTest),
   Layer.provideMerge(UsersRepo.Default),
   Layer.provide(SchedulerLive.pipe(Layer.provide(Layer.succeed(SoleProcess, true)))),
-  Layer.provide([LocalProviders, TestCipher]),
+  Layer.provide([LocalProviders, TestCipher, freshTestStorage("filesystem")]),
   Layer.provideMerge(TestDatabase),
   Layer.provide(capturingLogger),
   Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["PUBLIC_URL", "https://postline.example/"]]))))

@@ -1,5 +1,6 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AgentGroup } from "./AgentContext.js"
+import { AssetContentGroup, AssetsGroup, AssetUploadsGroup } from "./Assets.js"
 import { ApiKeysGroup } from "./ApiKeys.js"
 import { AuthGroup } from "./Auth.js"
 import {
@@ -21,6 +22,7 @@ import { JsonBody } from "./JsonBody.js"
 import { LinksGroup } from "./Links.js"
 import { MembersGroup } from "./Members.js"
 import { CreditsGroup } from "./Credits.js"
+import { FoldersGroup } from "./Folders.js"
 import { OrganizationsGroup } from "./Organizations.js"
 import { PostingSlotsGroup } from "./PostingSlots.js"
 import { PostsGroup } from "./Posts.js"
@@ -73,13 +75,24 @@ export class AuthenticatedApi extends HttpApi.make("authenticated")
   .add(CreditsGroup)
   .add(PostingSlotsGroup)
   .add(LinksGroup)
+  .add(FoldersGroup)
+  .add(AssetsGroup)
   .middleware(JsonBody)
+  .middleware(CallerRateLimit)
+  .middleware(Authentication)
+{}
+
+/** What acts for a caller with a body that is not JSON (a multipart upload): the same, but for the JSON check. */
+export class AuthenticatedUploadsApi extends HttpApi.make("authenticatedUploads")
+  .add(AssetUploadsGroup)
   .middleware(CallerRateLimit)
   .middleware(Authentication)
 {}
 
 export class PostlineApi extends HttpApi.make("postline")
   .addHttpApi(AuthenticatedApi)
+  .addHttpApi(AuthenticatedUploadsApi)
+  .add(AssetContentGroup)
   .add(AuthGroup)
   .add(HealthGroup)
   .addError(HttpApiDecodeError)

@@ -89,3 +89,27 @@ export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()
   { message: Schema.String },
   HttpApiSchema.annotations({ status: 503, description: "The database does not answer" })
 ) {}
+
+export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()(
+  "PayloadTooLarge",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 413, description: "The file is larger than the server takes for its kind" })
+) {}
+
+export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()(
+  "UnsupportedMediaType",
+  { message: Schema.String },
+  HttpApiSchema.annotations({
+    status: 415,
+    description: "The file's bytes are not an image or video the server takes (JPEG, PNG, WebP, GIF, HEIC, MP4), whatever its name or declared type"
+  })
+) {}
+
+export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()(
+  "QuotaExceeded",
+  { message: Schema.String },
+  HttpApiSchema.annotations({
+    status: 409,
+    description: "The organization's stored media would exceed its storage quota: delete assets to make room"
+  })
+) {}

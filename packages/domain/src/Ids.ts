@@ -37,3 +37,9 @@ export type SocialAccountId = typeof SocialAccountId.Type
 
 export const PostId = id("PostId", "Post UUID")
 export type PostId = typeof PostId.Type
+
+export const FolderId = id("FolderId", "Folder UUID")
+export type FolderId = typeof FolderId.Type
+
+export const AssetId = id("AssetId", "Asset UUID")
+export type AssetId = typeof AssetId.Type

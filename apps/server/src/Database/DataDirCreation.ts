@@ -7,8 +7,8 @@ export class DataDirUnusable extends Data.TaggedError("DataDirUnusable")<{ reado
 /** Present from the moment a database starts being made in the folder until it is complete. */
 const creatingMarker = "postline.creating"
 
-/** Files that may sit beside the database, and that a new database may be made beside. */
-const keptEntries = new Set(["postline.lock", "credentials.key", "lost+found", creatingMarker])
+/** Files that may sit beside the database, and that a new database may be made beside (`assets`: the media folder). */
+const keptEntries = new Set(["postline.lock", "credentials.key", "lost+found", "assets", creatingMarker])
 
 const exists = (dataDir: string, name: string) => Fs.existsSync(Path.join(dataDir, name))
 

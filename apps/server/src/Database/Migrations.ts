@@ -10,6 +10,7 @@ import scheduling from "./migrations/0007_scheduling.js"
 import slotsAndLinks from "./migrations/0008_slots_and_links.js"
 import publishRecovery from "./migrations/0009_publish_recovery.js"
 import dueDispatch from "./migrations/0010_due_dispatch.js"
+import mediaLibrary from "./migrations/0011_media_library.js"
 
 const run = Migrator.make({})
 
@@ -24,7 +25,8 @@ export const migrations = {
   "0007_scheduling": scheduling,
   "0008_slots_and_links": slotsAndLinks,
   "0009_publish_recovery": publishRecovery,
-  "0010_due_dispatch": dueDispatch
+  "0010_due_dispatch": dueDispatch,
+  "0011_media_library": mediaLibrary
 }
 
 /** Runs `these` migrations that have not run yet: all of them, unless a test stops at an earlier schema. */

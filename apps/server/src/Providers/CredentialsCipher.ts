@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Config, Effect, Layer, Option, Redacted, Schema } from "effect"
-import { createCipheriv, createDecipheriv, createHash, createSecretKey, randomBytes } from "node:crypto"
+import { createCipheriv, createDecipheriv, createHash, createSecretKey, hkdfSync, randomBytes } from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { CurrentDeployment } from "../Deployment.js"
@@ -108,6 +108,12 @@ export class CredentialsCipher extends Effect.Service<CredentialsCipher>()("Cred
         keyIds: [...keysById.keys()],
         encrypt,
         decrypt,
+        /**
+         * A key for signing, not encrypting, derived from the current key for one purpose (HKDF-SHA-256): what it
+         * signs stops verifying when the current key changes.
+         */
+        signingKey: (purpose: string) =>
+          createSecretKey(Buffer.from(hkdfSync("sha256", current, Buffer.alloc(0), `postline ${purpose}`, 32))),
         /** Whether a ciphertext was made with the current key (if not, re-encrypt it to finish a rotation). */
         isCurrent: (ciphertext: string) => ciphertext.startsWith(`${version}.${keyId}.`)
       } as const

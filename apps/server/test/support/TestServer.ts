@@ -9,8 +9,11 @@ import type { SocialProviders } from "../../src/Providers/Registry.js"
 import { SoleProcess } from "../../src/Database/SoleProcess.js"
 import { SchedulerLive } from "../../src/Publishing/Scheduler.js"
 import { UsersRepo } from "../../src/Users/Repo.js"
+import type { MediaStorage } from "../../src/Assets/Storage.js"
+import { StorageSweepLive } from "../../src/Assets/Sweep.js"
 import { LocalProviders } from "./Providers.js"
 import { TestDatabase } from "./TestDatabase.js"
+import { freshTestStorage } from "./TestStorage.js"
 
 /** A cipher with a key of its own, as a server configured with CREDENTIALS_KEY has. */
 export const TestCipher = Layer.suspend(() =>
@@ -18,14 +21,17 @@ export const TestCipher = Layer.suspend(() =>
 )
 
 /**
- * The real HTTP stack, in-process, over a fresh database, logging through `logging`; the social
- * providers may reach this machine (their fakes listen on it) unless others are given.
+ * The real HTTP stack, in-process, over a fresh database and a fresh media folder (or the storage given),
+ * logging through `logging`; the social providers may reach this machine (their fakes listen on it) unless
+ * others are given.
  */
 export const makeTestServer = (
   logging: Layer.Layer<never>,
-  providers: Layer.Layer<SocialProviders> = LocalProviders
+  providers: Layer.Layer<SocialProviders> = LocalProviders,
+  storage: Layer.Layer<MediaStorage> = freshTestStorage("filesystem")
 ) =>
   makeHttpLive({ accessLog: false }).pipe(
+    Layer.provideMerge(Layer.provideMerge(StorageSweepLive, storage)),
     Layer.provideMerge(NodeHttpServer.layerTest),
     Layer.provideMerge(UsersRepo.Default),
     // The scheduler runs in this process, as on the embedded database.

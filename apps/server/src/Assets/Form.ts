@@ -1,0 +1,68 @@
+import { HttpApiError, type Multipart } from "@effect/platform"
+import { BadRequest, FolderName, PayloadTooLarge, UploadAssetFields } from "@postline/domain"
+import { Effect, Schema, Stream } from "effect"
+import * as Path from "node:path"
+import { type SizeLimits, spool, type Spooled } from "./Spool.js"
+
+export interface UploadForm {
+  readonly file: Spooled
+  /** The file's own name, as the form gave it, reduced to something a name may be; null when it has none. */
+  readonly fileName: string | null
+  readonly fields: UploadAssetFields
+}
+
+const decodeFields = Schema.decodeUnknown(UploadAssetFields, { errors: "all", onExcessProperty: "error" })
+
+const isName = Schema.is(FolderName)
+
+/** A file's name without its folders, control characters or excess (255 characters at most); null if no name is left. */
+export const nameFromFile = (name: string) => {
+  const base = [...Path.basename(name.replaceAll("\\", "/")).replace(/[\u0000-\u001f\u007f]/g, "").trim()].slice(0, 255).join("")
+  return base !== "." && base !== ".." && isName(base) ? base : null
+}
+
+const refusal = (error: Multipart.MultipartError) => {
+  switch (error.reason) {
+    case "FileTooLarge":
+    case "BodyTooLarge":
+      return new PayloadTooLarge({ message: "The file is larger than the server takes" })
+    case "FieldTooLarge":
+      return new BadRequest({ message: "A text field of the form is longer than 8192 bytes" })
+    case "TooManyParts":
+      return new BadRequest({ message: "The form has more than 8 parts" })
+    default:
+      return new BadRequest({ message: "The request body is not a readable multipart/form-data form" })
+  }
+}
+
+/**
+ * Reads an upload's form: its one `file` spooled to `path` (see `spool`), its text fields decoded. A second
+ * file, a field given twice, a form without a file, or one that is not multipart get 400.
+ */
+export const readUploadForm = (
+  parts: Stream.Stream<Multipart.Part, Multipart.MultipartError>,
+  path: string,
+  limits: SizeLimits
+) =>
+  Effect.gen(function*() {
+    let file: Spooled | undefined
+    let fileName: string | null = null
+    const fields: Record<string, string> = {}
+    yield* Stream.runForEach(parts, (part) =>
+      Effect.gen(function*() {
+        if (part._tag === "Field") {
+          if (part.key in fields) return yield* new BadRequest({ message: `The form gives ${part.key} more than once` })
+          fields[part.key] = part.value
+          return
+        }
+        if (part.key !== "file" || file !== undefined) {
+          return yield* new BadRequest({ message: "The form must have one file, in the part named file" })
+        }
+        fileName = nameFromFile(part.name)
+        file = yield* spool(part.content, path, limits)
+      })).pipe(Effect.catchTag("MultipartError", (error) => Effect.fail(refusal(error))))
+    if (file === undefined) return yield* new BadRequest({ message: "The form has no file: send it in the part named file" })
+    // The platform's own decode error, which the edge answers as every endpoint's.
+    const decoded = yield* Effect.catchTag(decodeFields(fields), "ParseError", HttpApiError.HttpApiDecodeError.refailParseError)
+    return { file, fileName, fields: decoded } satisfies UploadForm
+  })

@@ -1,0 +1,46 @@
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Asset, AssetList, BadRequest, PostlineApi } from "@postline/domain"
+import { Effect, Layer } from "effect"
+import { asEncoded } from "../Http/Encoded.js"
+import { AssetDownloads } from "./Download.js"
+import { StorageGarbage } from "./Garbage.js"
+import { Assets } from "./Service.js"
+
+export const AssetsHttpLive = HttpApiBuilder.group(PostlineApi, "assets", (handlers) =>
+  Effect.gen(function*() {
+    const assets = yield* Assets
+    return handlers
+      .handle("listAssets", ({ path, urlParams }) => Effect.map(assets.list(path.teamId, urlParams), asEncoded(AssetList)))
+      .handle("getAsset", ({ path }) => Effect.map(assets.get(path.teamId, path.assetId), asEncoded(Asset)))
+      .handle("updateAsset", ({ path, payload }) =>
+        Effect.map(assets.update(path.teamId, path.assetId, payload), asEncoded(Asset)))
+      .handle("deleteAsset", ({ path }) => Effect.map(assets.remove(path.teamId, path.assetId), asEncoded(Asset)))
+  }))
+
+const multipartContentType = /^multipart\/form-data\s*;\s*boundary=/i
+
+export const AssetUploadsHttpLive = HttpApiBuilder.group(PostlineApi, "assetUploads", (handlers) =>
+  Effect.gen(function*() {
+    const assets = yield* Assets
+    return handlers.handle("uploadAsset", ({ path, payload, request }) =>
+      // The form parser throws on a body that is not a form: such a body is refused before it is read.
+      multipartContentType.test(request.headers["content-type"] ?? "")
+        ? Effect.map(assets.upload(path.teamId, payload), ({ asset, created }) => asEncoded(Asset, { status: created ? 201 : 200 })(asset))
+        : new BadRequest({ message: "An upload is a multipart/form-data form: send the file in its part named file" }))
+  }))
+
+export const AssetContentHttpLive = HttpApiBuilder.group(PostlineApi, "assetContent", (handlers) =>
+  Effect.gen(function*() {
+    const downloads = yield* AssetDownloads
+    return handlers.handleRaw("getAssetContent", ({ path, request, urlParams }) =>
+      Effect.map(
+        downloads.open(path.teamId, path.assetId, urlParams, request.headers.range),
+        ({ body, headers, status }) =>
+          HttpServerResponse.stream(body, { status, headers, contentType: headers["content-type"], contentLength: Number(headers["content-length"]) })
+      ))
+  }))
+
+/** The media library's HTTP groups, over the storage the edge provides. */
+export const MediaHttpLive = Layer.mergeAll(AssetsHttpLive, AssetUploadsHttpLive, AssetContentHttpLive).pipe(
+  Layer.provide([Assets.Default, AssetDownloads.Default, StorageGarbage.Default])
+)

@@ -1,0 +1,31 @@
+import { Config, Effect, Option } from "effect"
+
+const megabytes = 1024 * 1024
+
+const positiveBytes = (name: string, defaultBytes: number) =>
+  Config.integer(name).pipe(
+    Config.withDefault(defaultBytes),
+    Config.validate({ message: `${name} must be a positive number of bytes`, validation: (n) => n > 0 })
+  )
+
+/** The media library's limits and addresses, read once. */
+export class MediaSettings extends Effect.Service<MediaSettings>()("Assets/Settings", {
+  effect: Effect.gen(function*() {
+    const publicUrl = yield* Config.option(Config.url("PUBLIC_URL"))
+    return {
+      maxImageBytes: yield* positiveBytes("MEDIA_MAX_IMAGE_BYTES", 20 * megabytes),
+      maxVideoBytes: yield* positiveBytes("MEDIA_MAX_VIDEO_BYTES", 300 * megabytes),
+      /** Decoding an image takes about 4 bytes a pixel: this bounds what one upload may make the server hold. */
+      maxImagePixels: yield* positiveBytes("MEDIA_MAX_IMAGE_PIXELS", 50_000_000),
+      /** What an organization may store, originals and thumbnails together. */
+      quotaBytes: yield* positiveBytes("MEDIA_QUOTA_BYTES", 5 * 1024 * megabytes),
+      /** How long the URLs in an asset's answers work. */
+      urlSeconds: yield* Config.integer("MEDIA_URL_SECONDS").pipe(
+        Config.withDefault(3600),
+        Config.validate({ message: "MEDIA_URL_SECONDS must be from 60 to 604800", validation: (n) => n >= 60 && n <= 604_800 })
+      ),
+      /** `<PUBLIC_URL>` without a trailing slash, which makes URLs absolute; null when it is not set. */
+      base: Option.getOrNull(Option.map(publicUrl, (url) => url.href.replace(/\/+$/, "")))
+    } as const
+  })
+}) {}
