@@ -2,10 +2,17 @@ import type { AtpAgent } from "@atproto/api"
 import { Effect, Redacted } from "effect"
 import { type LazyModule, lazyModule } from "../LazyModule.js"
 import { Outbound, OutboundError } from "../Outbound/Outbound.js"
+import { type FittedImage, fitImage } from "./BlueskyImages.js"
 import { postRecordKey } from "./BlueskyRecordKey.js"
 import { type CredentialsOf, defaultBlueskyService } from "./Credentials.js"
 import { fromOutbound, fromStatus } from "./Errors.js"
-import { type ContentLimits, type ContentProblem, ProviderError, type SocialProvider } from "./SocialProvider.js"
+import {
+  type ContentLimits,
+  type ContentProblem,
+  type MediaFacts,
+  ProviderError,
+  type SocialProvider
+} from "./SocialProvider.js"
 import { graphemeLength, lengthProblems } from "./TextLength.js"
 
 /** The network's client: 1.6 MB of code, loaded when an account is first used rather than at every start. */
@@ -22,6 +29,40 @@ const defaultLimits: ContentLimits = { maxLength: 300, urlLength: null }
 
 // app.bsky.feed.post also caps the text at 3000 bytes of UTF-8, which 300 long grapheme clusters can pass.
 const maxBytes = 3000
+
+// app.bsky.embed.images: at most 4 images; these are the types Postline stores and Bluesky shows.
+const maxImages = 4
+const imageTypes = new Set(["image/jpeg", "image/png", "image/webp", "image/gif"])
+
+const mediaProblems = (media: ReadonlyArray<MediaFacts>): ReadonlyArray<ContentProblem> => {
+  const videos = media.filter((medium) => medium.kind === "video").length
+  const images = media.length - videos
+  return [
+    ...(videos > 0
+      ? [`Postline does not send videos to Bluesky yet; this post has ${videos === 1 ? "a video" : `${videos} videos`}`]
+      : []),
+    ...(images > maxImages ? [`Bluesky takes at most ${maxImages} images; this post has ${images}`] : []),
+    ...media.flatMap((medium, index) =>
+      medium.kind === "image" && !imageTypes.has(medium.contentType)
+        ? [`Image ${index + 1} is ${medium.contentType}, which Bluesky does not take`]
+        : []
+    )
+  ].map((message) => ({ code: "media", message }))
+}
+
+/** Uploads each image in turn, as the post's app.bsky.embed.images embed. */
+const embedImages = async (agent: AtpAgent, images: ReadonlyArray<readonly [FittedImage, MediaFacts]>) => {
+  const embedded = []
+  for (const [image, { altText }] of images) {
+    const { data } = await agent.uploadBlob(image.data, { encoding: image.contentType })
+    embedded.push({
+      image: data.blob,
+      alt: altText ?? "",
+      ...(image.width && image.height ? { aspectRatio: { width: image.width, height: image.height } } : {})
+    })
+  }
+  return { $type: "app.bsky.embed.images" as const, images: embedded }
+}
 
 // Errors the PDS answers with status 400 that are about the session, not the content.
 const authErrors = new Set(["ExpiredToken", "InvalidToken", "AccountTakedown", "AccountDeactivated", "AuthFactorTokenRequired"])
@@ -124,43 +165,52 @@ export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
           }
         }),
       publish: (account, post) =>
-        withSession(account.credentials, async (atproto, agent, { did, handle }) => {
-          const richText = new atproto.RichText({ text: post.text })
-          // Links and hashtags are found in the text; mentions are resolved to DIDs through the PDS.
-          await richText.detectFacets(agent)
-          const rkey = postRecordKey(post.idempotencyKey)
-          const uri = await agent.app.bsky.feed.post.create({ repo: did, rkey }, {
-            text: richText.text,
-            ...(richText.facets ? { facets: richText.facets } : {}),
-            createdAt: new Date().toISOString()
-          }).then(({ uri }) => uri, async (error: unknown) => {
-            // The PDS refuses a key already taken with a bare 500 InternalServerError (an explicit error is
-            // only proposed), so after any answer that refuses, the key itself says whether the post is there.
-            if (!(error instanceof atproto.XRPCError) || error.status < 400) throw error
-            // A lookup that fails leaves the refusal as the answer: the next attempt looks again.
-            const existing = await readPost(atproto, agent, did, rkey).catch((lookup: unknown) => {
-              if (lookup instanceof atproto.XRPCError) return null
-              throw lookup
-            })
-            if (existing === null) throw error
-            if (existing.text !== richText.text) {
-              throw new ProviderError({
-                provider: "bluesky",
-                category: "unknown",
-                retryable: false,
-                providerMessage: `The record key ${rkey} derived from this post's key already holds ${existing.uri}, with another text`
+        Effect.gen(function*() {
+          // Each image as Bluesky takes it, read from its file while the scope lasts.
+          const images = yield* Effect.forEach(post.media, (medium) =>
+            Effect.map(Effect.flatMap(medium.open, (blob) => fitImage(blob, medium)), (image) => [image, medium] as const))
+          return yield* withSession(account.credentials, async (atproto, agent, { did, handle }) => {
+            const richText = new atproto.RichText({ text: post.text })
+            // Links and hashtags are found in the text; mentions are resolved to DIDs through the PDS.
+            await richText.detectFacets(agent)
+            const embed = images.length === 0 ? undefined : await embedImages(agent, images)
+            const rkey = postRecordKey(post.idempotencyKey)
+            const uri = await agent.app.bsky.feed.post.create({ repo: did, rkey }, {
+              text: richText.text,
+              ...(richText.facets ? { facets: richText.facets } : {}),
+              ...(embed ? { embed } : {}),
+              createdAt: new Date().toISOString()
+            }).then(({ uri }) => uri, async (error: unknown) => {
+              // The PDS refuses a key already taken with a bare 500 InternalServerError (an explicit error is
+              // only proposed), so after any answer that refuses, the key itself says whether the post is there.
+              if (!(error instanceof atproto.XRPCError) || error.status < 400) throw error
+              // A lookup that fails leaves the refusal as the answer: the next attempt looks again.
+              const existing = await readPost(atproto, agent, did, rkey).catch((lookup: unknown) => {
+                if (lookup instanceof atproto.XRPCError) return null
+                throw lookup
               })
-            }
-            return existing.uri
+              if (existing === null) throw error
+              if (existing.text !== richText.text) {
+                throw new ProviderError({
+                  provider: "bluesky",
+                  category: "unknown",
+                  retryable: false,
+                  providerMessage: `The record key ${rkey} derived from this post's key already holds ${existing.uri}, with another text`
+                })
+              }
+              return existing.uri
+            })
+            return { externalId: uri, url: `https://bsky.app/profile/${handle}/post/${new atproto.AtUri(uri).rkey}` }
           })
-          return { externalId: uri, url: `https://bsky.app/profile/${handle}/post/${new atproto.AtUri(uri).rkey}` }
-        }),
+        }).pipe(Effect.scoped),
       validate: (text, limits = defaultLimits) => {
         const problems: ReadonlyArray<ContentProblem> = lengthProblems(text, graphemeLength(text), limits)
         const bytes = Buffer.byteLength(text, "utf8")
         if (problems.length > 0 || bytes <= maxBytes) return problems
         return [{ code: "too_long", message: `The text is ${bytes} bytes long; Bluesky allows ${maxBytes}`, length: bytes, maxLength: maxBytes }]
-      }
+      },
+      // The limits are the lexicon's, the same for every account; a large image is made smaller when sent.
+      validateMedia: mediaProblems
     }
     return provider
   })

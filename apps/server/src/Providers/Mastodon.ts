@@ -1,8 +1,16 @@
-import { Effect, Redacted, Schema } from "effect"
+import { Context, Duration, Effect, Redacted, Schedule, Schema } from "effect"
 import { Outbound } from "../Outbound/Outbound.js"
 import type { CredentialsOf } from "./Credentials.js"
 import { fromOutbound, fromStatus, shortMessage } from "./Errors.js"
-import { type ContentLimits, ProviderError, type SocialProvider } from "./SocialProvider.js"
+import {
+  type ContentLimits,
+  type ContentProblem,
+  type MediaFacts,
+  type MediaLimits,
+  ProviderError,
+  type PublishMedia,
+  type SocialProvider
+} from "./SocialProvider.js"
 import { lengthProblems, mastodonLength } from "./TextLength.js"
 
 // The parts of Mastodon's answers that Postline reads (docs.joinmastodon.org/entities).
@@ -18,9 +26,24 @@ const Instance = Schema.Struct({
   configuration: Schema.optional(Schema.Struct({
     statuses: Schema.optional(Schema.Struct({
       max_characters: Schema.optional(Schema.Int),
-      characters_reserved_per_url: Schema.optional(Schema.Int)
+      characters_reserved_per_url: Schema.optional(Schema.Int),
+      max_media_attachments: Schema.optional(Schema.Int)
+    })),
+    media_attachments: Schema.optional(Schema.Struct({
+      supported_mime_types: Schema.optional(Schema.Array(Schema.String)),
+      image_size_limit: Schema.optional(Schema.Int),
+      image_matrix_limit: Schema.optional(Schema.Int),
+      video_size_limit: Schema.optional(Schema.Int),
+      video_matrix_limit: Schema.optional(Schema.Int),
+      description_limit: Schema.optional(Schema.Int)
     }))
   }))
+})
+
+// `url` stays null while the server is still processing the file.
+const MediaAttachment = Schema.Struct({
+  id: Schema.String,
+  url: Schema.optional(Schema.NullOr(Schema.String))
 })
 
 const Status = Schema.Struct({
@@ -32,11 +55,64 @@ const Status = Schema.Struct({
 const ErrorBody = Schema.Struct({ error: Schema.String })
 const decodeErrorBody = Schema.decodeUnknownOption(Schema.parseJson(ErrorBody))
 
-const defaultLimits: ContentLimits = { maxLength: 500, urlLength: 23 }
+// Mastodon's own (app/models/media_attachment.rb), for servers that do not say, and Postline's types, which it all takes.
+const defaultMediaLimits: MediaLimits = {
+  maxAttachments: 4,
+  contentTypes: ["image/jpeg", "image/png", "image/webp", "image/gif", "video/mp4"],
+  maxImageBytes: 16 * 1024 * 1024,
+  maxVideoBytes: 99 * 1024 * 1024,
+  maxImagePixels: 7680 * 4320,
+  maxVideoPixels: 3840 * 2160,
+  maxAltTextLength: 1500
+}
+
+const defaultLimits: ContentLimits = { maxLength: 500, urlLength: 23, media: defaultMediaLimits }
+
+// Mastodon's megabytes are binary. A size is rounded up, so that one just over a limit does not read as the limit.
+const megabytes = (bytes: number, round: (n: number) => number = Math.round) => `${round(bytes / 1024 / 1024 * 10) / 10} MB`
+
+const mediaProblems = (media: ReadonlyArray<MediaFacts>, limits: MediaLimits): ReadonlyArray<ContentProblem> => [
+  ...(media.length > limits.maxAttachments
+    ? [`This Mastodon server takes at most ${limits.maxAttachments} attachments; this post has ${media.length}`]
+    : []),
+  // Mastodon refuses a video beside anything else (PostStatusService's images_and_video).
+  ...(media.length > 1 && media.some((medium) => medium.kind === "video")
+    ? ["Mastodon takes a video only on its own; this post has a video and other media"]
+    : []),
+  ...media.flatMap(({ altText, contentType, height, kind, size, width }, index) => {
+    const name = `${kind === "image" ? "Image" : "Video"} ${index + 1}`
+    const maxBytes = kind === "image" ? limits.maxImageBytes : limits.maxVideoBytes
+    const maxPixels = kind === "image" ? limits.maxImagePixels : limits.maxVideoPixels
+    // Mastodon counts a description's characters as Ruby does: in code points.
+    const altLength = altText === null ? 0 : [...altText].length
+    return [
+      ...(limits.contentTypes.includes(contentType) ? [] : [`${name} is ${contentType}, which this Mastodon server does not take`]),
+      ...(size > maxBytes ? [`${name} is ${megabytes(size, Math.ceil)}; this Mastodon server takes ${kind}s up to ${megabytes(maxBytes)}`] : []),
+      ...(width !== null && height !== null && width * height > maxPixels
+        ? [`${name} is ${width}×${height} pixels; this Mastodon server takes ${kind}s of at most ${maxPixels} pixels`]
+        : []),
+      ...(altLength > limits.maxAltTextLength
+        ? [`${name}'s alt text is ${altLength} characters long; this Mastodon server takes ${limits.maxAltTextLength}`]
+        : [])
+    ]
+  })
+].map((message) => ({ code: "media", message }))
 
 /**
- * Mastodon, and servers that speak its API, over plain HTTP through the guarded outbound client: three
- * documented calls do not need a client library, and this way every call is checked the same way.
+ * How long an upload may stay in processing (a video, a large image) before the publish gives up with a
+ * `transient` error, for a later attempt to upload again.
+ */
+export class MastodonMediaProcessing extends Context.Reference<MastodonMediaProcessing>()("MastodonMediaProcessing", {
+  defaultValue: () => ({ timeout: Duration.seconds(60) })
+}) {}
+
+// From a quarter second up, at most 5 s apart.
+const pollingSchedule = Schedule.exponential("250 millis", 2).pipe(Schedule.union(Schedule.spaced("5 seconds")))
+
+/**
+ * Mastodon, and servers that speak its API, over plain HTTP through the guarded outbound client: a few
+ * documented calls do not need a client library, and this way every call is checked the same way. Media
+ * are uploaded first, in the post's order, and the status names them.
  */
 export class Mastodon extends Effect.Service<Mastodon>()("Mastodon", {
   effect: Effect.gen(function*() {
@@ -46,7 +122,7 @@ export class Mastodon extends Effect.Service<Mastodon>()("Mastodon", {
       credentials: CredentialsOf<"mastodon">,
       path: string,
       schema: Schema.Schema<A, I>,
-      init: { readonly method?: "GET" | "POST"; readonly headers?: Record<string, string>; readonly body?: string } = {}
+      init: { readonly method?: "GET" | "POST"; readonly headers?: Record<string, string>; readonly body?: string | FormData } = {}
     ) =>
       Effect.gen(function*() {
         const response = yield* outbound.request(new URL(path, credentials.instanceUrl).toString(), {
@@ -84,6 +160,34 @@ export class Mastodon extends Effect.Service<Mastodon>()("Mastodon", {
         )
       })
 
+    /** The attachment's id, once the server has processed it: a status may name it only then. */
+    const upload = (credentials: CredentialsOf<"mastodon">, medium: PublishMedia) =>
+      Effect.gen(function*() {
+        const form = new FormData()
+        // Typed and named as a browser sends a file: Mastodon checks the type against both.
+        const file = new Blob([yield* medium.open], { type: medium.contentType })
+        form.append("file", file, `${medium.assetId}.${medium.contentType.split("/")[1]}`)
+        if (medium.altText !== null) form.append("description", medium.altText)
+        const attachment = yield* call(credentials, "/api/v2/media", MediaAttachment, { method: "POST", body: form })
+        if (attachment.url) return attachment.id
+        // 202: processing goes on in the background; the attachment answers 206 until it is done.
+        const { timeout } = yield* MastodonMediaProcessing
+        return yield* call(credentials, `/api/v1/media/${encodeURIComponent(attachment.id)}`, MediaAttachment).pipe(
+          Effect.repeat({ schedule: pollingSchedule, until: (polled) => Boolean(polled.url) }),
+          Effect.timeoutFail({
+            duration: timeout,
+            onTimeout: () =>
+              new ProviderError({
+                provider: "mastodon",
+                category: "transient",
+                retryable: true,
+                providerMessage: `The server was still processing the ${medium.kind} ${medium.assetId} after ${Duration.format(timeout)}`
+              })
+          }),
+          Effect.as(attachment.id)
+        )
+      }).pipe(Effect.scoped)
+
     const provider: SocialProvider<"mastodon"> = {
       name: "mastodon",
       defaultLimits,
@@ -96,6 +200,7 @@ export class Mastodon extends Effect.Service<Mastodon>()("Mastodon", {
               Effect.succeed({ domain: new URL(credentials.instanceUrl).hostname, configuration: undefined }))
           )
           const statuses = instance.configuration?.statuses
+          const media = instance.configuration?.media_attachments
           return {
             handle: `@${account.username}@${instance.domain}`,
             displayName: account.display_name === "" ? null : account.display_name,
@@ -103,19 +208,35 @@ export class Mastodon extends Effect.Service<Mastodon>()("Mastodon", {
             profileUrl: account.url,
             limits: {
               maxLength: statuses?.max_characters ?? defaultLimits.maxLength,
-              urlLength: statuses?.characters_reserved_per_url ?? defaultLimits.urlLength
+              urlLength: statuses?.characters_reserved_per_url ?? defaultLimits.urlLength,
+              media: {
+                maxAttachments: statuses?.max_media_attachments ?? defaultMediaLimits.maxAttachments,
+                contentTypes: media?.supported_mime_types ?? defaultMediaLimits.contentTypes,
+                maxImageBytes: media?.image_size_limit ?? defaultMediaLimits.maxImageBytes,
+                maxVideoBytes: media?.video_size_limit ?? defaultMediaLimits.maxVideoBytes,
+                maxImagePixels: media?.image_matrix_limit ?? defaultMediaLimits.maxImagePixels,
+                maxVideoPixels: media?.video_matrix_limit ?? defaultMediaLimits.maxVideoPixels,
+                maxAltTextLength: media?.description_limit ?? defaultMediaLimits.maxAltTextLength
+              }
             }
           }
         }),
-      // Mastodon keeps an Idempotency-Key for an hour and answers a repeated one with the status it made.
+      // Mastodon keeps an Idempotency-Key for an hour and answers a repeated one with the status it made (the
+      // repeat's own uploads are left unattached, which Mastodon removes after a day).
       publish: (account, post) =>
-        call(account.credentials, "/api/v1/statuses", Status, {
-          method: "POST",
-          headers: { "content-type": "application/json", "idempotency-key": post.idempotencyKey },
-          body: JSON.stringify({ status: post.text })
-        }).pipe(Effect.map((status) => ({ externalId: status.id, url: status.url ?? status.uri }))),
+        Effect.gen(function*() {
+          const mediaIds = yield* Effect.forEach(post.media, (medium) => upload(account.credentials, medium))
+          const status = yield* call(account.credentials, "/api/v1/statuses", Status, {
+            method: "POST",
+            headers: { "content-type": "application/json", "idempotency-key": post.idempotencyKey },
+            body: JSON.stringify({ status: post.text, ...(mediaIds.length > 0 ? { media_ids: mediaIds } : {}) })
+          })
+          return { externalId: status.id, url: status.url ?? status.uri }
+        }),
       validate: (text, limits = defaultLimits) =>
-        lengthProblems(text, mastodonLength(text, limits.urlLength ?? defaultLimits.urlLength!), limits)
+        lengthProblems(text, mastodonLength(text, limits.urlLength ?? defaultLimits.urlLength!), limits),
+      // Limits stored before media existed have none: Mastodon's defaults then.
+      validateMedia: (media, limits = defaultLimits) => mediaProblems(media, limits.media ?? defaultMediaLimits)
     }
     return provider
   })

@@ -2,6 +2,21 @@ import { ProviderErrorCategory, SocialProvider as ProviderNameSchema } from "@po
 import { Effect, Schema, type Scope } from "effect"
 import type { CredentialsOf, ProviderName } from "./Credentials.js"
 
+/** What an account's server accepts as attachments (a Mastodon instance sets its own). */
+export const MediaLimits = Schema.Struct({
+  maxAttachments: Schema.Int,
+  /** The MIME types it takes. */
+  contentTypes: Schema.Array(Schema.String),
+  maxImageBytes: Schema.Int,
+  maxVideoBytes: Schema.Int,
+  /** Width times height. */
+  maxImagePixels: Schema.Int,
+  maxVideoPixels: Schema.Int,
+  /** In Unicode code points. */
+  maxAltTextLength: Schema.Int
+})
+export type MediaLimits = typeof MediaLimits.Type
+
 /**
  * What a provider accepts in a post's text. Lengths count grapheme clusters (what a person sees as one
  * character), as Bluesky and Mastodon both do.
@@ -10,7 +25,9 @@ export const ContentLimits = Schema.Struct({
   /** Null: the provider sets no limit. */
   maxLength: Schema.NullOr(Schema.Int),
   /** Null, or what every URL counts as whatever its length (Mastodon: 23). */
-  urlLength: Schema.NullOr(Schema.Int)
+  urlLength: Schema.NullOr(Schema.Int),
+  /** Absent where the provider's limits are fixed, and in limits stored before media existed: the provider's defaults apply. */
+  media: Schema.optional(MediaLimits)
 })
 export type ContentLimits = typeof ContentLimits.Type
 

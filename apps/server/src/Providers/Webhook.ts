@@ -16,9 +16,31 @@ export const generateSigningSecret = (): string => `whsec_${randomBytes(32).toSt
  * ```json
  * { "type": "post.published",
  *   "timestamp": "2026-11-23T10:00:00.000Z",
- *   "data": { "postId": "…", "socialAccountId": "…", "text": "Hello", "idempotencyKey": "…" } }
+ *   "data": { "postId": "…", "socialAccountId": "…", "text": "Hello", "idempotencyKey": "…",
+ *             "media": [{ "assetId": "…", "kind": "image", "contentType": "image/jpeg", "size": 183204,
+ *                         "width": 1600, "height": 900, "altText": "…", "sha256": "…",
+ *                         "url": "https://…", "urlExpiresAt": "2026-11-24T10:00:00.000Z" }] } }
  * ```
+ *
+ * The receiver fetches each medium from its `url` (no credentials needed) before `urlExpiresAt`.
  */
+export const WebhookMedia = Schema.Struct({
+  assetId: Schema.String,
+  kind: Schema.Literal("image", "video"),
+  contentType: Schema.String,
+  /** In bytes. */
+  size: Schema.Int,
+  width: Schema.NullOr(Schema.Int),
+  height: Schema.NullOr(Schema.Int),
+  altText: Schema.NullOr(Schema.String),
+  /** Hex SHA-256 of the file at `url`. */
+  sha256: Schema.String,
+  url: Schema.String,
+  /** ISO 8601; at least 24 hours after the attempt. */
+  urlExpiresAt: Schema.String
+})
+export type WebhookMedia = typeof WebhookMedia.Type
+
 export const WebhookEvent = Schema.Struct({
   type: Schema.Literal("post.published"),
   /** When this attempt was sent (ISO 8601); `webhook-timestamp` holds the same instant in Unix seconds. */
@@ -27,7 +49,9 @@ export const WebhookEvent = Schema.Struct({
     postId: Schema.String,
     socialAccountId: Schema.String,
     text: Schema.String,
-    idempotencyKey: Schema.String
+    idempotencyKey: Schema.String,
+    /** The post's images and videos, in order; empty when it has none. */
+    media: Schema.Array(WebhookMedia)
   })
 })
 export type WebhookEvent = typeof WebhookEvent.Type
@@ -78,7 +102,25 @@ export class Webhook extends Effect.Service<Webhook>()("Webhook", {
           const event: WebhookEvent = {
             type: "post.published",
             timestamp: now.toISOString(),
-            data: { postId: post.postId, socialAccountId: account.id, text: post.text, idempotencyKey: post.idempotencyKey }
+            data: {
+              postId: post.postId,
+              socialAccountId: account.id,
+              text: post.text,
+              idempotencyKey: post.idempotencyKey,
+              // Links, not bytes: the receiver fetches what it wants.
+              media: post.media.map((medium) => ({
+                assetId: medium.assetId,
+                kind: medium.kind,
+                contentType: medium.contentType,
+                size: medium.size,
+                width: medium.width,
+                height: medium.height,
+                altText: medium.altText,
+                sha256: medium.sha256,
+                url: medium.url,
+                urlExpiresAt: medium.urlExpiresAt
+              }))
+            }
           }
           const payload = JSON.stringify(event)
           const signature = new StandardWebhook(Redacted.value(account.credentials.signingSecret)).sign(id, now, payload)
@@ -107,7 +149,9 @@ export class Webhook extends Effect.Service<Webhook>()("Webhook", {
           const url = answer._tag === "Some" ? answer.value.url : undefined
           return { externalId: receiverId ?? id, url: url && isHttpUrl(url) ? url : null }
         }),
-      validate: (text, limits = defaultLimits) => lengthProblems(text, graphemeLength(text), limits)
+      validate: (text, limits = defaultLimits) => lengthProblems(text, graphemeLength(text), limits),
+      // The receiver is given links, whatever their size, count or type: nothing to refuse.
+      validateMedia: () => []
     }
     return provider
   })

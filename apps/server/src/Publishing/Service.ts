@@ -159,7 +159,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
         Effect.flatMap((credentials) =>
           providers.publish(
             { id: account.id, credentials },
-            { postId, text: content, idempotencyKey: `${postId}:${account.id}` }
+            { postId, text: content, idempotencyKey: `${postId}:${account.id}`, media: [] }
           )
         ),
         Effect.map((published): SendOutcome => ({ _tag: "Published", published })),

@@ -1,17 +1,64 @@
+import { AtpAgent } from "@atproto/api"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
+import { createHash } from "node:crypto"
 import { createRequire } from "node:module"
+import sharp from "sharp"
 import { Outbound } from "../../src/Outbound/Outbound.js"
 import { BlueskyCredentials } from "../../src/Providers/Credentials.js"
 import { SocialProviders } from "../../src/Providers/Registry.js"
+import type { MediaFacts, PublishMedia } from "../../src/Providers/SocialProvider.js"
 import { BlueskyNetwork } from "../support/BlueskyNetwork.js"
 import { makeLocalServer } from "../support/LocalServer.js"
+import { makeMediaFixtures } from "../support/MediaFixtures.js"
 import { LocalProviders } from "../support/Providers.js"
 
 const credentials = (serviceUrl: string, handle: string, appPassword: string) =>
   Schema.decodeUnknownSync(BlueskyCredentials)({ provider: "bluesky", handle, appPassword, serviceUrl })
 
-const post = (text: string) => ({ postId: "post-1", text, idempotencyKey: crypto.randomUUID() })
+const post = (text: string, media: ReadonlyArray<PublishMedia> = []) => ({
+  postId: "post-1",
+  text,
+  idempotencyKey: crypto.randomUUID(),
+  media
+})
+
+interface EmbeddedImage {
+  readonly image: { readonly ref: unknown; readonly mimeType: string; readonly size: number }
+  readonly alt: string
+  readonly aspectRatio?: { readonly width: number; readonly height: number }
+}
+
+/** The images of a post's app.bsky.embed.images embed, as the PDS stored it. */
+const embeddedImages = (record: Record<string, unknown>) => {
+  const embed = record.embed as { readonly $type: string; readonly images: ReadonlyArray<EmbeddedImage> }
+  expect(embed.$type).toBe("app.bsky.embed.images")
+  return embed.images
+}
+
+/** A blob as anyone reads it from the account's PDS. */
+const getBlob = (serviceUrl: string, did: string, ref: unknown) =>
+  Effect.promise(async () => {
+    const response = await fetch(`${serviceUrl}/xrpc/com.atproto.sync.getBlob?${new URLSearchParams({ did, cid: String(ref) })}`)
+    expect(response.status).toBe(200)
+    return Buffer.from(await response.arrayBuffer())
+  })
+
+const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex")
+
+/** The stored file's bytes, as the provider would read them. */
+const readStored = (medium: PublishMedia) =>
+  Effect.scoped(Effect.flatMap(medium.open, (blob) => Effect.promise(async () => Buffer.from(await blob.arrayBuffer()))))
+
+const image = (facts: Partial<MediaFacts> = {}): MediaFacts => ({
+  kind: "image",
+  contentType: "image/jpeg",
+  size: 500_000,
+  width: 1600,
+  height: 900,
+  altText: null,
+  ...facts
+})
 
 // The TID rules and codec of the atproto libraries themselves, as @atproto/api has them.
 const atprotoRequire = createRequire(createRequire(import.meta.url).resolve("@atproto/api"))
@@ -94,13 +141,127 @@ layer(Layer.merge(BlueskyNetwork.layer({ rateLimits: true }), LocalProviders), {
       expect(Date.parse(String(record.createdAt))).toBeGreaterThan(Date.now() - 60_000)
     }))
 
+  it.effect("publishes four images with their alt texts and aspect ratios; the PDS serves each blob as it was stored", () =>
+    Effect.gen(function*() {
+      const network = yield* BlueskyNetwork
+      const account = yield* Effect.promise(() => network.createAccount())
+      const fixtures = yield* makeMediaFixtures
+      const media = [
+        yield* fixtures.image({ width: 640, height: 480, format: "jpeg", altText: "A lighthouse at dusk" }),
+        yield* fixtures.image({ width: 300, height: 500, format: "png", altText: "Ünïcödé alt 🦋" }),
+        yield* fixtures.image({ width: 800, height: 400, format: "webp", altText: null }),
+        yield* fixtures.image({ width: 120, height: 90, format: "gif", altText: "A tiny GIF" })
+      ]
+      const providers = yield* SocialProviders
+      expect(providers.get("bluesky").validateMedia(media)).toEqual([])
+      const published = yield* providers.publish(
+        { id: "account-1", credentials: credentials(network.serviceUrl, account.handle, account.appPassword) },
+        post("Four pictures 📷", media)
+      )
+
+      const record = yield* Effect.promise(() => network.getRecord(published.externalId))
+      expect(record.text).toBe("Four pictures 📷")
+      const images = embeddedImages(record)
+      expect(images.map(({ alt, aspectRatio }) => ({ alt, aspectRatio }))).toEqual([
+        { alt: "A lighthouse at dusk", aspectRatio: { width: 640, height: 480 } },
+        { alt: "Ünïcödé alt 🦋", aspectRatio: { width: 300, height: 500 } },
+        { alt: "", aspectRatio: { width: 800, height: 400 } },
+        { alt: "A tiny GIF", aspectRatio: { width: 120, height: 90 } }
+      ])
+      for (const [index, embedded] of images.entries()) {
+        const blob = yield* getBlob(network.serviceUrl, account.did, embedded.image.ref)
+        expect(sha256(blob)).toBe(media[index].sha256)
+        expect(embedded.image).toMatchObject({ mimeType: media[index].contentType, size: media[index].size })
+      }
+    }).pipe(Effect.scoped))
+
+  it.effect("images over 2,000,000 bytes, which the PDS refuses as they are, are sent smaller with their aspect ratio", () =>
+    Effect.gen(function*() {
+      const network = yield* BlueskyNetwork
+      const account = yield* Effect.promise(() => network.createAccount())
+      const fixtures = yield* makeMediaFixtures
+      // Random pixels, which no format compresses. The first is under the PDS's upload limit (5 MiB here), the
+      // second over it too, and over the 2000 pixels Bluesky shows.
+      const noisy = yield* fixtures.image({ width: 1100, height: 1000, format: "png", noise: true, altText: "Static" })
+      const huge = yield* fixtures.image({ width: 2400, height: 1600, format: "png", noise: true })
+      expect(noisy.size).toBeGreaterThan(3_000_000)
+      expect(huge.size).toBeGreaterThan(10_000_000)
+
+      // The lexicon's limit is the PDS's own: a post with the first file as it is, is refused.
+      const agent = new AtpAgent({ service: network.serviceUrl })
+      yield* Effect.promise(() => agent.login({ identifier: account.handle, password: account.appPassword }))
+      const original = yield* readStored(noisy)
+      const refused = yield* Effect.promise(async () => {
+        const { data } = await agent.uploadBlob(original, { encoding: "image/png" })
+        return agent.post({ text: "As it is", embed: { $type: "app.bsky.embed.images", images: [{ image: data.blob, alt: "" }] } })
+          .then(() => "accepted", (error: Error) => error.message)
+      })
+      expect(refused).toContain(`blob too big (maximum 2000000, got ${noisy.size})`)
+
+      const published = yield* (yield* SocialProviders).publish(
+        { id: "account-1", credentials: credentials(network.serviceUrl, account.handle, account.appPassword) },
+        post("Noise", [noisy, huge])
+      )
+      const images = embeddedImages(yield* Effect.promise(() => network.getRecord(published.externalId)))
+      const sent = yield* Effect.forEach(images, (embedded) =>
+        Effect.flatMap(getBlob(network.serviceUrl, account.did, embedded.image.ref), (blob) =>
+          Effect.promise(async () => ({ embedded, size: blob.byteLength, ...(await sharp(blob).metadata()) }))))
+      for (const { embedded, format, height, size, width } of sent) {
+        expect(size).toBeLessThanOrEqual(2_000_000)
+        expect(format).toBe("jpeg")
+        expect(embedded).toMatchObject({ aspectRatio: { width, height }, image: { mimeType: "image/jpeg", size } })
+      }
+      expect(sent.map(({ embedded: { alt }, height, width }) => ({ alt, width, height }))).toEqual([
+        { alt: "Static", width: 1100, height: 1000 },
+        { alt: "", width: 2000, height: 1333 }
+      ])
+      // The stored files are untouched.
+      expect(sha256(yield* readStored(noisy))).toBe(noisy.sha256)
+      expect(sha256(yield* readStored(huge))).toBe(huge.sha256)
+    }).pipe(Effect.scoped))
+
+  it.effect("a transparent image over the limit is sent as WebP, keeping its transparency", () =>
+    Effect.gen(function*() {
+      const network = yield* BlueskyNetwork
+      const account = yield* Effect.promise(() => network.createAccount())
+      const fixtures = yield* makeMediaFixtures
+      const noisy = yield* fixtures.image({ width: 1200, height: 1200, format: "png", noise: true, alpha: true })
+      expect(noisy.size).toBeGreaterThan(2_000_000)
+      const published = yield* (yield* SocialProviders).publish(
+        { id: "account-1", credentials: credentials(network.serviceUrl, account.handle, account.appPassword) },
+        post("Transparent noise", [noisy])
+      )
+      const [embedded] = embeddedImages(yield* Effect.promise(() => network.getRecord(published.externalId)))
+      const blob = yield* getBlob(network.serviceUrl, account.did, embedded.image.ref)
+      expect(blob.byteLength).toBeLessThanOrEqual(2_000_000)
+      expect(yield* Effect.promise(() => sharp(blob).metadata())).toMatchObject({ format: "webp", hasAlpha: true })
+      expect(embedded).toMatchObject({ alt: "", image: { mimeType: "image/webp" } })
+      expect(embedded.aspectRatio!.width).toBe(embedded.aspectRatio!.height)
+    }).pipe(Effect.scoped))
+
+  it.effect("validateMedia: at most 4 images, no video yet, and the image types Bluesky shows", () =>
+    Effect.gen(function*() {
+      const bluesky = (yield* SocialProviders).get("bluesky")
+      expect(bluesky.validateMedia([image(), image(), image(), image({ contentType: "image/gif", size: 9_000_000 })])).toEqual([])
+      expect(bluesky.validateMedia(Array.from({ length: 5 }, () => image()))).toEqual([
+        { code: "media", message: "Bluesky takes at most 4 images; this post has 5" }
+      ])
+      expect(bluesky.validateMedia([image(), image({ kind: "video", contentType: "video/mp4" })])).toEqual([
+        { code: "media", message: "Postline does not send videos to Bluesky yet; this post has a video" }
+      ])
+      expect(bluesky.validateMedia([image({ contentType: "image/avif" })])).toEqual([
+        { code: "media", message: "Image 1 is image/avif, which Bluesky does not take" }
+      ])
+      expect(bluesky.validateMedia([])).toEqual([])
+    }))
+
   it.effect("a repeat with the same key, in turn or at once, finds the first post: one record, one answer", () =>
     Effect.gen(function*() {
       const network = yield* BlueskyNetwork
       const providers = yield* SocialProviders
       const account = yield* Effect.promise(() => network.createAccount())
       const target = { id: "account-1", credentials: credentials(network.serviceUrl, account.handle, account.appPassword) }
-      const request = { postId: "post-1", text: "Once only 🦋", idempotencyKey: "post-1:account-1" }
+      const request = { postId: "post-1", text: "Once only 🦋", idempotencyKey: "post-1:account-1", media: [] }
 
       // Two at once race for the key; the one that loses finds the winner's post.
       const [first, together] = yield* Effect.all([providers.publish(target, request), providers.publish(target, request)], {
@@ -139,9 +300,9 @@ layer(Layer.merge(BlueskyNetwork.layer({ rateLimits: true }), LocalProviders), {
       const providers = yield* SocialProviders
       const account = yield* Effect.promise(() => network.createAccount())
       const target = { id: "account-1", credentials: credentials(network.serviceUrl, account.handle, account.appPassword) }
-      const first = yield* providers.publish(target, { postId: "post-1", text: "The first text", idempotencyKey: "k" })
+      const first = yield* providers.publish(target, { postId: "post-1", text: "The first text", idempotencyKey: "k", media: [] })
 
-      const clash = yield* providers.publish(target, { postId: "post-1", text: "Another text", idempotencyKey: "k" }).pipe(
+      const clash = yield* providers.publish(target, { postId: "post-1", text: "Another text", idempotencyKey: "k", media: [] }).pipe(
         Effect.flip
       )
       expect(clash).toMatchObject({ provider: "bluesky", category: "unknown", retryable: false })

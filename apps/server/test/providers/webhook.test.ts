@@ -7,6 +7,7 @@ import { WebhookCredentials } from "../../src/Providers/Credentials.js"
 import { SocialProviders } from "../../src/Providers/Registry.js"
 import { generateSigningSecret, WebhookEvent } from "../../src/Providers/Webhook.js"
 import { makeLocalServer } from "../support/LocalServer.js"
+import { makeMediaFixtures } from "../support/MediaFixtures.js"
 import { LocalProviders } from "../support/Providers.js"
 
 interface Delivery {
@@ -42,7 +43,7 @@ const makeReceiver = (secret: string) =>
 const credentials = (url: string, secret: string) =>
   Schema.decodeUnknownSync(WebhookCredentials)({ provider: "webhook", url, signingSecret: secret })
 
-const post = { postId: "post-1", text: "Hello, webhook 👋", idempotencyKey: "publish-post-1" }
+const post = { postId: "post-1", text: "Hello, webhook 👋", idempotencyKey: "publish-post-1", media: [] }
 
 describe("Webhook", () => {
   it("generates Standard Webhooks signing secrets", () => {
@@ -68,7 +69,7 @@ describe("Webhook", () => {
       expect(event).toEqual({
         type: "post.published",
         timestamp: expect.any(String),
-        data: { postId: "post-1", socialAccountId: "account-7", text: post.text, idempotencyKey: post.idempotencyKey }
+        data: { postId: "post-1", socialAccountId: "account-7", text: post.text, idempotencyKey: post.idempotencyKey, media: [] }
       })
       expect(delivery.headers["content-type"]).toBe("application/json")
       expect(Math.abs(Number(delivery.headers["webhook-timestamp"]) - Date.parse(event.timestamp) / 1000)).toBeLessThan(1)
@@ -83,6 +84,44 @@ describe("Webhook", () => {
       // A receiver with another secret refuses the signature.
       const wrong = new StandardWebhook(generateSigningSecret())
       expect(() => wrong.verify(delivery.body, delivery.headers as Record<string, string>)).toThrow()
+    }).pipe(Effect.provide(LocalProviders)))
+
+  it.scoped("the signed event lists the post's media, in order, with their links; nothing about them is refused", () =>
+    Effect.gen(function*() {
+      const secret = generateSigningSecret()
+      const receiver = yield* makeReceiver(secret)
+      const fixtures = yield* makeMediaFixtures
+      const media = [
+        yield* fixtures.image({ width: 640, height: 480, format: "jpeg", altText: "A lighthouse" }),
+        yield* fixtures.video({ size: 2_000_000 }),
+        yield* fixtures.image({ width: 30, height: 20, format: "gif" })
+      ]
+      const providers = yield* SocialProviders
+      expect(providers.get("webhook").validateMedia(media)).toEqual([])
+      yield* providers.publish({ id: "account-7", credentials: credentials(receiver.url, secret) }, { ...post, media })
+
+      const [delivery] = receiver.deliveries
+      expect(delivery.verified).not.toBeInstanceOf(Error)
+      const event = Schema.decodeUnknownSync(WebhookEvent)(delivery.verified)
+      expect(event.data.media).toEqual(media.map((medium) => ({
+        assetId: medium.assetId,
+        kind: medium.kind,
+        contentType: medium.contentType,
+        size: medium.size,
+        width: medium.width,
+        height: medium.height,
+        altText: medium.altText,
+        sha256: medium.sha256,
+        url: medium.url,
+        urlExpiresAt: medium.urlExpiresAt
+      })))
+      expect(event.data.media.map(({ altText, contentType }) => [contentType, altText])).toEqual([
+        ["image/jpeg", "A lighthouse"],
+        ["video/mp4", null],
+        ["image/gif", null]
+      ])
+      // Links only: the body stays small whatever the media weigh.
+      expect(delivery.body.length).toBeLessThan(2000)
     }).pipe(Effect.provide(LocalProviders)))
 
   it.scoped("takes the receiver's own id and link when it answers them", () =>

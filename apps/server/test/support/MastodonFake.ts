@@ -2,10 +2,14 @@
  * A FAKE Mastodon server: no Mastodon server can be installed or reached here, so the tests run against
  * this small node:http server, which follows Mastodon's documented API (docs.joinmastodon.org) for the
  * calls Postline makes: snake_case bodies, `{"error": "..."}` on failure, 401 for a bad token, 422 for a
- * text over the limit, and an `Idempotency-Key` that answers a repeated publish with the same status. It
- * records every request and every status it created, so tests can count publishes.
+ * text over the limit, and an `Idempotency-Key` that answers a repeated publish with the same status.
+ * Media: `/api/v2/instance` tells its media limits; `POST /api/v2/media` (multipart) answers 202 and
+ * processes in the background, `GET /api/v1/media/:id` answering 206 until it is done; a status may name
+ * only processed media, at most `max_media_attachments` of them. It records every request, every status
+ * it created (with its media ids) and every upload (with its description), so tests can assert them.
  */
 import { Effect } from "effect"
+import { createHash } from "node:crypto"
 import { createServer, type IncomingHttpHeaders } from "node:http"
 import type { AddressInfo } from "node:net"
 
@@ -20,6 +24,31 @@ export interface FakeStatus {
   readonly id: string
   readonly text: string
   readonly idempotencyKey: string | undefined
+  /** The attachments it names, in order; absent when none (as before media, for tests that compare statuses whole). */
+  readonly mediaIds?: ReadonlyArray<string>
+}
+
+export interface FakeMedia {
+  readonly id: string
+  readonly description: string | null
+  readonly fileName: string
+  readonly contentType: string
+  readonly size: number
+  readonly sha256: string
+  processed: boolean
+  /** Polls still to answer 206 (processing) before the one that finds it done. */
+  pollsBeforeDone: number
+}
+
+/** The instance's `configuration.media_attachments`, as /api/v2/instance tells it. */
+export interface FakeMediaConfiguration {
+  readonly supported_mime_types: ReadonlyArray<string>
+  readonly image_size_limit: number
+  readonly image_matrix_limit: number
+  readonly video_size_limit: number
+  readonly video_frame_rate_limit: number
+  readonly video_matrix_limit: number
+  readonly description_limit: number
 }
 
 export interface CannedAnswer {
@@ -34,6 +63,7 @@ export interface MastodonFake {
   readonly token: string
   readonly requests: ReadonlyArray<ReceivedRequest>
   readonly statuses: ReadonlyArray<FakeStatus>
+  readonly media: ReadonlyArray<FakeMedia>
   /** The next request gets this answer instead of the API's (a 429, a 503, ...). */
   readonly answerNext: (answer: CannedAnswer) => void
   /** The user revokes the token at the instance: from now on it gets 401. */
@@ -46,13 +76,42 @@ const domain = "mastodon.test"
 const countable = (text: string) =>
   [...new Intl.Segmenter("en", { granularity: "grapheme" }).segment(text.replace(/https?:\/\/\S+/g, "x".repeat(23)))].length
 
+// Mastodon 4.3's own configuration (MediaAttachment's constants), with the types of its default build.
+const defaultMediaConfiguration: FakeMediaConfiguration = {
+  supported_mime_types: [
+    "image/jpeg", "image/png", "image/gif", "image/heic", "image/heif", "image/webp", "image/avif",
+    "video/webm", "video/mp4", "video/quicktime", "video/ogg", "audio/wave", "audio/wav", "audio/x-wav",
+    "audio/x-pn-wave", "audio/vnd.wave", "audio/ogg", "audio/vorbis", "audio/mpeg", "audio/mp3", "audio/webm",
+    "audio/flac", "audio/aac", "audio/m4a", "audio/x-m4a", "audio/mp4", "audio/3gpp", "video/x-ms-asf"
+  ],
+  image_size_limit: 16 * 1024 * 1024,
+  image_matrix_limit: 33_177_600,
+  video_size_limit: 99 * 1024 * 1024,
+  video_frame_rate_limit: 120,
+  video_matrix_limit: 8_294_400,
+  description_limit: 1500
+}
+
+export interface MastodonFakeOptions {
+  readonly maxCharacters?: number
+  readonly maxMediaAttachments?: number
+  readonly mediaConfiguration?: Partial<FakeMediaConfiguration>
+  /** How many polls of an upload answer 206 (still processing) before one answers 200: 1 by default; Infinity, never. */
+  readonly processingPolls?: number
+  /** As Mastodon does: images processed during the upload (200, with a URL), only videos in the background (202). */
+  readonly processImagesAtOnce?: boolean
+}
+
 /** Starts the fake on a free port of 127.0.0.1 for the scope. */
-export const makeMastodonFake = (options: { readonly maxCharacters?: number } = {}) =>
+export const makeMastodonFake = (options: MastodonFakeOptions = {}) =>
   Effect.gen(function*() {
     const maxCharacters = options.maxCharacters ?? 500
+    const maxMediaAttachments = options.maxMediaAttachments ?? 4
+    const mediaConfiguration = { ...defaultMediaConfiguration, ...options.mediaConfiguration }
     const token = "fake-token-0123456789"
     const requests: Array<ReceivedRequest> = []
     const statuses: Array<FakeStatus> = []
+    const media: Array<FakeMedia> = []
     const canned: Array<CannedAnswer> = []
     let url = ""
     let revoked = false
@@ -84,11 +143,28 @@ export const makeMastodonFake = (options: { readonly maxCharacters?: number } = 
       account: account()
     })
 
+    // `url` is null until the file is processed.
+    const mediaJson = (medium: FakeMedia) => ({
+      id: medium.id,
+      type: medium.contentType.startsWith("video/") ? "video" : "image",
+      url: medium.processed ? `${url}/system/media_attachments/files/${medium.id}/original/${medium.fileName}` : null,
+      preview_url: medium.processed ? `${url}/system/media_attachments/files/${medium.id}/small/${medium.fileName}` : null,
+      remote_url: null,
+      description: medium.description,
+      blurhash: null
+    })
+
+    /** Multipart bodies as the platform's own Request parses them. */
+    const formOf = (headers: IncomingHttpHeaders, raw: Buffer) =>
+      new Request("http://fake/", { method: "POST", headers: { "content-type": String(headers["content-type"]) }, body: raw })
+        .formData()
+
     const server = createServer((request, response) => {
       const chunks: Array<Buffer> = []
       request.on("data", (chunk: Buffer) => chunks.push(chunk))
-      request.on("end", () => {
-        const body = Buffer.concat(chunks).toString("utf8")
+      request.on("end", async () => {
+        const raw = Buffer.concat(chunks)
+        const body = raw.toString("utf8")
         const path = request.url ?? "/"
         requests.push({ method: request.method ?? "", path, headers: request.headers, body })
         const send = (status: number, json: unknown, headers: Record<string, string> = {}) => {
@@ -109,26 +185,83 @@ export const makeMastodonFake = (options: { readonly maxCharacters?: number } = 
             title: "Fake Mastodon",
             version: "4.3.0",
             configuration: {
-              statuses: { max_characters: maxCharacters, max_media_attachments: 4, characters_reserved_per_url: 23 }
+              statuses: { max_characters: maxCharacters, max_media_attachments: maxMediaAttachments, characters_reserved_per_url: 23 },
+              media_attachments: mediaConfiguration
             }
           })
         }
         if (request.method === "GET" && path === "/api/v1/accounts/verify_credentials") {
           return authorized ? send(200, account()) : unauthorized()
         }
+        if (request.method === "POST" && path === "/api/v2/media") {
+          if (!authorized) return unauthorized()
+          const form = await formOf(request.headers, raw).catch(() => undefined)
+          const file = form?.get("file")
+          if (!(file instanceof File)) return send(422, { error: "Validation failed: File can't be blank" })
+          if (!mediaConfiguration.supported_mime_types.includes(file.type)) {
+            return send(422, { error: "Validation failed: File content type is invalid" })
+          }
+          const limit = file.type.startsWith("video/") ? mediaConfiguration.video_size_limit : mediaConfiguration.image_size_limit
+          if (file.size > limit) return send(422, { error: `Validation failed: File file size must be less than ${limit} Bytes` })
+          const description = form?.get("description")
+          if (typeof description === "string" && [...description].length > mediaConfiguration.description_limit) {
+            return send(422, { error: `Validation failed: Description is too long (maximum is ${mediaConfiguration.description_limit} characters)` })
+          }
+          const bytes = Buffer.from(await file.arrayBuffer())
+          const atOnce = options.processImagesAtOnce === true && file.type.startsWith("image/")
+          const medium: FakeMedia = {
+            id: String(111000000000000000n + BigInt(media.length + 1)),
+            description: typeof description === "string" ? description : null,
+            fileName: file.name,
+            contentType: file.type,
+            size: file.size,
+            sha256: createHash("sha256").update(bytes).digest("hex"),
+            processed: atOnce,
+            pollsBeforeDone: options.processingPolls ?? 1
+          }
+          media.push(medium)
+          return send(atOnce ? 200 : 202, mediaJson(medium))
+        }
+        const mediaPath = /^\/api\/v1\/media\/([^/?]+)$/.exec(path)
+        if (request.method === "GET" && mediaPath) {
+          if (!authorized) return unauthorized()
+          const medium = media.find(({ id }) => id === mediaPath[1])
+          if (!medium) return send(404, { error: "Record not found" })
+          if (!medium.processed && medium.pollsBeforeDone > 0) {
+            medium.pollsBeforeDone -= 1
+            return send(206, mediaJson(medium))
+          }
+          medium.processed = true
+          return send(200, mediaJson(medium))
+        }
         if (request.method === "POST" && path === "/api/v1/statuses") {
           if (!authorized) return unauthorized()
-          const text = String(JSON.parse(body || "{}").status ?? "")
+          const json = JSON.parse(body || "{}")
+          const text = String(json.status ?? "")
+          const mediaIds: ReadonlyArray<string> = json.media_ids ?? []
           const idempotencyKey = request.headers["idempotency-key"] as string | undefined
           const earlier = idempotencyKey === undefined
             ? undefined
             : statuses.find((status) => status.idempotencyKey === idempotencyKey)
           if (earlier) return send(200, statusJson(earlier))
-          if (text.trim() === "") return send(422, { error: "Validation failed: Text can't be blank" })
+          if (text.trim() === "" && mediaIds.length === 0) return send(422, { error: "Validation failed: Text can't be blank" })
           if (countable(text) > maxCharacters) {
             return send(422, { error: `Validation failed: Text character limit of ${maxCharacters} exceeded` })
           }
-          const status = { id: String(110000000000000000n + BigInt(statuses.length + 1)), text, idempotencyKey }
+          if (mediaIds.length > maxMediaAttachments) {
+            return send(422, { error: `Cannot attach more than ${maxMediaAttachments} files` })
+          }
+          const attached = mediaIds.map((id) => media.find((medium) => medium.id === id))
+          if (attached.some((medium) => medium === undefined)) return send(422, { error: "Validation failed: Media attachments are invalid" })
+          if (attached.some((medium) => !medium!.processed)) {
+            return send(422, { error: "Cannot attach files that have not finished processing. Try again in a moment!" })
+          }
+          const status = {
+            id: String(110000000000000000n + BigInt(statuses.length + 1)),
+            text,
+            idempotencyKey,
+            ...(mediaIds.length > 0 ? { mediaIds } : {})
+          }
           statuses.push(status)
           return send(200, statusJson(status))
         }
@@ -152,6 +285,7 @@ export const makeMastodonFake = (options: { readonly maxCharacters?: number } = 
       token,
       requests,
       statuses,
+      media,
       answerNext: (answer) => void canned.push(answer),
       revokeToken: () => void (revoked = true)
     }

@@ -1,0 +1,71 @@
+import { Effect } from "effect"
+import { lazyModule } from "../LazyModule.js"
+import { type MediaFacts, ProviderError } from "./SocialProvider.js"
+
+// sharp loads a native library that a bundle cannot carry: a specifier that is not a literal leaves the import
+// to Node at run time, which finds sharp in node_modules beside the bundle, as it finds pg.
+const sharpSpecifier: string = "sharp"
+
+/** The image library, loaded the first time an image is too large, not at every start. */
+export const SharpModule = lazyModule("sharp", () => import(sharpSpecifier) as Promise<typeof import("sharp")>, {
+  default: "function"
+})
+
+/** app.bsky.embed.images takes images of at most 2,000,000 bytes. */
+export const maxImageBytes = 2_000_000
+
+// Bluesky shows an image at most 2000 pixels on its longer side: a larger one is brought down to that first.
+const maxSide = 2000
+const qualities = [85, 70, 55]
+// Each round that does not fit makes the image this much smaller; below minSide it is not worth sending.
+const shrinkFactor = 0.75
+const minSide = 200
+
+/** An image as it is uploaded: the stored file itself, or a smaller copy in memory. */
+export interface FittedImage {
+  readonly data: Blob | Uint8Array
+  readonly contentType: string
+  readonly width: number | null
+  readonly height: number | null
+}
+
+const failure = (category: "invalid_content" | "unknown", what: string) => (error: unknown) =>
+  new ProviderError({
+    provider: "bluesky",
+    category,
+    retryable: false,
+    providerMessage: `${what}: ${error instanceof Error ? error.message : String(error)}`
+  })
+
+/**
+ * The image as Bluesky takes it: the stored file when it is small enough; otherwise re-encoded (JPEG, or WebP
+ * when it has transparency) at lower qualities, then smaller, keeping its aspect ratio, until it fits. An
+ * animated GIF keeps its first frame, which is all Bluesky shows of one. The stored asset is never changed.
+ */
+export const fitImage = (blob: Blob, image: MediaFacts): Effect.Effect<FittedImage, ProviderError> =>
+  blob.size <= maxImageBytes
+    ? Effect.succeed({ data: blob, contentType: image.contentType, width: image.width, height: image.height })
+    : Effect.gen(function*() {
+      const { default: sharp } = yield* SharpModule.load
+      const input = yield* Effect.tryPromise({
+        try: () => blob.arrayBuffer(),
+        catch: failure("unknown", "The image could not be read")
+      })
+      return yield* Effect.tryPromise({
+        try: async () => {
+          const { width = 0, height = 0, hasAlpha } = await sharp(input).metadata()
+          for (let side = Math.min(Math.max(width, height), maxSide); side >= minSide; side = Math.floor(side * shrinkFactor)) {
+            for (const quality of qualities) {
+              const resized = sharp(input).resize({ width: side, height: side, fit: "inside", withoutEnlargement: true })
+              const { data, info } = await (hasAlpha ? resized.webp({ quality }) : resized.jpeg({ quality }))
+                .toBuffer({ resolveWithObject: true })
+              if (data.byteLength <= maxImageBytes) {
+                return { data, contentType: hasAlpha ? "image/webp" : "image/jpeg", width: info.width, height: info.height }
+              }
+            }
+          }
+          throw new Error(`it stays over ${maxImageBytes} bytes even at ${minSide} pixels`)
+        },
+        catch: failure("invalid_content", "The image could not be made small enough for Bluesky")
+      })
+    })
