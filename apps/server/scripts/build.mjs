@@ -54,7 +54,8 @@ const bundle = async (entry, outdir, out = basename(entry).replace(/\.ts$/, ""))
     platform: "node",
     format: "esm",
     target: "node24",
-    external: ["pg", "@electric-sql/pglite"],
+    // Native code (sharp's libvips) and WebAssembly (heic-decode's libheif) load from node_modules, as pg does.
+    external: ["pg", "@electric-sql/pglite", "sharp", "heic-decode"],
     outdir,
     splitting: true,
     metafile: true,
@@ -69,7 +70,7 @@ const bundle = async (entry, outdir, out = basename(entry).replace(/\.ts$/, ""))
 /**
  * The chunk each `import()` in the server's own code became, with the specifier as written there: a test
  * loads every one and checks it has the exports its caller declares (src/LazyModule.ts). A CommonJS module
- * in a chunk exports only `default`, where Node gives its named exports too.
+ * in a chunk exports only `default`, where Node gives its named exports too. An external module (sharp) has no chunk.
  */
 const lazyChunks = (metafile) => {
   const chunkOf = new Map(
@@ -78,7 +79,7 @@ const lazyChunks = (metafile) => {
   return Object.entries(metafile.inputs).flatMap(([importer, { imports }]) =>
     importer.startsWith("src/")
       ? imports.filter((imported) => imported.kind === "dynamic-import")
-        .map((imported) => ({ importer, specifier: imported.original, chunk: chunkOf.get(imported.path) }))
+        .map((imported) => ({ importer, specifier: imported.original ?? imported.path, chunk: chunkOf.get(imported.path) }))
       : []
   )
 }

@@ -1,9 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Either, Exit } from "effect"
 import { readFileSync } from "node:fs"
+import { createRequire } from "node:module"
 import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
 import { inject } from "vitest"
+import { HeicDecodeModule, SharpModule } from "../src/Assets/Images.js"
+import { S3StorageModule } from "../src/Assets/StorageConfig.js"
 import { DocsPageModule } from "../src/Http/Docs.js"
 import { type LazyModule, lazyModule, LazyModuleMismatch } from "../src/LazyModule.js"
 import { AtProtoModule } from "../src/Providers/Bluesky.js"
@@ -63,10 +66,21 @@ describe("the server's lazily loaded chunks, as built", () => {
   const chunks: ReadonlyArray<{ importer: string; specifier: string; chunk: string }> = JSON.parse(
     readFileSync(Path.join(bundle, "lazy-chunks.json"), "utf8")
   )
-  const declared: ReadonlyArray<LazyModule<unknown>> = [AtProtoModule, DocsPageModule, RedisStoreModule, TracingSdkModule]
+  const declared: ReadonlyArray<LazyModule<unknown>> = [
+    AtProtoModule,
+    DocsPageModule,
+    RedisStoreModule,
+    TracingSdkModule,
+    S3StorageModule,
+    SharpModule,
+    HeicDecodeModule
+  ]
+  // A module left outside the bundle (no chunk) is what Node gives the bundle from node_modules.
   const namespaceOf = (specifier: string) => {
     const { chunk } = chunks.find((lazy) => lazy.specifier === specifier)!
-    return import(/* @vite-ignore */ pathToFileURL(Path.join(bundle, chunk)).href)
+    return chunk === undefined
+      ? import(/* @vite-ignore */ pathToFileURL(createRequire(Path.join(bundle, "main.js")).resolve(specifier)).href)
+      : import(/* @vite-ignore */ pathToFileURL(Path.join(bundle, chunk)).href)
   }
 
   it("every import() of the server's code is declared with lazyModule", () => {

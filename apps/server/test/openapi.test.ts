@@ -19,6 +19,11 @@ const contractErrors = {
   500: ["InternalError"]
 }
 
+/** Errors of the contract's statuses that one operation adds: the quota an upload may exceed. */
+const operationErrors: Record<string, ReadonlyArray<string>> = {
+  "assetUploads.uploadAsset 409": ["QuotaExceeded"]
+}
+
 const refsOf = (schema: any): Array<string> =>
   (schema.anyOf ?? [schema]).map((member: any) => member.$ref.replace("#/components/schemas/", ""))
 
@@ -36,12 +41,23 @@ describe("the OpenAPI document", () => {
         "apiKeys.createApiKey POST /v1/organizations/{organizationId}/api-keys",
         "apiKeys.listApiKeys GET /v1/organizations/{organizationId}/api-keys",
         "apiKeys.revokeApiKey DELETE /v1/organizations/{organizationId}/api-keys/{apiKeyId}",
+        "assetContent.getAssetContent GET /v1/teams/{teamId}/assets/{assetId}/content",
+        "assetUploads.uploadAsset POST /v1/teams/{teamId}/assets",
+        "assets.deleteAsset DELETE /v1/teams/{teamId}/assets/{assetId}",
+        "assets.getAsset GET /v1/teams/{teamId}/assets/{assetId}",
+        "assets.listAssets GET /v1/teams/{teamId}/assets",
+        "assets.updateAsset PATCH /v1/teams/{teamId}/assets/{assetId}",
         "auth.authorizationServerMetadata GET /.well-known/oauth-authorization-server",
         "auth.requestDeviceCode POST /v1/auth/device/code",
         "auth.revoke POST /v1/auth/revoke",
         "auth.token POST /v1/auth/token",
         "credits.getCredits GET /v1/organizations/{organizationId}/credits",
         "credits.listCreditTransactions GET /v1/organizations/{organizationId}/credits/transactions",
+        "folders.createFolder POST /v1/teams/{teamId}/folders",
+        "folders.deleteFolder DELETE /v1/teams/{teamId}/folders/{folderId}",
+        "folders.getFolder GET /v1/teams/{teamId}/folders/{folderId}",
+        "folders.listFolders GET /v1/teams/{teamId}/folders",
+        "folders.updateFolder PATCH /v1/teams/{teamId}/folders/{folderId}",
         "health.health GET /health",
         "links.listPostLinks GET /v1/teams/{teamId}/posts/{postId}/links",
         "members.addMember POST /v1/organizations/{organizationId}/members",
@@ -76,8 +92,9 @@ describe("the OpenAPI document", () => {
       ])
   })
 
-  // The device login is how a caller gets a token, so it cannot ask for one.
-  const isOpen = (path: string) => path === "/health" || path.startsWith("/v1/auth/") || path.startsWith("/.well-known/")
+  // The device login is how a caller gets a token, so it cannot ask for one; a signed download's signature is its permission.
+  const isOpen = (path: string) =>
+    path === "/health" || path.startsWith("/v1/auth/") || path.startsWith("/.well-known/") || path.endsWith("/content")
 
   it("declares bearerAuth as HTTP bearer and requires it everywhere but /health and the device login", () => {
     expect(spec.components.securitySchemes.bearerAuth).toMatchObject({ type: "http", scheme: "bearer" })
@@ -100,7 +117,8 @@ describe("the OpenAPI document", () => {
       for (const [status, tags] of Object.entries(contractErrors)) {
         const schema = operation.responses[status]?.content?.["application/json"]?.schema
         expect(schema, `${operation.operationId} ${status}`).toBeDefined()
-        const expected = isOpen(path) && status === "400" ? [...tags, "OAuthError"] : tags
+        const expected = [...tags, ...(isOpen(path) && status === "400" && !path.endsWith("/content") ? ["OAuthError"] : []),
+          ...(operationErrors[`${operation.operationId} ${status}`] ?? [])]
         expect(refsOf(schema).sort(), `${path} ${status}`).toEqual([...expected].sort())
       }
     }

@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Option, Schema } from "effect"
 import { Forbidden, NotFound, PayloadTooLarge, QuotaExceeded, UnsupportedMediaType } from "./Errors.js"
-import { integer, invalidUnless, oneOf, optional, strict, Text, Timestamp, visibleText } from "./Fields.js"
+import { codePoints, integer, invalidUnless, oneOf, optional, strict, Text, Timestamp, visibleText } from "./Fields.js"
 import { FolderName } from "./Folders.js"
 import { AssetId, FolderId, TeamId } from "./Ids.js"
 import { ListEnvelope, listQueryFields } from "./Lists.js"
@@ -65,7 +65,7 @@ export const AssetListQuery = Schema.Struct({
   ...listQueryFields,
   folderId: optional(FolderId.annotations({ description: "Only the assets directly in this folder" })),
   kind: optional(AssetKind),
-  q: optional(Text.pipe(Schema.maxLength(255)).annotations({
+  q: optional(Text.pipe(Schema.filter((text) => codePoints(text) <= 255, { jsonSchema: { maxLength: 255 } })).annotations({
     description: "Only assets whose name or alt text contains this, in any case (at most 255 characters)",
     ...invalidUnless("must be a string of at most 255 characters")
   }))
@@ -91,7 +91,9 @@ export const uploadFormLimits = { maxParts: 8, maxFieldSize: 8192 } as const
  */
 export const UploadAssetForm = HttpApiSchema.MultipartStream(
   Schema.Struct({
-    file: Schema.Unknown.annotations({ description: "The image or video (JPEG, PNG, WebP, GIF, HEIC or MP4)" }),
+    file: Schema.Unknown.annotations({
+      jsonSchema: { type: "string", format: "binary", description: "The image or video (JPEG, PNG, WebP, GIF, HEIC or MP4)" }
+    }),
     ...UploadAssetFields.fields
   }).annotations({ identifier: "UploadAssetForm" }),
   { maxParts: Option.some(uploadFormLimits.maxParts), maxFieldSize: uploadFormLimits.maxFieldSize }
@@ -121,6 +123,7 @@ export class AssetsGroup extends HttpApiGroup.make("assets")
       .setPayload(UpdateAsset)
       .addSuccess(Asset)
       .annotate(OpenApi.Summary, "Rename, describe or move an asset")
+      .annotate(OpenApi.Description, "Changes its name, its alt text (null: none) or its folder (null: the top; 404 for a folder the team does not have).")
   )
   .add(
     HttpApiEndpoint.del("deleteAsset", "/v1/teams/:teamId/assets/:assetId")

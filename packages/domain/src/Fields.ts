@@ -29,18 +29,23 @@ export const codePoints = (s: string) => [...s].length
  * not \p{...}: validators without Unicode regular expressions read them alike, and generators that
  * write a pattern out as a regular expression literal (unescaped) do not break it.
  */
-export const visibleText = (options: { readonly blankRanges: string; readonly minLength: number; readonly maxLength: number }) => {
-  const visibleCharacter = new RegExp(`[^${options.blankRanges}]`)
+export const visibleText = (options: {
+  readonly blankRanges: string
+  readonly minLength: number
+  readonly maxLength: number
+  /** Characters refused anywhere, besides NUL, as ranges of a character class (e.g. `/` for a folder's name). */
+  readonly refusedRanges?: string
+}) => {
+  const refused = `${nul}${options.refusedRanges ?? ""}`
+  const shape = new RegExp(`^[^${refused}]*[^${refused}${options.blankRanges}][^${refused}]*$`)
   return Schema.String.pipe(
     Schema.filter(
-      (s) =>
-        hasNoNul(s) && codePoints(s) >= options.minLength && codePoints(s) <= options.maxLength &&
-        visibleCharacter.test(s),
+      (s) => codePoints(s) >= options.minLength && codePoints(s) <= options.maxLength && shape.test(s),
       {
         jsonSchema: {
           minLength: options.minLength,
           maxLength: options.maxLength,
-          pattern: `^[^${nul}]*[^${nul}${options.blankRanges}][^${nul}]*$`
+          pattern: `^[^${refused}]*[^${refused}${options.blankRanges}][^${refused}]*$`
         }
       }
     )

@@ -5,9 +5,12 @@ import { FolderId, TeamId } from "./Ids.js"
 import { ListEnvelope, listQueryFields } from "./Lists.js"
 
 /** Folder and asset names: 1 to 255 characters, not blank; a folder's name has no slash, which paths would read as a level. */
-export const FolderName = visibleText({ blankRanges: "\\s\\u0085\\u200B-\\u200D\\u2060", minLength: 1, maxLength: 255 }).pipe(
-  Schema.filter((name) => !name.includes("/"), { jsonSchema: {} })
-).annotations({
+export const FolderName = visibleText({
+  blankRanges: "\\s\\u0085\\u200B-\\u200D\\u2060",
+  minLength: 1,
+  maxLength: 255,
+  refusedRanges: "/"
+}).annotations({
   identifier: "FolderName",
   description: "1 to 255 characters, not blank, without a slash; unique among the folders of one parent",
   ...invalidUnless("must be a string of 1 to 255 characters, not blank, without a slash")
@@ -70,6 +73,7 @@ export class FoldersGroup extends HttpApiGroup.make("folders")
       .setPath(folderPath)
       .addSuccess(Folder)
       .annotate(OpenApi.Summary, "Get a folder")
+      .annotate(OpenApi.Description, "One folder of the team. Any member may read it.")
   )
   .add(
     HttpApiEndpoint.patch("updateFolder", "/v1/teams/:teamId/folders/:folderId")

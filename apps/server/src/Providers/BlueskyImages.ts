@@ -1,15 +1,6 @@
 import { Effect } from "effect"
-import { lazyModule } from "../LazyModule.js"
+import { SharpModule } from "../Assets/Images.js"
 import { type MediaFacts, ProviderError } from "./SocialProvider.js"
-
-// sharp loads a native library that a bundle cannot carry: a specifier that is not a literal leaves the import
-// to Node at run time, which finds sharp in node_modules beside the bundle, as it finds pg.
-const sharpSpecifier: string = "sharp"
-
-/** The image library, loaded the first time an image is too large, not at every start. */
-export const SharpModule = lazyModule("sharp", () => import(sharpSpecifier) as Promise<typeof import("sharp")>, {
-  default: "function"
-})
 
 /** app.bsky.embed.images takes images of at most 2,000,000 bytes. */
 export const maxImageBytes = 2_000_000

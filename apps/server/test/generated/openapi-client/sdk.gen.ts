@@ -2,10 +2,10 @@
 
 import * as z from 'zod';
 
-import type { Client, ClientMeta, Options as Options2, RequestResult, TDataShape } from './client';
+import { type Client, type ClientMeta, formDataBodySerializer, type Options as Options2, type RequestResult, type TDataShape } from './client';
 import { client } from './client.gen';
-import type { AgentGetContextData, AgentGetContextErrors, AgentGetContextResponses, AgentSetDefaultsData, AgentSetDefaultsErrors, AgentSetDefaultsResponses, ApiKeysCreateApiKeyData, ApiKeysCreateApiKeyErrors, ApiKeysCreateApiKeyResponses, ApiKeysListApiKeysData, ApiKeysListApiKeysErrors, ApiKeysListApiKeysResponses, ApiKeysRevokeApiKeyData, ApiKeysRevokeApiKeyErrors, ApiKeysRevokeApiKeyResponses, AuthAuthorizationServerMetadataData, AuthAuthorizationServerMetadataErrors, AuthAuthorizationServerMetadataResponses, AuthRequestDeviceCodeData, AuthRequestDeviceCodeErrors, AuthRequestDeviceCodeResponses, AuthRevokeData, AuthRevokeErrors, AuthRevokeResponses, AuthTokenData, AuthTokenErrors, AuthTokenResponses, CreditsGetCreditsData, CreditsGetCreditsErrors, CreditsGetCreditsResponses, CreditsListCreditTransactionsData, CreditsListCreditTransactionsErrors, CreditsListCreditTransactionsResponses, HealthHealthData, HealthHealthErrors, HealthHealthResponses, LinksListPostLinksData, LinksListPostLinksErrors, LinksListPostLinksResponses, MembersAddMemberData, MembersAddMemberErrors, MembersAddMemberResponses, MembersListMembersData, MembersListMembersErrors, MembersListMembersResponses, MembersRemoveMemberData, MembersRemoveMemberErrors, MembersRemoveMemberResponses, MembersUpdateMemberData, MembersUpdateMemberErrors, MembersUpdateMemberResponses, OrganizationsCreateOrganizationData, OrganizationsCreateOrganizationErrors, OrganizationsCreateOrganizationResponses, OrganizationsGetOrganizationData, OrganizationsGetOrganizationErrors, OrganizationsGetOrganizationResponses, OrganizationsListOrganizationsData, OrganizationsListOrganizationsErrors, OrganizationsListOrganizationsResponses, OrganizationsUpdateOrganizationData, OrganizationsUpdateOrganizationErrors, OrganizationsUpdateOrganizationResponses, PostingSlotsGetPostingSlotsData, PostingSlotsGetPostingSlotsErrors, PostingSlotsGetPostingSlotsResponses, PostingSlotsSetPostingSlotsData, PostingSlotsSetPostingSlotsErrors, PostingSlotsSetPostingSlotsResponses, PostsCreatePostData, PostsCreatePostErrors, PostsCreatePostResponses, PostsDeletePostData, PostsDeletePostErrors, PostsDeletePostResponses, PostsEstimatePostData, PostsEstimatePostErrors, PostsEstimatePostResponses, PostsGetPostData, PostsGetPostErrors, PostsGetPostResponses, PostsListPostsData, PostsListPostsErrors, PostsListPostsResponses, PostsPostNowData, PostsPostNowErrors, PostsPostNowResponses, PostsSchedulePostData, PostsSchedulePostErrors, PostsSchedulePostResponses, PostsUnschedulePostData, PostsUnschedulePostErrors, PostsUnschedulePostResponses, PostsUpdatePostData, PostsUpdatePostErrors, PostsUpdatePostResponses, SocialAccountsConnectSocialAccountData, SocialAccountsConnectSocialAccountErrors, SocialAccountsConnectSocialAccountResponses, SocialAccountsGetSocialAccountData, SocialAccountsGetSocialAccountErrors, SocialAccountsGetSocialAccountResponses, SocialAccountsListSocialAccountsData, SocialAccountsListSocialAccountsErrors, SocialAccountsListSocialAccountsResponses, SocialAccountsRemoveSocialAccountData, SocialAccountsRemoveSocialAccountErrors, SocialAccountsRemoveSocialAccountResponses, SocialAccountsUpdateSocialAccountData, SocialAccountsUpdateSocialAccountErrors, SocialAccountsUpdateSocialAccountResponses, SocialAccountsVerifySocialAccountData, SocialAccountsVerifySocialAccountErrors, SocialAccountsVerifySocialAccountResponses, TeamsCreateTeamData, TeamsCreateTeamErrors, TeamsCreateTeamResponses, TeamsGetTeamData, TeamsGetTeamErrors, TeamsGetTeamResponses, TeamsListTeamsData, TeamsListTeamsErrors, TeamsListTeamsResponses, TeamsUpdateTeamData, TeamsUpdateTeamErrors, TeamsUpdateTeamResponses } from './types.gen';
-import { zAgentGetContextResponse, zAgentSetDefaultsBody, zAgentSetDefaultsResponse, zApiKeysCreateApiKeyBody, zApiKeysCreateApiKeyPath, zApiKeysCreateApiKeyResponse, zApiKeysListApiKeysPath, zApiKeysListApiKeysQuery, zApiKeysListApiKeysResponse, zApiKeysRevokeApiKeyPath, zApiKeysRevokeApiKeyResponse, zAuthAuthorizationServerMetadataResponse, zAuthRequestDeviceCodeBody, zAuthRequestDeviceCodeResponse, zAuthRevokeBody, zAuthTokenBody, zAuthTokenResponse, zCreditsGetCreditsPath, zCreditsGetCreditsResponse, zCreditsListCreditTransactionsPath, zCreditsListCreditTransactionsQuery, zCreditsListCreditTransactionsResponse, zHealthHealthResponse, zLinksListPostLinksPath, zLinksListPostLinksQuery, zLinksListPostLinksResponse, zMembersAddMemberBody, zMembersAddMemberPath, zMembersAddMemberResponse, zMembersListMembersPath, zMembersListMembersQuery, zMembersListMembersResponse, zMembersRemoveMemberPath, zMembersRemoveMemberResponse, zMembersUpdateMemberBody, zMembersUpdateMemberPath, zMembersUpdateMemberResponse, zOrganizationsCreateOrganizationBody, zOrganizationsCreateOrganizationResponse, zOrganizationsGetOrganizationPath, zOrganizationsGetOrganizationResponse, zOrganizationsListOrganizationsQuery, zOrganizationsListOrganizationsResponse, zOrganizationsUpdateOrganizationBody, zOrganizationsUpdateOrganizationPath, zOrganizationsUpdateOrganizationResponse, zPostingSlotsGetPostingSlotsPath, zPostingSlotsGetPostingSlotsResponse, zPostingSlotsSetPostingSlotsBody, zPostingSlotsSetPostingSlotsPath, zPostingSlotsSetPostingSlotsResponse, zPostsCreatePostBody, zPostsCreatePostPath, zPostsCreatePostResponse, zPostsDeletePostPath, zPostsDeletePostResponse, zPostsEstimatePostBody, zPostsEstimatePostPath, zPostsEstimatePostResponse, zPostsGetPostPath, zPostsGetPostResponse, zPostsListPostsPath, zPostsListPostsQuery, zPostsListPostsResponse, zPostsPostNowBody, zPostsPostNowHeaders, zPostsPostNowPath, zPostsPostNowResponse, zPostsSchedulePostBody, zPostsSchedulePostHeaders, zPostsSchedulePostPath, zPostsSchedulePostResponse, zPostsUnschedulePostPath, zPostsUnschedulePostResponse, zPostsUpdatePostBody, zPostsUpdatePostPath, zPostsUpdatePostResponse, zSocialAccountsConnectSocialAccountBody, zSocialAccountsConnectSocialAccountPath, zSocialAccountsConnectSocialAccountResponse, zSocialAccountsGetSocialAccountPath, zSocialAccountsGetSocialAccountResponse, zSocialAccountsListSocialAccountsPath, zSocialAccountsListSocialAccountsQuery, zSocialAccountsListSocialAccountsResponse, zSocialAccountsRemoveSocialAccountPath, zSocialAccountsRemoveSocialAccountResponse, zSocialAccountsUpdateSocialAccountBody, zSocialAccountsUpdateSocialAccountPath, zSocialAccountsUpdateSocialAccountResponse, zSocialAccountsVerifySocialAccountPath, zSocialAccountsVerifySocialAccountResponse, zTeamsCreateTeamBody, zTeamsCreateTeamResponse, zTeamsGetTeamPath, zTeamsGetTeamResponse, zTeamsListTeamsQuery, zTeamsListTeamsResponse, zTeamsUpdateTeamBody, zTeamsUpdateTeamPath, zTeamsUpdateTeamResponse } from './zod.gen';
+import type { AgentGetContextData, AgentGetContextErrors, AgentGetContextResponses, AgentSetDefaultsData, AgentSetDefaultsErrors, AgentSetDefaultsResponses, ApiKeysCreateApiKeyData, ApiKeysCreateApiKeyErrors, ApiKeysCreateApiKeyResponses, ApiKeysListApiKeysData, ApiKeysListApiKeysErrors, ApiKeysListApiKeysResponses, ApiKeysRevokeApiKeyData, ApiKeysRevokeApiKeyErrors, ApiKeysRevokeApiKeyResponses, AssetContentGetAssetContentData, AssetContentGetAssetContentErrors, AssetContentGetAssetContentResponses, AssetsDeleteAssetData, AssetsDeleteAssetErrors, AssetsDeleteAssetResponses, AssetsGetAssetData, AssetsGetAssetErrors, AssetsGetAssetResponses, AssetsListAssetsData, AssetsListAssetsErrors, AssetsListAssetsResponses, AssetsUpdateAssetData, AssetsUpdateAssetErrors, AssetsUpdateAssetResponses, AssetUploadsUploadAssetData, AssetUploadsUploadAssetErrors, AssetUploadsUploadAssetResponses, AuthAuthorizationServerMetadataData, AuthAuthorizationServerMetadataErrors, AuthAuthorizationServerMetadataResponses, AuthRequestDeviceCodeData, AuthRequestDeviceCodeErrors, AuthRequestDeviceCodeResponses, AuthRevokeData, AuthRevokeErrors, AuthRevokeResponses, AuthTokenData, AuthTokenErrors, AuthTokenResponses, CreditsGetCreditsData, CreditsGetCreditsErrors, CreditsGetCreditsResponses, CreditsListCreditTransactionsData, CreditsListCreditTransactionsErrors, CreditsListCreditTransactionsResponses, FoldersCreateFolderData, FoldersCreateFolderErrors, FoldersCreateFolderResponses, FoldersDeleteFolderData, FoldersDeleteFolderErrors, FoldersDeleteFolderResponses, FoldersGetFolderData, FoldersGetFolderErrors, FoldersGetFolderResponses, FoldersListFoldersData, FoldersListFoldersErrors, FoldersListFoldersResponses, FoldersUpdateFolderData, FoldersUpdateFolderErrors, FoldersUpdateFolderResponses, HealthHealthData, HealthHealthErrors, HealthHealthResponses, LinksListPostLinksData, LinksListPostLinksErrors, LinksListPostLinksResponses, MembersAddMemberData, MembersAddMemberErrors, MembersAddMemberResponses, MembersListMembersData, MembersListMembersErrors, MembersListMembersResponses, MembersRemoveMemberData, MembersRemoveMemberErrors, MembersRemoveMemberResponses, MembersUpdateMemberData, MembersUpdateMemberErrors, MembersUpdateMemberResponses, OrganizationsCreateOrganizationData, OrganizationsCreateOrganizationErrors, OrganizationsCreateOrganizationResponses, OrganizationsGetOrganizationData, OrganizationsGetOrganizationErrors, OrganizationsGetOrganizationResponses, OrganizationsListOrganizationsData, OrganizationsListOrganizationsErrors, OrganizationsListOrganizationsResponses, OrganizationsUpdateOrganizationData, OrganizationsUpdateOrganizationErrors, OrganizationsUpdateOrganizationResponses, PostingSlotsGetPostingSlotsData, PostingSlotsGetPostingSlotsErrors, PostingSlotsGetPostingSlotsResponses, PostingSlotsSetPostingSlotsData, PostingSlotsSetPostingSlotsErrors, PostingSlotsSetPostingSlotsResponses, PostsCreatePostData, PostsCreatePostErrors, PostsCreatePostResponses, PostsDeletePostData, PostsDeletePostErrors, PostsDeletePostResponses, PostsEstimatePostData, PostsEstimatePostErrors, PostsEstimatePostResponses, PostsGetPostData, PostsGetPostErrors, PostsGetPostResponses, PostsListPostsData, PostsListPostsErrors, PostsListPostsResponses, PostsPostNowData, PostsPostNowErrors, PostsPostNowResponses, PostsSchedulePostData, PostsSchedulePostErrors, PostsSchedulePostResponses, PostsUnschedulePostData, PostsUnschedulePostErrors, PostsUnschedulePostResponses, PostsUpdatePostData, PostsUpdatePostErrors, PostsUpdatePostResponses, SocialAccountsConnectSocialAccountData, SocialAccountsConnectSocialAccountErrors, SocialAccountsConnectSocialAccountResponses, SocialAccountsGetSocialAccountData, SocialAccountsGetSocialAccountErrors, SocialAccountsGetSocialAccountResponses, SocialAccountsListSocialAccountsData, SocialAccountsListSocialAccountsErrors, SocialAccountsListSocialAccountsResponses, SocialAccountsRemoveSocialAccountData, SocialAccountsRemoveSocialAccountErrors, SocialAccountsRemoveSocialAccountResponses, SocialAccountsUpdateSocialAccountData, SocialAccountsUpdateSocialAccountErrors, SocialAccountsUpdateSocialAccountResponses, SocialAccountsVerifySocialAccountData, SocialAccountsVerifySocialAccountErrors, SocialAccountsVerifySocialAccountResponses, TeamsCreateTeamData, TeamsCreateTeamErrors, TeamsCreateTeamResponses, TeamsGetTeamData, TeamsGetTeamErrors, TeamsGetTeamResponses, TeamsListTeamsData, TeamsListTeamsErrors, TeamsListTeamsResponses, TeamsUpdateTeamData, TeamsUpdateTeamErrors, TeamsUpdateTeamResponses } from './types.gen';
+import { zAgentGetContextResponse, zAgentSetDefaultsBody, zAgentSetDefaultsResponse, zApiKeysCreateApiKeyBody, zApiKeysCreateApiKeyPath, zApiKeysCreateApiKeyResponse, zApiKeysListApiKeysPath, zApiKeysListApiKeysQuery, zApiKeysListApiKeysResponse, zApiKeysRevokeApiKeyPath, zApiKeysRevokeApiKeyResponse, zAssetContentGetAssetContentPath, zAssetContentGetAssetContentQuery, zAssetContentGetAssetContentResponse, zAssetsDeleteAssetPath, zAssetsDeleteAssetResponse, zAssetsGetAssetPath, zAssetsGetAssetResponse, zAssetsListAssetsPath, zAssetsListAssetsQuery, zAssetsListAssetsResponse, zAssetsUpdateAssetBody, zAssetsUpdateAssetPath, zAssetsUpdateAssetResponse, zAssetUploadsUploadAssetBody, zAssetUploadsUploadAssetPath, zAssetUploadsUploadAssetResponse, zAuthAuthorizationServerMetadataResponse, zAuthRequestDeviceCodeBody, zAuthRequestDeviceCodeResponse, zAuthRevokeBody, zAuthTokenBody, zAuthTokenResponse, zCreditsGetCreditsPath, zCreditsGetCreditsResponse, zCreditsListCreditTransactionsPath, zCreditsListCreditTransactionsQuery, zCreditsListCreditTransactionsResponse, zFoldersCreateFolderBody, zFoldersCreateFolderPath, zFoldersCreateFolderResponse, zFoldersDeleteFolderPath, zFoldersDeleteFolderResponse, zFoldersGetFolderPath, zFoldersGetFolderResponse, zFoldersListFoldersPath, zFoldersListFoldersQuery, zFoldersListFoldersResponse, zFoldersUpdateFolderBody, zFoldersUpdateFolderPath, zFoldersUpdateFolderResponse, zHealthHealthResponse, zLinksListPostLinksPath, zLinksListPostLinksQuery, zLinksListPostLinksResponse, zMembersAddMemberBody, zMembersAddMemberPath, zMembersAddMemberResponse, zMembersListMembersPath, zMembersListMembersQuery, zMembersListMembersResponse, zMembersRemoveMemberPath, zMembersRemoveMemberResponse, zMembersUpdateMemberBody, zMembersUpdateMemberPath, zMembersUpdateMemberResponse, zOrganizationsCreateOrganizationBody, zOrganizationsCreateOrganizationResponse, zOrganizationsGetOrganizationPath, zOrganizationsGetOrganizationResponse, zOrganizationsListOrganizationsQuery, zOrganizationsListOrganizationsResponse, zOrganizationsUpdateOrganizationBody, zOrganizationsUpdateOrganizationPath, zOrganizationsUpdateOrganizationResponse, zPostingSlotsGetPostingSlotsPath, zPostingSlotsGetPostingSlotsResponse, zPostingSlotsSetPostingSlotsBody, zPostingSlotsSetPostingSlotsPath, zPostingSlotsSetPostingSlotsResponse, zPostsCreatePostBody, zPostsCreatePostPath, zPostsCreatePostResponse, zPostsDeletePostPath, zPostsDeletePostResponse, zPostsEstimatePostBody, zPostsEstimatePostPath, zPostsEstimatePostResponse, zPostsGetPostPath, zPostsGetPostResponse, zPostsListPostsPath, zPostsListPostsQuery, zPostsListPostsResponse, zPostsPostNowBody, zPostsPostNowHeaders, zPostsPostNowPath, zPostsPostNowResponse, zPostsSchedulePostBody, zPostsSchedulePostHeaders, zPostsSchedulePostPath, zPostsSchedulePostResponse, zPostsUnschedulePostPath, zPostsUnschedulePostResponse, zPostsUpdatePostBody, zPostsUpdatePostPath, zPostsUpdatePostResponse, zSocialAccountsConnectSocialAccountBody, zSocialAccountsConnectSocialAccountPath, zSocialAccountsConnectSocialAccountResponse, zSocialAccountsGetSocialAccountPath, zSocialAccountsGetSocialAccountResponse, zSocialAccountsListSocialAccountsPath, zSocialAccountsListSocialAccountsQuery, zSocialAccountsListSocialAccountsResponse, zSocialAccountsRemoveSocialAccountPath, zSocialAccountsRemoveSocialAccountResponse, zSocialAccountsUpdateSocialAccountBody, zSocialAccountsUpdateSocialAccountPath, zSocialAccountsUpdateSocialAccountResponse, zSocialAccountsVerifySocialAccountPath, zSocialAccountsVerifySocialAccountResponse, zTeamsCreateTeamBody, zTeamsCreateTeamResponse, zTeamsGetTeamPath, zTeamsGetTeamResponse, zTeamsListTeamsQuery, zTeamsListTeamsResponse, zTeamsUpdateTeamBody, zTeamsUpdateTeamPath, zTeamsUpdateTeamResponse } from './zod.gen';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -713,6 +713,209 @@ export const linksListPostLinks = <ThrowOnError extends boolean = false>(options
     responseValidator: async (data) => await zLinksListPostLinksResponse.parseAsync(data),
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v1/teams/{teamId}/posts/{postId}/links',
+    ...options
+});
+
+/**
+ * List folders
+ *
+ * The team's folders, all of them or those directly in `parentId`. Any member may list them.
+ */
+export const foldersListFolders = <ThrowOnError extends boolean = false>(options: Options<FoldersListFoldersData, ThrowOnError>): RequestResult<FoldersListFoldersResponses, FoldersListFoldersErrors, ThrowOnError> => (options.client ?? client).get<FoldersListFoldersResponses, FoldersListFoldersErrors, ThrowOnError>({
+    requestValidator: async (data) => await z.object({
+        body: z.never().optional(),
+        path: zFoldersListFoldersPath,
+        query: zFoldersListFoldersQuery.optional()
+    }).parseAsync(data),
+    responseValidator: async (data) => await zFoldersListFoldersResponse.parseAsync(data),
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/teams/{teamId}/folders',
+    ...options
+});
+
+/**
+ * Create a folder
+ *
+ * Makes a folder at the top or in `parentId`. 409 `Conflict` when its parent already has a folder of that name.
+ */
+export const foldersCreateFolder = <ThrowOnError extends boolean = false>(options: Options<FoldersCreateFolderData, ThrowOnError>): RequestResult<FoldersCreateFolderResponses, FoldersCreateFolderErrors, ThrowOnError> => (options.client ?? client).post<FoldersCreateFolderResponses, FoldersCreateFolderErrors, ThrowOnError>({
+    requestValidator: async (data) => await z.object({
+        body: zFoldersCreateFolderBody,
+        path: zFoldersCreateFolderPath,
+        query: z.never().optional()
+    }).parseAsync(data),
+    responseValidator: async (data) => await zFoldersCreateFolderResponse.parseAsync(data),
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/teams/{teamId}/folders',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Delete an empty folder
+ *
+ * Answers the deleted folder. 409 `Conflict` while it holds folders or assets.
+ */
+export const foldersDeleteFolder = <ThrowOnError extends boolean = false>(options: Options<FoldersDeleteFolderData, ThrowOnError>): RequestResult<FoldersDeleteFolderResponses, FoldersDeleteFolderErrors, ThrowOnError> => (options.client ?? client).delete<FoldersDeleteFolderResponses, FoldersDeleteFolderErrors, ThrowOnError>({
+    requestValidator: async (data) => await z.object({
+        body: z.never().optional(),
+        path: zFoldersDeleteFolderPath,
+        query: z.never().optional()
+    }).parseAsync(data),
+    responseValidator: async (data) => await zFoldersDeleteFolderResponse.parseAsync(data),
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/teams/{teamId}/folders/{folderId}',
+    ...options
+});
+
+/**
+ * Get a folder
+ *
+ * One folder of the team. Any member may read it.
+ */
+export const foldersGetFolder = <ThrowOnError extends boolean = false>(options: Options<FoldersGetFolderData, ThrowOnError>): RequestResult<FoldersGetFolderResponses, FoldersGetFolderErrors, ThrowOnError> => (options.client ?? client).get<FoldersGetFolderResponses, FoldersGetFolderErrors, ThrowOnError>({
+    requestValidator: async (data) => await z.object({
+        body: z.never().optional(),
+        path: zFoldersGetFolderPath,
+        query: z.never().optional()
+    }).parseAsync(data),
+    responseValidator: async (data) => await zFoldersGetFolderResponse.parseAsync(data),
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/teams/{teamId}/folders/{folderId}',
+    ...options
+});
+
+/**
+ * Rename or move a folder
+ *
+ * 409 `Conflict` when the new parent already has a folder of that name, or when the move would put the folder inside itself or one of its own folders.
+ */
+export const foldersUpdateFolder = <ThrowOnError extends boolean = false>(options: Options<FoldersUpdateFolderData, ThrowOnError>): RequestResult<FoldersUpdateFolderResponses, FoldersUpdateFolderErrors, ThrowOnError> => (options.client ?? client).patch<FoldersUpdateFolderResponses, FoldersUpdateFolderErrors, ThrowOnError>({
+    requestValidator: async (data) => await z.object({
+        body: zFoldersUpdateFolderBody,
+        path: zFoldersUpdateFolderPath,
+        query: z.never().optional()
+    }).parseAsync(data),
+    responseValidator: async (data) => await zFoldersUpdateFolderResponse.parseAsync(data),
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/teams/{teamId}/folders/{folderId}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * List assets
+ *
+ * The team's images and videos, filtered by folder, kind and text. Any member may list them.
+ */
+export const assetsListAssets = <ThrowOnError extends boolean = false>(options: Options<AssetsListAssetsData, ThrowOnError>): RequestResult<AssetsListAssetsResponses, AssetsListAssetsErrors, ThrowOnError> => (options.client ?? client).get<AssetsListAssetsResponses, AssetsListAssetsErrors, ThrowOnError>({
+    requestValidator: async (data) => await z.object({
+        body: z.never().optional(),
+        path: zAssetsListAssetsPath,
+        query: zAssetsListAssetsQuery.optional()
+    }).parseAsync(data),
+    responseValidator: async (data) => await zAssetsListAssetsResponse.parseAsync(data),
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/teams/{teamId}/assets',
+    ...options
+});
+
+/**
+ * Upload an asset
+ *
+ * One file as `multipart/form-data` (`file`, and optionally `name`, `altText`, `folderId`), streamed to storage. Its type is read from its bytes, not its name: anything but JPEG, PNG, WebP, GIF, HEIC (stored as JPEG) or MP4 gets 415 `UnsupportedMediaType`. Images of more than MEDIA_MAX_IMAGE_BYTES (20 MB by default) and videos of more than MEDIA_MAX_VIDEO_BYTES (300 MB) get 413 `PayloadTooLarge`; an upload that would take the organization's media past its quota (MEDIA_QUOTA_BYTES, 5 GB) gets 409 `QuotaExceeded`. Bytes the team already has answer 200 with the existing asset.
+ */
+export const assetUploadsUploadAsset = <ThrowOnError extends boolean = false>(options: Options<AssetUploadsUploadAssetData, ThrowOnError>): RequestResult<AssetUploadsUploadAssetResponses, AssetUploadsUploadAssetErrors, ThrowOnError> => (options.client ?? client).post<AssetUploadsUploadAssetResponses, AssetUploadsUploadAssetErrors, ThrowOnError>({
+    ...formDataBodySerializer,
+    requestValidator: async (data) => await z.object({
+        body: zAssetUploadsUploadAssetBody,
+        path: zAssetUploadsUploadAssetPath,
+        query: z.never().optional()
+    }).parseAsync(data),
+    responseValidator: async (data) => await zAssetUploadsUploadAssetResponse.parseAsync(data),
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/teams/{teamId}/assets',
+    ...options,
+    headers: {
+        'Content-Type': null,
+        ...options.headers
+    }
+});
+
+/**
+ * Delete an asset
+ *
+ * Answers the deleted asset; its bytes are removed from storage soon after. 409 `Conflict` while a scheduled or publishing post carries it.
+ */
+export const assetsDeleteAsset = <ThrowOnError extends boolean = false>(options: Options<AssetsDeleteAssetData, ThrowOnError>): RequestResult<AssetsDeleteAssetResponses, AssetsDeleteAssetErrors, ThrowOnError> => (options.client ?? client).delete<AssetsDeleteAssetResponses, AssetsDeleteAssetErrors, ThrowOnError>({
+    requestValidator: async (data) => await z.object({
+        body: z.never().optional(),
+        path: zAssetsDeleteAssetPath,
+        query: z.never().optional()
+    }).parseAsync(data),
+    responseValidator: async (data) => await zAssetsDeleteAssetResponse.parseAsync(data),
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/teams/{teamId}/assets/{assetId}',
+    ...options
+});
+
+/**
+ * Get an asset
+ *
+ * Its metadata and fresh signed URLs of its bytes and thumbnail.
+ */
+export const assetsGetAsset = <ThrowOnError extends boolean = false>(options: Options<AssetsGetAssetData, ThrowOnError>): RequestResult<AssetsGetAssetResponses, AssetsGetAssetErrors, ThrowOnError> => (options.client ?? client).get<AssetsGetAssetResponses, AssetsGetAssetErrors, ThrowOnError>({
+    requestValidator: async (data) => await z.object({
+        body: z.never().optional(),
+        path: zAssetsGetAssetPath,
+        query: z.never().optional()
+    }).parseAsync(data),
+    responseValidator: async (data) => await zAssetsGetAssetResponse.parseAsync(data),
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/teams/{teamId}/assets/{assetId}',
+    ...options
+});
+
+/**
+ * Rename, describe or move an asset
+ *
+ * Changes its name, its alt text (null: none) or its folder (null: the top; 404 for a folder the team does not have).
+ */
+export const assetsUpdateAsset = <ThrowOnError extends boolean = false>(options: Options<AssetsUpdateAssetData, ThrowOnError>): RequestResult<AssetsUpdateAssetResponses, AssetsUpdateAssetErrors, ThrowOnError> => (options.client ?? client).patch<AssetsUpdateAssetResponses, AssetsUpdateAssetErrors, ThrowOnError>({
+    requestValidator: async (data) => await z.object({
+        body: zAssetsUpdateAssetBody,
+        path: zAssetsUpdateAssetPath,
+        query: z.never().optional()
+    }).parseAsync(data),
+    responseValidator: async (data) => await zAssetsUpdateAssetResponse.parseAsync(data),
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v1/teams/{teamId}/assets/{assetId}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Download an asset's bytes
+ *
+ * The URL comes signed in an asset's `url` or `thumbnailUrl`: it needs no bearer token, so a provider or a webhook receiver may fetch it, until it expires (403 `Forbidden` after, or when it was changed). A single `Range: bytes=start-end` gets 206 with those bytes; the answer has the asset's own Content-Type.
+ */
+export const assetContentGetAssetContent = <ThrowOnError extends boolean = false>(options: Options<AssetContentGetAssetContentData, ThrowOnError>): RequestResult<AssetContentGetAssetContentResponses, AssetContentGetAssetContentErrors, ThrowOnError> => (options.client ?? client).get<AssetContentGetAssetContentResponses, AssetContentGetAssetContentErrors, ThrowOnError>({
+    requestValidator: async (data) => await z.object({
+        body: z.never().optional(),
+        path: zAssetContentGetAssetContentPath,
+        query: zAssetContentGetAssetContentQuery
+    }).parseAsync(data),
+    responseValidator: async (data) => await zAssetContentGetAssetContentResponse.parseAsync(data),
+    url: '/v1/teams/{teamId}/assets/{assetId}/content',
     ...options
 });
 

@@ -874,6 +874,168 @@ export type PostLink = {
     createdAt: Timestamp;
 };
 
+export type FolderList = {
+    data: Array<Folder>;
+    total: number;
+    nextCursor: Cursor | null;
+    prevCursor: Cursor | null;
+};
+
+/**
+ * A folder of a team's media library: folders form a tree by parentId
+ */
+export type Folder = {
+    id: FolderId;
+    teamId: TeamId;
+    /**
+     * The folder it is in; null at the top of the team's library
+     */
+    parentId: FolderId | null;
+    name: FolderName;
+    createdAt: Timestamp;
+    updatedAt: Timestamp;
+};
+
+/**
+ * Folder UUID
+ */
+export type FolderId = string;
+
+/**
+ * 1 to 255 characters, not blank, without a slash; unique among the folders of one parent
+ */
+export type FolderName = string;
+
+export type CreateFolder = {
+    name: FolderName;
+    /**
+     * The folder to make it in; absent or null: the top
+     */
+    parentId?: FolderId | null;
+};
+
+export type UpdateFolder = {
+    name?: FolderName;
+    /**
+     * Moves it into this folder; null: to the top
+     */
+    parentId?: FolderId | null;
+};
+
+/**
+ * image or video
+ */
+export type AssetKind = 'image' | 'video';
+
+export type AssetList = {
+    data: Array<Asset>;
+    total: number;
+    nextCursor: Cursor | null;
+    prevCursor: Cursor | null;
+};
+
+/**
+ * An image or video of a team's media library. Images are stored without their metadata (EXIF, GPS), turned upright
+ */
+export type Asset = {
+    id: AssetId;
+    teamId: TeamId;
+    /**
+     * The folder it is in; null at the top of the library
+     */
+    folderId: FolderId | null;
+    /**
+     * Its name: the uploaded file's name unless one was given
+     */
+    name: string;
+    kind: AssetKind;
+    /**
+     * The stored copy's type, read from its bytes: image/jpeg (HEIC is stored as JPEG), image/png, image/webp, image/gif or video/mp4
+     */
+    contentType: string;
+    /**
+     * The stored copy's size in bytes
+     */
+    size: number;
+    /**
+     * Hex SHA-256 of the bytes as uploaded: the same bytes uploaded to the team again give this asset
+     */
+    sha256: string;
+    width: number | null;
+    height: number | null;
+    /**
+     * Its alt text, sent with it unless a post gives its own
+     */
+    altText: string | null;
+    /**
+     * A signed URL of the stored copy (GET, with Range), valid until urlExpiresAt: absolute when the server has a PUBLIC_URL, else a path on this server
+     */
+    url: string;
+    /**
+     * A signed URL of a WebP thumbnail at most 320 pixels on its longer side, valid until urlExpiresAt; null for a video
+     */
+    thumbnailUrl: string | null;
+    urlExpiresAt: Timestamp;
+    createdAt: Timestamp;
+    updatedAt: Timestamp;
+};
+
+/**
+ * Asset UUID
+ */
+export type AssetId = string;
+
+export type UpdateAsset = {
+    name?: FolderName;
+    altText?: AltText | null;
+    /**
+     * Moves it into this folder; null: to the top
+     */
+    folderId?: FolderId | null;
+};
+
+/**
+ * Alt text: 1 to 1500 characters, not blank
+ */
+export type AltText = string;
+
+/**
+ * The organization's stored media would exceed its storage quota: delete assets to make room
+ */
+export type QuotaExceeded = {
+    message: string;
+    _tag: 'QuotaExceeded';
+};
+
+/**
+ * The file is larger than the server takes for its kind
+ */
+export type PayloadTooLarge = {
+    message: string;
+    _tag: 'PayloadTooLarge';
+};
+
+/**
+ * The file's bytes are not an image or video the server takes (JPEG, PNG, WebP, GIF, HEIC, MP4), whatever its name or declared type
+ */
+export type UnsupportedMediaType = {
+    message: string;
+    _tag: 'UnsupportedMediaType';
+};
+
+/**
+ * The stored copy (default) or its thumbnail
+ */
+export type AssetVariant = 'original' | 'thumbnail';
+
+/**
+ * The Range asks for bytes past the end of the file
+ */
+export type RangeNotSatisfiable = {
+    message: string;
+    _tag: 'RangeNotSatisfiable';
+};
+
 /**
  * Names the client, e.g. `postline-cli`; 1 to 255 printable ASCII characters. No registration is needed.
  */
@@ -3548,6 +3710,861 @@ export type LinksListPostLinksResponses = {
 };
 
 export type LinksListPostLinksResponse = LinksListPostLinksResponses[keyof LinksListPostLinksResponses];
+
+export type FoldersListFoldersData = {
+    body?: never;
+    path: {
+        teamId: TeamId;
+    };
+    query?: {
+        cursor?: Cursor;
+        limit?: PageLimit;
+        sortBy?: SortField;
+        sortOrder?: SortOrder;
+        /**
+         * Only the folders directly in this one
+         */
+        parentId?: string;
+    };
+    url: '/v1/teams/{teamId}/folders';
+};
+
+export type FoldersListFoldersErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type FoldersListFoldersError = FoldersListFoldersErrors[keyof FoldersListFoldersErrors];
+
+export type FoldersListFoldersResponses = {
+    /**
+     * FolderList
+     */
+    200: FolderList;
+};
+
+export type FoldersListFoldersResponse = FoldersListFoldersResponses[keyof FoldersListFoldersResponses];
+
+export type FoldersCreateFolderData = {
+    body: CreateFolder;
+    path: {
+        teamId: TeamId;
+    };
+    query?: never;
+    url: '/v1/teams/{teamId}/folders';
+};
+
+export type FoldersCreateFolderErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type FoldersCreateFolderError = FoldersCreateFolderErrors[keyof FoldersCreateFolderErrors];
+
+export type FoldersCreateFolderResponses = {
+    /**
+     * A folder of a team's media library: folders form a tree by parentId
+     */
+    201: {
+        id: FolderId;
+        teamId: TeamId;
+        /**
+         * The folder it is in; null at the top of the team's library
+         */
+        parentId: FolderId | null;
+        name: FolderName;
+        createdAt: Timestamp;
+        updatedAt: Timestamp;
+    };
+};
+
+export type FoldersCreateFolderResponse = FoldersCreateFolderResponses[keyof FoldersCreateFolderResponses];
+
+export type FoldersDeleteFolderData = {
+    body?: never;
+    path: {
+        teamId: TeamId;
+        folderId: FolderId;
+    };
+    query?: never;
+    url: '/v1/teams/{teamId}/folders/{folderId}';
+};
+
+export type FoldersDeleteFolderErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type FoldersDeleteFolderError = FoldersDeleteFolderErrors[keyof FoldersDeleteFolderErrors];
+
+export type FoldersDeleteFolderResponses = {
+    /**
+     * A folder of a team's media library: folders form a tree by parentId
+     */
+    200: Folder;
+};
+
+export type FoldersDeleteFolderResponse = FoldersDeleteFolderResponses[keyof FoldersDeleteFolderResponses];
+
+export type FoldersGetFolderData = {
+    body?: never;
+    path: {
+        teamId: TeamId;
+        folderId: FolderId;
+    };
+    query?: never;
+    url: '/v1/teams/{teamId}/folders/{folderId}';
+};
+
+export type FoldersGetFolderErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type FoldersGetFolderError = FoldersGetFolderErrors[keyof FoldersGetFolderErrors];
+
+export type FoldersGetFolderResponses = {
+    /**
+     * A folder of a team's media library: folders form a tree by parentId
+     */
+    200: Folder;
+};
+
+export type FoldersGetFolderResponse = FoldersGetFolderResponses[keyof FoldersGetFolderResponses];
+
+export type FoldersUpdateFolderData = {
+    body: UpdateFolder;
+    path: {
+        teamId: TeamId;
+        folderId: FolderId;
+    };
+    query?: never;
+    url: '/v1/teams/{teamId}/folders/{folderId}';
+};
+
+export type FoldersUpdateFolderErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type FoldersUpdateFolderError = FoldersUpdateFolderErrors[keyof FoldersUpdateFolderErrors];
+
+export type FoldersUpdateFolderResponses = {
+    /**
+     * A folder of a team's media library: folders form a tree by parentId
+     */
+    200: Folder;
+};
+
+export type FoldersUpdateFolderResponse = FoldersUpdateFolderResponses[keyof FoldersUpdateFolderResponses];
+
+export type AssetsListAssetsData = {
+    body?: never;
+    path: {
+        teamId: TeamId;
+    };
+    query?: {
+        cursor?: Cursor;
+        limit?: PageLimit;
+        sortBy?: SortField;
+        sortOrder?: SortOrder;
+        /**
+         * Only the assets directly in this folder
+         */
+        folderId?: string;
+        kind?: AssetKind;
+        /**
+         * Only assets whose name or alt text contains this, in any case (at most 255 characters)
+         */
+        q?: string;
+    };
+    url: '/v1/teams/{teamId}/assets';
+};
+
+export type AssetsListAssetsErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type AssetsListAssetsError = AssetsListAssetsErrors[keyof AssetsListAssetsErrors];
+
+export type AssetsListAssetsResponses = {
+    /**
+     * AssetList
+     */
+    200: AssetList;
+};
+
+export type AssetsListAssetsResponse = AssetsListAssetsResponses[keyof AssetsListAssetsResponses];
+
+export type AssetUploadsUploadAssetData = {
+    body: {
+        /**
+         * The image or video (JPEG, PNG, WebP, GIF, HEIC or MP4)
+         */
+        file: Blob | File;
+        /**
+         * Its name; by default the file's own name
+         */
+        name?: string;
+        altText?: AltText;
+        /**
+         * The folder to put it in; by default the top
+         */
+        folderId?: string;
+    };
+    path: {
+        teamId: TeamId;
+    };
+    query?: never;
+    url: '/v1/teams/{teamId}/assets';
+};
+
+export type AssetUploadsUploadAssetErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict | QuotaExceeded;
+    /**
+     * The file is larger than the server takes for its kind
+     */
+    413: PayloadTooLarge;
+    /**
+     * The file's bytes are not an image or video the server takes (JPEG, PNG, WebP, GIF, HEIC, MP4), whatever its name or declared type
+     */
+    415: UnsupportedMediaType;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type AssetUploadsUploadAssetError = AssetUploadsUploadAssetErrors[keyof AssetUploadsUploadAssetErrors];
+
+export type AssetUploadsUploadAssetResponses = {
+    /**
+     * The team already had these exact bytes: the existing asset, unchanged (200 rather than 201)
+     */
+    200: {
+        id: AssetId;
+        teamId: TeamId;
+        /**
+         * The folder it is in; null at the top of the library
+         */
+        folderId: FolderId | null;
+        /**
+         * Its name: the uploaded file's name unless one was given
+         */
+        name: string;
+        kind: AssetKind;
+        /**
+         * The stored copy's type, read from its bytes: image/jpeg (HEIC is stored as JPEG), image/png, image/webp, image/gif or video/mp4
+         */
+        contentType: string;
+        /**
+         * The stored copy's size in bytes
+         */
+        size: number;
+        /**
+         * Hex SHA-256 of the bytes as uploaded: the same bytes uploaded to the team again give this asset
+         */
+        sha256: string;
+        width: number | null;
+        height: number | null;
+        /**
+         * Its alt text, sent with it unless a post gives its own
+         */
+        altText: string | null;
+        /**
+         * A signed URL of the stored copy (GET, with Range), valid until urlExpiresAt: absolute when the server has a PUBLIC_URL, else a path on this server
+         */
+        url: string;
+        /**
+         * A signed URL of a WebP thumbnail at most 320 pixels on its longer side, valid until urlExpiresAt; null for a video
+         */
+        thumbnailUrl: string | null;
+        urlExpiresAt: Timestamp;
+        createdAt: Timestamp;
+        updatedAt: Timestamp;
+    };
+    /**
+     * An image or video of a team's media library. Images are stored without their metadata (EXIF, GPS), turned upright
+     */
+    201: {
+        id: AssetId;
+        teamId: TeamId;
+        /**
+         * The folder it is in; null at the top of the library
+         */
+        folderId: FolderId | null;
+        /**
+         * Its name: the uploaded file's name unless one was given
+         */
+        name: string;
+        kind: AssetKind;
+        /**
+         * The stored copy's type, read from its bytes: image/jpeg (HEIC is stored as JPEG), image/png, image/webp, image/gif or video/mp4
+         */
+        contentType: string;
+        /**
+         * The stored copy's size in bytes
+         */
+        size: number;
+        /**
+         * Hex SHA-256 of the bytes as uploaded: the same bytes uploaded to the team again give this asset
+         */
+        sha256: string;
+        width: number | null;
+        height: number | null;
+        /**
+         * Its alt text, sent with it unless a post gives its own
+         */
+        altText: string | null;
+        /**
+         * A signed URL of the stored copy (GET, with Range), valid until urlExpiresAt: absolute when the server has a PUBLIC_URL, else a path on this server
+         */
+        url: string;
+        /**
+         * A signed URL of a WebP thumbnail at most 320 pixels on its longer side, valid until urlExpiresAt; null for a video
+         */
+        thumbnailUrl: string | null;
+        urlExpiresAt: Timestamp;
+        createdAt: Timestamp;
+        updatedAt: Timestamp;
+    };
+};
+
+export type AssetUploadsUploadAssetResponse = AssetUploadsUploadAssetResponses[keyof AssetUploadsUploadAssetResponses];
+
+export type AssetsDeleteAssetData = {
+    body?: never;
+    path: {
+        teamId: TeamId;
+        assetId: AssetId;
+    };
+    query?: never;
+    url: '/v1/teams/{teamId}/assets/{assetId}';
+};
+
+export type AssetsDeleteAssetErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type AssetsDeleteAssetError = AssetsDeleteAssetErrors[keyof AssetsDeleteAssetErrors];
+
+export type AssetsDeleteAssetResponses = {
+    /**
+     * An image or video of a team's media library. Images are stored without their metadata (EXIF, GPS), turned upright
+     */
+    200: Asset;
+};
+
+export type AssetsDeleteAssetResponse = AssetsDeleteAssetResponses[keyof AssetsDeleteAssetResponses];
+
+export type AssetsGetAssetData = {
+    body?: never;
+    path: {
+        teamId: TeamId;
+        assetId: AssetId;
+    };
+    query?: never;
+    url: '/v1/teams/{teamId}/assets/{assetId}';
+};
+
+export type AssetsGetAssetErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type AssetsGetAssetError = AssetsGetAssetErrors[keyof AssetsGetAssetErrors];
+
+export type AssetsGetAssetResponses = {
+    /**
+     * An image or video of a team's media library. Images are stored without their metadata (EXIF, GPS), turned upright
+     */
+    200: Asset;
+};
+
+export type AssetsGetAssetResponse = AssetsGetAssetResponses[keyof AssetsGetAssetResponses];
+
+export type AssetsUpdateAssetData = {
+    body: UpdateAsset;
+    path: {
+        teamId: TeamId;
+        assetId: AssetId;
+    };
+    query?: never;
+    url: '/v1/teams/{teamId}/assets/{assetId}';
+};
+
+export type AssetsUpdateAssetErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type AssetsUpdateAssetError = AssetsUpdateAssetErrors[keyof AssetsUpdateAssetErrors];
+
+export type AssetsUpdateAssetResponses = {
+    /**
+     * An image or video of a team's media library. Images are stored without their metadata (EXIF, GPS), turned upright
+     */
+    200: Asset;
+};
+
+export type AssetsUpdateAssetResponse = AssetsUpdateAssetResponses[keyof AssetsUpdateAssetResponses];
+
+export type AssetContentGetAssetContentData = {
+    body?: never;
+    path: {
+        teamId: TeamId;
+        assetId: AssetId;
+    };
+    query: {
+        variant?: AssetVariant;
+        /**
+         * When the URL stops working, in Unix seconds, as signed
+         */
+        expires: string;
+        /**
+         * The server's signature of the path, variant and expiry
+         */
+        signature: string;
+    };
+    url: '/v1/teams/{teamId}/assets/{assetId}/content';
+};
+
+export type AssetContentGetAssetContentErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * The Range asks for bytes past the end of the file
+     */
+    416: RangeNotSatisfiable;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type AssetContentGetAssetContentError = AssetContentGetAssetContentErrors[keyof AssetContentGetAssetContentErrors];
+
+export type AssetContentGetAssetContentResponses = {
+    /**
+     * Success
+     */
+    200: Blob | File;
+};
+
+export type AssetContentGetAssetContentResponse = AssetContentGetAssetContentResponses[keyof AssetContentGetAssetContentResponses];
 
 export type AuthRequestDeviceCodeData = {
     body: DeviceCodeRequest;
