@@ -7,7 +7,8 @@ import {
   PayloadTooLarge,
   QuotaExceeded,
   type TeamId,
-  type UpdateAsset
+  type UpdateAsset,
+  type UploadAssetFields
 } from "@postline/domain"
 import { Effect, Exit, Option, type Stream } from "effect"
 import { randomUUID } from "node:crypto"
@@ -26,7 +27,7 @@ import { AssetsPolicy } from "./Policy.js"
 import { AssetsRepo, type StoredAsset } from "./Repo.js"
 import { MediaSettings } from "./Settings.js"
 import { UrlSigning } from "./Signing.js"
-import { unsupported } from "./Spool.js"
+import { type Spooled, unsupported } from "./Spool.js"
 import { MediaStorage } from "./Storage.js"
 
 export const assetNotFound = (id: AssetId) => new NotFound({ message: `Asset ${id} not found` })
@@ -41,7 +42,7 @@ export interface Uploaded {
 const uploadGraceSeconds = 3600
 
 /** A folder of its own for one upload's files, removed with everything in it when the scope closes. */
-const scopedUploadDir = Effect.acquireRelease(
+export const scopedUploadDir = Effect.acquireRelease(
   Effect.promise(() => mkdtemp(Path.join(tmpdir(), "postline-upload-"))),
   (dir) => Effect.promise(() => rm(dir, { recursive: true, force: true }))
 )
@@ -130,54 +131,67 @@ export class Assets extends Effect.Service<Assets>()("Assets", {
       )
 
     /**
-     * An upload: the caller's right to write is checked before a byte is read, the file spooled to a
-     * temporary folder, its type sniffed, an image prepared (upright, without metadata, a thumbnail), the
-     * objects stored, then the asset saved. Bytes the team already has answer with its asset.
+     * A file already spooled to a local temporary file (`spool`) becomes an asset: an image prepared
+     * (upright, without metadata, a thumbnail), the objects stored, then the asset saved. Bytes the team
+     * already has answer with its asset. Runs where the caller may write to the team (`Asset`, `write`).
+     */
+    const ingest = (teamId: TeamId, file: Spooled, details: {
+      readonly fields: UploadAssetFields
+      /** The file's own name, used when the fields give none. */
+      readonly fileName: string | null
+    }) =>
+      Effect.gen(function*() {
+        const known = yield* repo.findBySha256(teamId, file.sha256)
+        if (Option.isSome(known)) return { created: false, asset: withUrls(known.value) } satisfies Uploaded
+        const prepared = yield* prepare(file.path, file.sniffed, settings.maxImagePixels).pipe(
+          Effect.catchTag("ImageRefused", ({ reason }) =>
+            Effect.fail(
+              reason === "too_many_pixels"
+                ? new PayloadTooLarge({ message: `The image has more than ${settings.maxImagePixels} pixels` })
+                : unsupported
+            ))
+        )
+        const id = randomUUID() as AssetId
+        const storageKey = `assets/${teamId}/${id}/original.${prepared.extension}`
+        const thumbnailKey = prepared.thumbnailPath === null ? null : `assets/${teamId}/${id}/thumbnail.webp`
+        const keys = [storageKey, ...(thumbnailKey === null ? [] : [thumbnailKey])]
+        yield* garbage.reserve(keys, uploadGraceSeconds)
+        const saved = yield* Effect.gen(function*() {
+          yield* Effect.orDie(storage.putFile(storageKey, prepared.path, prepared.contentType))
+          if (thumbnailKey !== null) yield* Effect.orDie(storage.putFile(thumbnailKey, prepared.thumbnailPath!, "image/webp"))
+          return yield* save(teamId, {
+            id,
+            teamId,
+            folderId: details.fields.folderId ?? null,
+            name: details.fields.name ?? details.fileName ?? `${file.sniffed.kind}.${prepared.extension}`,
+            kind: file.sniffed.kind,
+            contentType: prepared.contentType,
+            size: prepared.size,
+            storedBytes: prepared.size + prepared.thumbnailSize,
+            sha256: file.sha256,
+            width: prepared.width,
+            height: prepared.height,
+            altText: details.fields.altText ?? null,
+            storageKey,
+            thumbnailKey
+          })
+        }).pipe(Effect.onExit((exit) => Exit.isSuccess(exit) && exit.value.created ? Effect.void : discard(keys)))
+        return { created: saved.created, asset: withUrls(saved.asset) } satisfies Uploaded
+      })
+
+    /**
+     * A multipart upload: the caller's right to write is checked before a byte is read, the file spooled to
+     * a temporary folder as it arrives, its type sniffed, then ingested.
      */
     const upload = (teamId: TeamId, parts: Stream.Stream<Multipart.Part, Multipart.MultipartError>) =>
       authorize(policy.canWrite(teamId, { lock: false }))(() =>
         Effect.gen(function*() {
           const dir = yield* scopedUploadDir
           const form = yield* readUploadForm(parts, Path.join(dir, "upload"), settings)
-          const known = yield* repo.findBySha256(teamId, form.file.sha256)
-          if (Option.isSome(known)) return { created: false, asset: withUrls(known.value) } satisfies Uploaded
-          const prepared = yield* prepare(form.file.path, form.file.sniffed, settings.maxImagePixels).pipe(
-            Effect.catchTag("ImageRefused", ({ reason }) =>
-              Effect.fail(
-                reason === "too_many_pixels"
-                  ? new PayloadTooLarge({ message: `The image has more than ${settings.maxImagePixels} pixels` })
-                  : unsupported
-              ))
-          )
-          const id = randomUUID() as AssetId
-          const storageKey = `assets/${teamId}/${id}/original.${prepared.extension}`
-          const thumbnailKey = prepared.thumbnailPath === null ? null : `assets/${teamId}/${id}/thumbnail.webp`
-          const keys = [storageKey, ...(thumbnailKey === null ? [] : [thumbnailKey])]
-          yield* garbage.reserve(keys, uploadGraceSeconds)
-          const saved = yield* Effect.gen(function*() {
-            yield* Effect.orDie(storage.putFile(storageKey, prepared.path, prepared.contentType))
-            if (thumbnailKey !== null) yield* Effect.orDie(storage.putFile(thumbnailKey, prepared.thumbnailPath!, "image/webp"))
-            return yield* save(teamId, {
-              id,
-              teamId,
-              folderId: form.fields.folderId ?? null,
-              name: form.fields.name ?? form.fileName ?? `${form.file.sniffed.kind}.${prepared.extension}`,
-              kind: form.file.sniffed.kind,
-              contentType: prepared.contentType,
-              size: prepared.size,
-              storedBytes: prepared.size + prepared.thumbnailSize,
-              sha256: form.file.sha256,
-              width: prepared.width,
-              height: prepared.height,
-              altText: form.fields.altText ?? null,
-              storageKey,
-              thumbnailKey
-            })
-          }).pipe(Effect.onExit((exit) => Exit.isSuccess(exit) && exit.value.created ? Effect.void : discard(keys)))
-          return { created: saved.created, asset: withUrls(saved.asset) } satisfies Uploaded
+          return yield* ingest(teamId, form.file, form)
         }).pipe(Effect.scoped))
 
-    return { list, get, update, remove, upload, withUrls } as const
+    return { list, get, update, remove, upload, ingest, withUrls } as const
   }),
   dependencies: [AssetsRepo.Default, AssetsPolicy.Default, Cursors.Default, MediaSettings.Default, UrlSigning.Default, StorageGarbage.Default]
 }) {}
