@@ -1,13 +1,16 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { integer, invalidUnless, oneOf, optional, strict, Timestamp, visibleText } from "./Fields.js"
-import { ApiKeyId, PostId, SocialAccountId, TeamId, UserId } from "./Ids.js"
+import { AltText } from "./Assets.js"
+import { ApiKeyId, AssetId, PostId, SocialAccountId, TeamId, UserId } from "./Ids.js"
 import { instantArbitrary, instantWithOffsetPattern, isInstantWithOffset } from "./Instants.js"
 import { ListEnvelope, listQueryFieldsSortedBy } from "./Lists.js"
 import { ProviderErrorCategory } from "./SocialAccounts.js"
 
 export const maxPostLength = 10_000
 export const maxTargetsPerPublish = 50
+/** More than any provider takes (Bluesky and Mastodon: 4); a provider's own limit is checked before sending. */
+export const maxMediaPerPost = 10
 
 export const PostContent = visibleText({
   // \s is what String.prototype.trim removes: a post of these alone is blank.
@@ -65,6 +68,29 @@ export const PostAuthor = Schema.Struct({
   apiKeyId: Schema.NullOr(ApiKeyId)
 }).annotations({ identifier: "PostAuthor", description: "Who created the post: a user, or an API key" })
 
+export const PostMedium = Schema.Struct({
+  assetId: AssetId,
+  altText: Schema.NullOr(Schema.String).annotations({
+    description: "The post's own alt text for it; null: the asset's alt text is sent"
+  })
+}).annotations({ identifier: "PostMedium", description: "An asset of the team sent with the post, in order" })
+export type PostMedium = typeof PostMedium.Type
+
+const PostMediumInput = Schema.Struct({
+  assetId: AssetId,
+  altText: optional(Schema.NullOr(AltText).annotations({ description: "Overrides the asset's alt text for this post" }))
+}).annotations({ ...strict, identifier: "PostMediumInput" })
+
+const media = optional(
+  Schema.Array(PostMediumInput).pipe(
+    Schema.filter((items) => items.length <= maxMediaPerPost, { jsonSchema: { maxItems: maxMediaPerPost } })
+  ).annotations({
+    description: `Images and videos of the team's library to send with it, in order: at most ${maxMediaPerPost}, each ` +
+      "once; each provider's own limits (Bluesky: 4 images; Mastodon: the instance's) are checked before sending",
+    ...invalidUnless(`must be at most ${maxMediaPerPost} media, each { assetId, altText? }`)
+  })
+)
+
 export const Post = Schema.Struct({
   id: PostId,
   teamId: TeamId,
@@ -80,6 +106,7 @@ export const Post = Schema.Struct({
   linkTracking: Schema.NullOr(Schema.Boolean).annotations({
     description: "Whether its links are tracked: the post's own choice, or null for the team's linkTrackingDefault"
   }),
+  media: Schema.Array(PostMedium),
   createdBy: PostAuthor,
   createdAt: Timestamp,
   updatedAt: Timestamp
@@ -94,14 +121,16 @@ const linkTracking = optional(Schema.NullOr(Schema.Boolean).annotations({
 export const CreatePost = Schema.Struct({
   content: PostContent,
   linkTracking,
-  socialAccountIds: optional(accountIds(0, "The accounts it is meant for: accounts of the team"))
+  socialAccountIds: optional(accountIds(0, "The accounts it is meant for: accounts of the team")),
+  media
 }).annotations({ ...strict, identifier: "CreatePost" })
 export type CreatePost = typeof CreatePost.Type
 
 export const UpdatePost = Schema.Struct({
   content: optional(PostContent),
   linkTracking,
-  socialAccountIds: optional(accountIds(0, "The accounts it is meant for: accounts of the team"))
+  socialAccountIds: optional(accountIds(0, "The accounts it is meant for: accounts of the team")),
+  media
 }).annotations({ ...strict, identifier: "UpdatePost" })
 export type UpdatePost = typeof UpdatePost.Type
 

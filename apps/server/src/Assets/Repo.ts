@@ -138,7 +138,24 @@ export class AssetsRepo extends Effect.Service<AssetsRepo>()("AssetsRepo", {
       )
     }
 
-    /** Deletes the asset; its objects go to the storage garbage by trigger, in the same transaction. */
+    /**
+     * Locks the asset for deleting and answers the status of a post that is not a draft and carries it, if
+     * any: a publish holds its assets (FOR KEY SHARE) from its check to its end, so either it waits for the
+     * delete and finds the asset gone, or the delete waits for it and finds the post.
+     */
+    const lockUnlessCarried = (teamId: TeamId, id: AssetId) =>
+      Effect.gen(function*() {
+        const locked = yield* sql`SELECT 1 FROM assets WHERE team_id = ${teamId} AND id = ${id} FOR UPDATE`
+        if (locked.length === 0) return Option.none<{ readonly carriedBy: Option.Option<string> }>()
+        const [post] = yield* sql<{ readonly status: string }>`SELECT p.status FROM post_media pm JOIN posts p ON p.id = pm.post_id
+          WHERE pm.asset_id = ${id} AND p.status <> 'draft' LIMIT 1`
+        return Option.some({ carriedBy: Option.fromNullable(post?.status) })
+      }).pipe(Effect.orDie, policyRequire("Asset", "write"))
+
+    /**
+     * Deletes the asset, and takes it out of the drafts that carry it; its objects go to the storage garbage
+     * by trigger, in the same transaction.
+     */
     const remove = (teamId: TeamId, id: AssetId) =>
       sql<StoredAsset>`DELETE FROM assets a WHERE a.team_id = ${teamId} AND a.id = ${id} RETURNING ${columns}`.pipe(
         Effect.map(one),
@@ -146,6 +163,6 @@ export class AssetsRepo extends Effect.Service<AssetsRepo>()("AssetsRepo", {
         policyRequire("Asset", "write")
       )
 
-    return { list, find, findForDownload, findBySha256, lockStorageOf, holdFolder, insert, update, remove } as const
+    return { list, find, findForDownload, findBySha256, lockStorageOf, holdFolder, insert, update, lockUnlessCarried, remove } as const
   })
 }) {}

@@ -3,6 +3,7 @@ import {
   type Asset,
   type AssetId,
   type AssetListQuery,
+  Conflict,
   NotFound,
   PayloadTooLarge,
   QuotaExceeded,
@@ -94,9 +95,19 @@ export class Assets extends Effect.Service<Assets>()("Assets", {
           return yield* Effect.flatMap(repo.update(teamId, id, changes), found(id))
         })).pipe(transactionally)
 
+    /** 409 while a post that is not a draft carries it: scheduled and publishing posts send it, published ones show it. */
     const remove = (teamId: TeamId, id: AssetId) =>
-      authorize(policy.canWrite(teamId, { lock: true }))(() => Effect.flatMap(repo.remove(teamId, id), found(id)))
-        .pipe(transactionally)
+      authorize(policy.canWrite(teamId, { lock: true }))(() =>
+        Effect.gen(function*() {
+          const locked = yield* repo.lockUnlessCarried(teamId, id)
+          if (Option.isNone(locked)) return yield* assetNotFound(id)
+          if (Option.isSome(locked.value.carriedBy)) {
+            return yield* new Conflict({
+              message: `Asset ${id} is carried by a ${locked.value.carriedBy.value.replace("_", " ")} post: only assets of drafts, or of no post, can be deleted`
+            })
+          }
+          return yield* Effect.flatMap(repo.remove(teamId, id), found(id))
+        })).pipe(transactionally)
 
     /**
      * Saves an upload whose objects are stored: in one transaction with the caller's permission, the quota

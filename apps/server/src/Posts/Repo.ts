@@ -1,6 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import type {
   ApiKeyId,
+  AssetId,
+  CreatePost,
   Post,
   PostId,
   PostListQuery,
@@ -14,8 +16,19 @@ import { Effect, Option } from "effect"
 import { policyRequire } from "../Access/Authorization.js"
 import { isoUtc, selectFields } from "../Database/Columns.js"
 import { type PageRequest, paginate } from "../Pagination/Keyset.js"
+import type { MediaFacts } from "../Providers/SocialProvider.js"
 
 type PostSortField = NonNullable<PostListQuery["sortBy"]>
+
+/** A medium of a post as a provider checks and receives it. */
+export interface PostMediumFacts extends MediaFacts {
+  readonly assetId: AssetId
+  readonly teamId: TeamId
+  readonly sha256: string
+  readonly storageKey: string
+}
+
+type PostMediumInput = NonNullable<CreatePost["media"]>[number]
 
 /** Who writes a post: a user, or an API key. */
 export type Author = { readonly userId: UserId } | { readonly apiKeyId: ApiKeyId }
@@ -47,6 +60,8 @@ export class PostsRepo extends Effect.Service<PostsRepo>()("PostsRepo", {
       scheduledAt: isoUtc("p.scheduled_at"),
       waitingUntil: isoUtc("CASE WHEN p.status IN ('scheduled', 'publishing') THEN p.waiting_until END"),
       linkTracking: "p.link_tracking",
+      media: `coalesce((SELECT json_agg(json_build_object('assetId', pm.asset_id, 'altText', pm.alt_text) ORDER BY pm.position)
+        FROM post_media pm WHERE pm.post_id = p.id), '[]'::json)`,
       createdBy: "json_build_object('userId', p.created_by_user_id, 'apiKeyId', p.created_by_api_key_id)",
       createdAt: isoUtc("p.created_at"),
       updatedAt: isoUtc("p.updated_at")
@@ -130,6 +145,39 @@ export class PostsRepo extends Effect.Service<PostsRepo>()("PostsRepo", {
         policyRequire("Post", "write")
       )
 
-    return { list, find, lockForPublishing, insert, updateDraft, deleteDraft, columns } as const
+    /** The ids among these that are assets of the team, each kept from being deleted until the transaction ends. */
+    const holdAssets = (teamId: TeamId, ids: ReadonlyArray<string>) =>
+      sql<{ readonly id: string }>`SELECT id FROM assets WHERE team_id = ${teamId}
+          AND id IN (SELECT value::uuid FROM jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb)) FOR KEY SHARE`.pipe(
+        Effect.map((rows) => new Set(rows.map((row) => row.id))),
+        Effect.orDie,
+        policyRequire("Post", "write")
+      )
+
+    /** Replaces the post's media with these, in order. */
+    const setMedia = (teamId: TeamId, id: PostId, media: ReadonlyArray<PostMediumInput>) =>
+      Effect.gen(function*() {
+        yield* sql`DELETE FROM post_media WHERE post_id = ${id}`
+        if (media.length === 0) return
+        const rows = JSON.stringify(
+          media.map((medium, index) => ({ position: index + 1, asset_id: medium.assetId, alt_text: medium.altText ?? null }))
+        )
+        yield* sql`INSERT INTO post_media (post_id, position, team_id, asset_id, alt_text)
+          SELECT ${id}, m.position, ${teamId}, m.asset_id, m.alt_text
+          FROM jsonb_to_recordset(${rows}::jsonb) AS m (position smallint, asset_id uuid, alt_text text)`
+      }).pipe(Effect.orDie, policyRequire("Post", "write"))
+
+    /**
+     * The post's media as they are sent, in order, with the post's alt text else the asset's; with `lock`, each
+     * asset kept from being deleted until the transaction ends.
+     */
+    const mediaFor = (postId: PostId, options: { readonly lock: boolean }) =>
+      sql<PostMediumFacts>`SELECT a.id AS "assetId", a.team_id AS "teamId", a.kind, a.content_type AS "contentType",
+          a.size::float8 AS size, a.width, a.height, coalesce(pm.alt_text, a.alt_text) AS "altText", a.sha256,
+          a.storage_key AS "storageKey"
+        FROM post_media pm JOIN assets a ON a.id = pm.asset_id WHERE pm.post_id = ${postId} ORDER BY pm.position
+        ${sql.literal(options.lock ? "FOR KEY SHARE OF a" : "")}`.pipe(Effect.orDie, policyRequire("Post", "publish"))
+
+    return { list, find, lockForPublishing, insert, updateDraft, deleteDraft, holdAssets, setMedia, mediaFor, columns } as const
   })
 }) {}

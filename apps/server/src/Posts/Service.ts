@@ -1,9 +1,11 @@
 import {
+  BadRequest,
   Caller,
   Conflict,
   type CreatePost,
   CurrentCaller,
   NotFound,
+  type Post,
   type PostId,
   type PostListQuery,
   type SocialAccountId,
@@ -16,6 +18,7 @@ import { transactionally } from "../Database/Transaction.js"
 import { Cursors } from "../Pagination/Cursor.js"
 import { pageRequest } from "../Pagination/Keyset.js"
 import { SocialAccountsRepo } from "../SocialAccounts/Repo.js"
+import { assetNotFound } from "../Assets/Service.js"
 import { PostsPolicy } from "./Policy.js"
 import { type Author, PostsRepo } from "./Repo.js"
 
@@ -25,6 +28,8 @@ export const accountNotFound = (id: SocialAccountId) => new NotFound({ message: 
 
 const notADraft = (id: PostId) =>
   new Conflict({ message: `Post ${id} has been sent: only a draft can be changed or deleted` })
+
+type PostMedia = NonNullable<CreatePost["media"]>
 
 const authorOf = Caller.$match({
   User: ({ user }): Author => ({ userId: user.id }),
@@ -61,11 +66,31 @@ export class Posts extends Effect.Service<Posts>()("Posts", {
         return missing === undefined ? Effect.void : accountNotFound(missing)
       })
 
-    const create = (teamId: TeamId, { content, linkTracking = null, socialAccountIds = [] }: CreatePost) =>
+    /** Every asset must be the team's (404 naming the first that is not), and each given once (400). */
+    const requireAssets = (teamId: TeamId, media: PostMedia) =>
+      Effect.gen(function*() {
+        const ids = media.map((medium) => medium.assetId)
+        const repeated = ids.find((id, index) => ids.indexOf(id) !== index)
+        if (repeated !== undefined) return yield* new BadRequest({ message: `Asset ${repeated} is given more than once in media` })
+        const found = yield* repo.holdAssets(teamId, ids)
+        const missing = ids.find((id) => !found.has(id))
+        if (missing !== undefined) return yield* assetNotFound(missing)
+      })
+
+    /** The post as saved with these media: the row's own answer was read before they were. */
+    const withMedia = (teamId: TeamId, post: Post, media: PostMedia | undefined) =>
+      media === undefined ? Effect.succeed(post) : Effect.as(
+        repo.setMedia(teamId, post.id, media),
+        { ...post, media: media.map((medium) => ({ assetId: medium.assetId, altText: medium.altText ?? null })) }
+      )
+
+    const create = (teamId: TeamId, { content, linkTracking = null, media, socialAccountIds = [] }: CreatePost) =>
       authorize(policy.canWrite(teamId, { lock: true }))(() =>
         Effect.gen(function*() {
           yield* requireAccounts(teamId, socialAccountIds)
-          return yield* repo.insert(teamId, authorOf(yield* CurrentCaller), { content, socialAccountIds, linkTracking })
+          if (media !== undefined) yield* requireAssets(teamId, media)
+          const post = yield* repo.insert(teamId, authorOf(yield* CurrentCaller), { content, socialAccountIds, linkTracking })
+          return yield* withMedia(teamId, post, media)
         })).pipe(transactionally)
 
     /** A change of a draft; `change` answers none when the post is missing or no longer a draft. */
@@ -82,7 +107,9 @@ export class Posts extends Effect.Service<Posts>()("Posts", {
       authorize(policy.canWrite(teamId, { lock: true }))(() =>
         Effect.gen(function*() {
           if (changes.socialAccountIds !== undefined) yield* requireAccounts(teamId, changes.socialAccountIds)
-          return yield* ofDraft(teamId, id, repo.updateDraft(teamId, id, changes))
+          if (changes.media !== undefined) yield* requireAssets(teamId, changes.media)
+          const post = yield* ofDraft(teamId, id, repo.updateDraft(teamId, id, changes))
+          return yield* withMedia(teamId, post, changes.media)
         })).pipe(transactionally)
 
     const remove = (teamId: TeamId, id: PostId) =>

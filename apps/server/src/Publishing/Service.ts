@@ -12,19 +12,26 @@ import {
   type TeamId
 } from "@postline/domain"
 import { Duration, Effect, Fiber, Option } from "effect"
+import { openAsBlob } from "node:fs"
+import * as Path from "node:path"
 import { authorize } from "../Access/Authorization.js"
+import { scopedUploadDir } from "../Assets/Service.js"
+import { MediaSettings } from "../Assets/Settings.js"
+import { UrlSigning } from "../Assets/Signing.js"
+import { MediaStorage } from "../Assets/Storage.js"
 import { CreditCosts } from "../Credits/Costs.js"
 import { CreditsPolicy } from "../Credits/Policy.js"
 import { CreditsRepo, type Hold } from "../Credits/Repo.js"
 import { transactionally } from "../Database/Transaction.js"
 import { Links } from "../Links/Service.js"
 import { PostsPolicy } from "../Posts/Policy.js"
-import { PostsRepo } from "../Posts/Repo.js"
+import { type PostMediumFacts, PostsRepo } from "../Posts/Repo.js"
 import { accountNotFound, postNotFound } from "../Posts/Service.js"
 import { credentialsFromJson } from "../Providers/Credentials.js"
 import { CredentialsCipher } from "../Providers/CredentialsCipher.js"
 import { SocialProviders } from "../Providers/Registry.js"
-import type { ProviderError } from "../Providers/SocialProvider.js"
+import type { ProviderName } from "../Providers/Credentials.js"
+import { ProviderError, type PublishMedia } from "../Providers/SocialProvider.js"
 import { type PublishingAccount, SocialAccountsRepo } from "../SocialAccounts/Repo.js"
 import { type AttemptToSend, type AttemptOutcome, PublishingRepo, type TargetResult } from "./Repo.js"
 import { PublishSettings } from "./Settings.js"
@@ -39,6 +46,7 @@ export interface Sending {
   readonly organizationId: OrganizationId
   readonly postId: PostId
   readonly content: string
+  readonly media: ReadonlyArray<PostMediumFacts>
   readonly account: PublishingAccount
   readonly attempt: number
   /** Which attempt of its publish it is: 1 for the first. */
@@ -87,6 +95,9 @@ const gaveUp = (error: PublishError, attempts: number): PublishError => ({
   retryable: false
 })
 
+// Links to a post's media outlive any retry of its sends, so that a webhook's receiver may fetch them later.
+const publishedMediaUrlSeconds = 7 * 24 * 3600
+
 /** 1, 2, 4 … seconds, at most a minute: how long to wait before the next attempt after a transient failure. */
 const backoffSeconds = (ordinal: number) => Math.min(60, 2 ** (ordinal - 1))
 
@@ -122,6 +133,9 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
     const creditsPolicy = yield* CreditsPolicy
     const links = yield* Links
     const settings = yield* PublishSettings
+    const storage = yield* MediaStorage
+    const signing = yield* UrlSigning
+    const mediaSettings = yield* MediaSettings
     // A post-now's sends run in this scope, not in its request: once credits are held, a client that goes away
     // stops nothing.
     const scope = yield* Effect.scope
@@ -134,8 +148,8 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
         return missing === undefined ? Effect.succeed(ids.map((id) => byId.get(id)!)) : accountNotFound(missing)
       })
 
-    /** What the provider would say before anything is sent: an account to reconnect, or a text it refuses. */
-    const check = (content: string) => (account: PublishingAccount): Check => {
+    /** What the provider would say before anything is sent: an account to reconnect, or a text or media it refuses. */
+    const check = (content: string, media: ReadonlyArray<PostMediumFacts>) => (account: PublishingAccount): Check => {
       if (account.status === "reconnect_required") {
         return {
           _tag: "Refused",
@@ -143,7 +157,15 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
           error: { category: "auth", message: "The account needs reconnecting: update its credentials", retryable: false }
         }
       }
-      const problems = providers.get(account.provider).validate(content, account.contentLimits)
+      const provider = providers.get(account.provider)
+      const problems = [
+        ...provider.validate(content, account.contentLimits),
+        ...provider.validateMedia(media, account.contentLimits),
+        // A webhook gets its media as links, which its receiver must be able to follow.
+        ...(account.provider === "webhook" && media.length > 0 && mediaSettings.base === null
+          ? [{ code: "media" as const, message: "A webhook gets media as links: the server needs a PUBLIC_URL to send them" }]
+          : [])
+      ]
       return problems.length > 0
         ? {
           _tag: "Refused",
@@ -154,12 +176,12 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
     }
 
     /** The provider's answer to one send, within the timeout, which cuts the send short and leaves it in doubt. */
-    const send = ({ account, content, postId }: Sending): Effect.Effect<SendOutcome> =>
+    const send = ({ account, content, media, postId }: Sending): Effect.Effect<SendOutcome> =>
       Effect.flatMap(cipher.decrypt(account.ciphertext), (json) => Effect.orDie(credentialsFromJson(json))).pipe(
         Effect.flatMap((credentials) =>
           providers.publish(
             { id: account.id, credentials },
-            { postId, text: content, idempotencyKey: `${postId}:${account.id}`, media: [] }
+            { postId, text: content, idempotencyKey: `${postId}:${account.id}`, media: publishMedia(account.provider, media) }
           )
         ),
         Effect.map((published): SendOutcome => ({ _tag: "Published", published })),
@@ -196,6 +218,34 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
           })
         })
       )
+
+    /**
+     * The media as a provider receives them: links signed for a week, and each file copied from storage to a
+     * temporary file when the provider opens it, read from there as a Blob and removed when it is done.
+     */
+    const publishMedia = (provider: ProviderName, media: ReadonlyArray<PostMediumFacts>): ReadonlyArray<PublishMedia> => {
+      const expiresAt = new Date(Date.now() + publishedMediaUrlSeconds * 1000)
+      return media.map(({ storageKey, teamId, ...facts }) => {
+        const signed = signing.sign(teamId, facts.assetId, "original", expiresAt)
+        return {
+          ...facts,
+          url: signed.url,
+          urlExpiresAt: signed.expiresAt.toISOString(),
+          open: Effect.gen(function*() {
+            const path = Path.join(yield* scopedUploadDir, "medium")
+            yield* storage.copyToFile(storageKey, path)
+            return yield* Effect.promise(() => openAsBlob(path, { type: facts.contentType }))
+          }).pipe(Effect.mapError((error) =>
+            new ProviderError({
+              provider,
+              category: "transient",
+              retryable: true,
+              providerMessage: `Postline could not read the post's media from its storage: ${error.message}`
+            })
+          ))
+        }
+      })
+    }
 
     /**
      * Sends one target and records what became of it: the attempt, the target,
@@ -261,7 +311,8 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
         }
         // The text as checked when the post was sent or scheduled: its links tracked with the codes made then.
         const content = yield* links.linksFor({ id: postId, teamId, content: target.content, linkTracking: target.linkTracking })
-        return yield* publishTarget({ organizationId, postId, content, account, attempt, ordinal, hold }, options)
+        const media = yield* posts.mediaFor(postId, { lock: false })
+        return yield* publishTarget({ organizationId, postId, content, media, account, attempt, ordinal, hold }, options)
       })
 
     /** `sendTo` the target's account, read now. */
@@ -310,7 +361,8 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
           }
           // Providers check and receive the text as sent: with its links tracked, the short links.
           const text = yield* links.linksFor({ ...post, id: postId, teamId })
-          const checks = chosen.map(check(text))
+          const media = yield* posts.mediaFor(postId, { lock: true })
+          const checks = chosen.map(check(text, media))
           const toSend = checks.filter((checked) => checked._tag === "Send")
           const holds = toSend.map((checked): Hold => ({ postId, socialAccountId: checked.account.id, amount: checked.credits }))
           yield* credits.reserve(team.organizationId, holds)
@@ -328,6 +380,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
               organizationId: team.organizationId,
               postId,
               content: text,
+              media,
               account: checked.account,
               ...started,
               hold: holds[index]
@@ -386,7 +439,8 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
           if (post === undefined) return yield* postNotFound(postId)
           const chosen = yield* authorize(policy.canPublish(teamId, { lock: false }))(() => accountsOf(teamId, socialAccountIds))
           const text = links.preview(post.content, post.linkTracking ?? team.linkTrackingDefault)
-          const perAccount = chosen.map(check(text)).map((checked) => ({
+          const media = yield* authorize(policy.canPublish(teamId, { lock: false }))(() => posts.mediaFor(postId, { lock: false }))
+          const perAccount = chosen.map(check(text, media)).map((checked) => ({
             socialAccountId: checked.account.id,
             credits: checked._tag === "Send" ? checked.credits : 0
           }))
@@ -407,6 +461,8 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
     PublishSettings.Default,
     PostsPolicy.Default,
     CreditsPolicy.Default,
-    Links.Default
+    Links.Default,
+    UrlSigning.Default,
+    MediaSettings.Default
   ]
 }) {}

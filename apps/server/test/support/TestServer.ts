@@ -31,11 +31,11 @@ export const makeTestServer = (
   storage: Layer.Layer<MediaStorage> = freshTestStorage("filesystem")
 ) =>
   makeHttpLive({ accessLog: false }).pipe(
-    Layer.provideMerge(Layer.provideMerge(StorageSweepLive, storage)),
     Layer.provideMerge(NodeHttpServer.layerTest),
     Layer.provideMerge(UsersRepo.Default),
     // The scheduler runs in this process, as on the embedded database.
     Layer.provideMerge(SchedulerLive.pipe(Layer.provide(Layer.succeed(SoleProcess, true)))),
+    Layer.provideMerge(Layer.provideMerge(StorageSweepLive, storage)),
     Layer.provide(providers),
     Layer.provideMerge(TestCipher),
     Layer.provideMerge(TestDatabase),

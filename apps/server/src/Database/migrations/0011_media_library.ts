@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 
 /**
- * The media library: a tree of folders per team and the assets in it. Each organization's stored bytes are
+ * The media library: a tree of folders per team, the assets in it, and the media of posts. Each organization's stored bytes are
  * kept on its row by trigger, so that an upload checks its quota on one locked row. Objects in storage
  * that nothing will use any more wait in `storage_garbage` until a sweep removes them: those of a deleted
  * asset (by trigger, however the row went: its team's deletion too) and those of an upload that never
@@ -45,12 +45,26 @@ export default Effect.gen(function*() {
       created_at timestamptz(3) NOT NULL DEFAULT now(),
       updated_at timestamptz(3) NOT NULL DEFAULT now(),
       UNIQUE (team_id, sha256),
+      UNIQUE (team_id, id),
       FOREIGN KEY (team_id, folder_id) REFERENCES folders (team_id, id)
     )`
   yield* sql`CREATE INDEX assets_team_created_at ON assets (team_id, created_at, id)`
   yield* sql`CREATE INDEX assets_team_updated_at ON assets (team_id, updated_at, id)`
   yield* sql`CREATE INDEX assets_team_name ON assets (team_id, name, id)`
   yield* sql`CREATE INDEX assets_folder ON assets (folder_id)`
+  // A post's media, in order, each an asset of the post's own team; the post's alt text overrides the asset's.
+  yield* sql`
+    CREATE TABLE post_media (
+      post_id uuid NOT NULL REFERENCES posts (id) ON DELETE CASCADE,
+      position smallint NOT NULL,
+      team_id uuid NOT NULL,
+      asset_id uuid NOT NULL,
+      alt_text text,
+      PRIMARY KEY (post_id, position),
+      UNIQUE (post_id, asset_id),
+      FOREIGN KEY (team_id, asset_id) REFERENCES assets (team_id, id) ON DELETE CASCADE
+    )`
+  yield* sql`CREATE INDEX post_media_asset ON post_media (asset_id)`
   yield* sql`
     CREATE TABLE storage_garbage (
       key text PRIMARY KEY,
