@@ -7,7 +7,7 @@ import { makeMastodonFake } from "./support/MastodonFake.js"
 import { makeWebhookReceiver, publishingTeam } from "./support/Publishing.js"
 import { raw, signUp, TestServer } from "./support/TestServer.js"
 
-const postFields = ["content", "createdAt", "createdBy", "id", "linkTracking", "scheduledAt", "socialAccountIds", "status", "targets", "teamId", "updatedAt", "waitingUntil"]
+const postFields = ["content", "createdAt", "createdBy", "id", "linkTracking", "media", "scheduledAt", "socialAccountIds", "status", "targets", "teamId", "updatedAt", "waitingUntil"]
 const targetFields = ["creditsSpent", "error", "externalId", "publishedAt", "socialAccountId", "status", "url"]
 
 const ledgerOf = (organizationId: string) =>
@@ -32,6 +32,7 @@ layer(Layer.merge(TestServer, BlueskyNetwork.layer()), { excludeTestServices: tr
           status: "draft",
           socialAccountIds: [hook.id],
           targets: [],
+          media: [],
           createdBy: { userId: admin.user.id, apiKeyId: null }
         })
         const changed = yield* call("PATCH", `/posts/${created.body.id}`, { content: "Hello again", socialAccountIds: [] })
