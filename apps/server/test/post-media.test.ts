@@ -173,3 +173,21 @@ layer(Server, { excludeTestServices: true })("posts carry media", (it) => {
       expect(payload.data.media.map((medium) => medium.assetId)).toEqual([assets[1].id, assets[0].id])
     }), { timeout: 60_000 })
 })
+
+const WithoutPublicUrl = makeTestServer(Logger.minimumLogLevel(LogLevel.Warning))
+
+layer(WithoutPublicUrl, { excludeTestServices: true })("posts carry media, on a server without PUBLIC_URL", (it) => {
+  it.scoped("a webhook, which gets media as links, fails at once with invalid_content: nothing is sent", () =>
+    Effect.gen(function*() {
+      const receiver = yield* makeWebhookReceiver
+      const { assets, call, connect, postNow } = yield* teamWithImages(1)
+      const hook = yield* connect({ provider: "webhook", url: `${receiver.url}/hooks` })
+      const post = (yield* call("POST", "/posts", { content: "Linked", media: [{ assetId: assets[0].id }] })).body
+      const answer = yield* postNow(post.id, [hook.id])
+      expect(answer.body.results[0]).toMatchObject({
+        status: "failed",
+        error: { category: "invalid_content", message: expect.stringContaining("PUBLIC_URL"), retryable: false }
+      })
+      expect(receiver.received).toEqual([])
+    }))
+})

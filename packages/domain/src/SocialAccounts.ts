@@ -95,7 +95,7 @@ export const ConnectMastodon = Schema.Struct({
   instanceUrl: address("The instance, e.g. `https://mastodon.social`"),
   accessToken: secret(
     /^[\x21-\x7E]{1,1024}$/,
-    "An access token with the read:accounts and write:statuses scopes",
+    "An access token with the read:accounts, write:statuses and write:media scopes (write:media to send images and videos)",
     "must be an access token: 1 to 1024 printable ASCII characters"
   )
 }).annotations({ ...strict, identifier: "ConnectMastodon" })
