@@ -7,7 +7,7 @@ import { StorageGarbage } from "../src/Assets/Garbage.js"
 import { MediaStorage } from "../src/Assets/Storage.js"
 import { download, jpegWithGps, noisyPng, upload } from "./support/Media.js"
 import { makeTestServer, raw, signUp } from "./support/TestServer.js"
-import { freshTestStorage, testStorageKinds } from "./support/TestStorage.js"
+import { freshTestStorage, s3TestSettings, testStorageKinds } from "./support/TestStorage.js"
 import { LocalProviders } from "./support/Providers.js"
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex")
@@ -335,3 +335,29 @@ layer(SmallQuotaServer, { excludeTestServices: true })("media limits", (it) => {
       expect(Number(rows[0].media)).toBeLessThanOrEqual(quota)
     }))
 })
+
+// A real S3 server that refuses the server's credentials: every write to it fails.
+if (testStorageKinds.includes("s3")) {
+  const RefusingStorageServer = makeTestServer(
+    Logger.minimumLogLevel(LogLevel.None),
+    LocalProviders,
+    freshTestStorage("s3", s3TestSettings("not-the-secret"))
+  )
+
+  layer(RefusingStorageServer, { excludeTestServices: true })("media storage that refuses writes", (it) => {
+    it.effect("an upload whose bytes cannot be stored leaves no asset, and its keys wait for the sweep", () =>
+      Effect.gen(function*() {
+        const { teamId, token } = yield* mediaTeam
+        const failed = yield* upload({ token, teamId, bytes: yield* noisyPng(20, 20) })
+        expect(failed).toMatchObject({ status: 500, body: { _tag: "InternalError" } })
+        const sql = yield* SqlClient.SqlClient
+        expect(yield* sql`SELECT 1 FROM assets WHERE team_id = ${teamId}`).toEqual([])
+        const [{ media_bytes }] = yield* sql<{ media_bytes: string }>`SELECT media_bytes FROM organizations o
+          JOIN teams t ON t.organization_id = o.id WHERE t.id = ${teamId}`
+        expect(Number(media_bytes)).toBe(0)
+        // Whatever part of the object reached the store, the sweep will remove it.
+        const reserved = yield* sql<{ key: string }>`SELECT key FROM storage_garbage WHERE key LIKE ${`assets/${teamId}/%`}`
+        expect(reserved.map(({ key }) => key.split("/").at(-1)).sort()).toEqual(["original.png", "thumbnail.webp"])
+      }))
+  })
+}
