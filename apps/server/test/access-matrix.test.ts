@@ -3,8 +3,10 @@ import { SqlClient } from "@effect/sql"
 import { PostlineApi } from "@postline/domain"
 import { ConfigProvider, Effect, Layer } from "effect"
 import { createHash, randomUUID } from "node:crypto"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { generateSecret, hashSecret } from "../src/Users/Secrets.js"
-import { noisyPng, serverUrl, upload } from "./support/Media.js"
+import { noisyPng, putUpload, serverUrl, upload } from "./support/Media.js"
 import { raw, TestServer } from "./support/TestServer.js"
 
 /**
@@ -12,6 +14,18 @@ import { raw, TestServer } from "./support/TestServer.js"
  * refused call changed nothing, and that no answer shows another
  * organization's data.
  */
+
+/** Files for imports to fetch, served on this machine, which the matrix's server may reach (OUTBOUND_ALLOW_PRIVATE). */
+const importable = new Map<string, Uint8Array>()
+const importSource = await new Promise<string>((resolve) => {
+  const server = createServer((request, response) => {
+    const bytes = importable.get(request.url ?? "")
+    if (bytes === undefined) response.writeHead(404).end()
+    else response.writeHead(200, { "content-type": "image/png" }).end(bytes)
+  })
+  server.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`))
+  server.unref()
+})
 
 const callers = [
   "owner",
@@ -133,6 +147,14 @@ const seedWorld = Effect.gen(function*() {
       VALUES (${assetId}, ${teamA}, ${organizationA}, ${null}, 'seeded.png', 'image', 'image/png', 100, 150,
         ${createHash("sha256").update(assetId).digest("hex")}, 8, 8, ${null},
         ${`assets/${teamA}/${assetId}/original.png`}, ${`assets/${teamA}/${assetId}/thumbnail.webp`})`
+    // A presigned upload whose bytes were PUT, ready to complete; another still waiting for its bytes.
+    const sentPng = yield* noisyPng(8, 8)
+    const sent = yield* raw({ method: "POST", path: `/v1/teams/${teamA}/assets/uploads`, token: admin.token, json: { size: sentPng.length } })
+    yield* putUpload(sent.body.url, sentPng)
+    const awaitingBytes = "sixteen bytes..."
+    const awaiting = yield* raw({ method: "POST", path: `/v1/teams/${teamA}/assets/uploads`, token: admin.token, json: { size: awaitingBytes.length } })
+    const importPath = `/${randomUUID()}.png`
+    importable.set(importPath, yield* noisyPng(8, 8))
     return {
       folderId: folder.body.id as string,
       assetId,
@@ -143,7 +165,11 @@ const seedWorld = Effect.gen(function*() {
       newcomerEmail: email,
       spareKeyId: spareKey.id,
       accountId: account.body.id as string,
-      postId: post.body.id as string
+      postId: post.body.id as string,
+      sentUploadId: sent.body.uploadId as string,
+      awaitingUploadUrl: awaiting.body.url as string,
+      awaitingBytes,
+      importUrl: `${importSource}${importPath}`
     }
   })
   return {
@@ -183,6 +209,8 @@ interface Call {
   readonly method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE"
   readonly path: string
   readonly json?: unknown
+  /** A body of raw bytes (as text) instead. */
+  readonly body?: string
   /** A multipart/form-data body instead: text fields, and files of bytes. */
   readonly form?: Readonly<Record<string, string | { readonly bytes: Uint8Array; readonly fileName: string; readonly type: string }>>
 }
@@ -333,6 +361,12 @@ const cases: ReadonlyArray<Case> = [
     statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
   { operation: "assets.deleteAsset", call: (w, t) => ({ method: "DELETE", path: `/v1/teams/${w.teamA}/assets/${t.assetId}` }),
     statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
+  { operation: "assets.createAssetUpload", call: (w) => ({ method: "POST", path: `/v1/teams/${w.teamA}/assets/uploads`, json: { size: 1000, name: "Large" } }),
+    statuses: [201, 201, 201, 404, 201, 404, 401, 401, 401] },
+  { operation: "assets.completeAssetUpload", call: (w, t) => ({ method: "POST", path: `/v1/teams/${w.teamA}/assets/uploads/${t.sentUploadId}/complete` }),
+    statuses: [201, 201, 201, 404, 201, 404, 401, 401, 401] },
+  { operation: "assets.importAsset", call: (w, t) => ({ method: "POST", path: `/v1/teams/${w.teamA}/assets/import`, json: { url: t.importUrl } }),
+    statuses: [201, 201, 201, 404, 201, 404, 401, 401, 401] },
   { operation: "assetUploads.uploadAsset", call: (w, t) => ({ method: "POST", path: `/v1/teams/${w.teamA}/assets`, form: { name: "Upload", file: { bytes: t.png, fileName: "upload.png", type: "image/png" } } }),
     statuses: [201, 201, 201, 404, 201, 404, 401, 401, 401] },
   // A signed download: the signature is the permission, so what it answers never depends on the bearer token sent with it.
@@ -344,6 +378,11 @@ const cases: ReadonlyArray<Case> = [
       const signed = new URL(w.storedAsset.url, "http://localhost")
       return { method: "GET", path: `/v1/teams/${w.teamB}/assets/${w.storedAsset.id}/content${signed.search}` }
     },
+    statuses: [403, 403, 403, 403, 403, 403, 403, 403, 403] },
+  // A presigned upload's PUT to this server: the signature is the permission, whatever bearer token comes with it.
+  { operation: "assetContent.putAssetUpload", call: (_w, t) => ({ method: "PUT", path: t.awaitingUploadUrl, body: t.awaitingBytes }),
+    statuses: [204, 204, 204, 204, 204, 204, 204, 204, 204] },
+  { operation: "assetContent.putAssetUpload", variant: "with a bad signature", call: (_w, t) => ({ method: "PUT", path: t.awaitingUploadUrl.replace(/signature=[\w-]+/, "signature=forged"), body: t.awaitingBytes }),
     statuses: [403, 403, 403, 403, 403, 403, 403, 403, 403] }
 ]
 
@@ -352,12 +391,15 @@ const operationsOfApi = Object.values(PostlineApi.groups).flatMap((group) =>
 )
 
 // The storage sweep changes storage_garbage in the background, whoever calls: here it sweeps once, at the start,
-// so that the objects of an asset one case deleted are not swept while a refused call is fingerprinted.
-const NoSweepDuringTests = Layer.setConfigProvider(
-  ConfigProvider.fromMap(new Map([["MEDIA_SWEEP_SECONDS", String(7 * 86_400)]])).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
+// so that the objects of an asset one case deleted are not swept while a refused call is fingerprinted. Imports
+// may reach this machine, where their files are served.
+const MatrixSettings = Layer.setConfigProvider(
+  ConfigProvider.fromMap(new Map([["MEDIA_SWEEP_SECONDS", String(7 * 86_400)], ["OUTBOUND_ALLOW_PRIVATE", "true"]])).pipe(
+    ConfigProvider.orElse(() => ConfigProvider.fromEnv())
+  )
 )
 
-layer(TestServer.pipe(Layer.provide(NoSweepDuringTests)), { excludeTestServices: true })("access matrix", (it) => {
+layer(TestServer.pipe(Layer.provide(MatrixSettings)), { excludeTestServices: true })("access matrix", (it) => {
   it("covers every endpoint of the API", () => {
     expect([...new Set(cases.map((c) => c.operation))].sort()).toEqual([...operationsOfApi].sort())
   })

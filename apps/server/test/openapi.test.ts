@@ -19,9 +19,11 @@ const contractErrors = {
   500: ["InternalError"]
 }
 
-/** Errors of the contract's statuses that one operation adds: the quota an upload may exceed. */
+/** Errors of the contract's statuses that one operation adds: the quota an upload or an import may exceed. */
 const operationErrors: Record<string, ReadonlyArray<string>> = {
-  "assetUploads.uploadAsset 409": ["QuotaExceeded"]
+  "assetUploads.uploadAsset 409": ["QuotaExceeded"],
+  "assets.completeAssetUpload 409": ["QuotaExceeded"],
+  "assets.importAsset 409": ["QuotaExceeded"]
 }
 
 const refsOf = (schema: any): Array<string> =>
@@ -42,9 +44,13 @@ describe("the OpenAPI document", () => {
         "apiKeys.listApiKeys GET /v1/organizations/{organizationId}/api-keys",
         "apiKeys.revokeApiKey DELETE /v1/organizations/{organizationId}/api-keys/{apiKeyId}",
         "assetContent.getAssetContent GET /v1/teams/{teamId}/assets/{assetId}/content",
+        "assetContent.putAssetUpload PUT /v1/uploads/{uploadId}",
         "assetUploads.uploadAsset POST /v1/teams/{teamId}/assets",
+        "assets.completeAssetUpload POST /v1/teams/{teamId}/assets/uploads/{uploadId}/complete",
+        "assets.createAssetUpload POST /v1/teams/{teamId}/assets/uploads",
         "assets.deleteAsset DELETE /v1/teams/{teamId}/assets/{assetId}",
         "assets.getAsset GET /v1/teams/{teamId}/assets/{assetId}",
+        "assets.importAsset POST /v1/teams/{teamId}/assets/import",
         "assets.listAssets GET /v1/teams/{teamId}/assets",
         "assets.updateAsset PATCH /v1/teams/{teamId}/assets/{assetId}",
         "auth.authorizationServerMetadata GET /.well-known/oauth-authorization-server",
@@ -92,9 +98,12 @@ describe("the OpenAPI document", () => {
       ])
   })
 
-  // The device login is how a caller gets a token, so it cannot ask for one; a signed download's signature is its permission.
+  // A signed download's or upload's signature is its permission.
+  const isSigned = (path: string) => path.endsWith("/content") || path.startsWith("/v1/uploads/")
+
+  // The device login is how a caller gets a token, so it cannot ask for one.
   const isOpen = (path: string) =>
-    path === "/health" || path.startsWith("/v1/auth/") || path.startsWith("/.well-known/") || path.endsWith("/content")
+    path === "/health" || path.startsWith("/v1/auth/") || path.startsWith("/.well-known/") || isSigned(path)
 
   it("declares bearerAuth as HTTP bearer and requires it everywhere but /health and the device login", () => {
     expect(spec.components.securitySchemes.bearerAuth).toMatchObject({ type: "http", scheme: "bearer" })
@@ -117,7 +126,7 @@ describe("the OpenAPI document", () => {
       for (const [status, tags] of Object.entries(contractErrors)) {
         const schema = operation.responses[status]?.content?.["application/json"]?.schema
         expect(schema, `${operation.operationId} ${status}`).toBeDefined()
-        const expected = [...tags, ...(isOpen(path) && status === "400" && !path.endsWith("/content") ? ["OAuthError"] : []),
+        const expected = [...tags, ...(isOpen(path) && status === "400" && !isSigned(path) ? ["OAuthError"] : []),
           ...(operationErrors[`${operation.operationId} ${status}`] ?? [])]
         expect(refsOf(schema).sort(), `${path} ${status}`).toEqual([...expected].sort())
       }
@@ -181,7 +190,9 @@ describe("the OpenAPI document", () => {
         "CreateApiKey",
         "SetAgentDefaults",
         "SetPostingSlots",
-        "PostingSlot"
+        "PostingSlot",
+        "CreateAssetUpload",
+        "ImportAsset"
       ]
     ) {
       expect(spec.components.schemas[name].additionalProperties, name).toBe(false)

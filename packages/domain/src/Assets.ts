@@ -1,9 +1,9 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Option, Schema } from "effect"
-import { Forbidden, NotFound, PayloadTooLarge, QuotaExceeded, UnsupportedMediaType } from "./Errors.js"
-import { codePoints, integer, invalidUnless, oneOf, optional, strict, Text, Timestamp, visibleText } from "./Fields.js"
+import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, QuotaExceeded, UnsupportedMediaType } from "./Errors.js"
+import { codePoints, integer, invalidUnless, oneOf, optional, strict, Text, Timestamp, visibleText, WebsiteUrl } from "./Fields.js"
 import { FolderName } from "./Folders.js"
-import { AssetId, FolderId, TeamId } from "./Ids.js"
+import { AssetId, FolderId, TeamId, Uuid } from "./Ids.js"
 import { ListEnvelope, listQueryFields } from "./Lists.js"
 
 export const AssetKind = oneOf("image", "video").annotations({ identifier: "AssetKind", description: "image or video" })
@@ -99,6 +99,74 @@ export const UploadAssetForm = HttpApiSchema.MultipartStream(
   { maxParts: Option.some(uploadFormLimits.maxParts), maxFieldSize: uploadFormLimits.maxFieldSize }
 )
 
+export const AssetUploadId = Uuid.pipe(Schema.brand("AssetUploadId")).annotations({
+  identifier: "AssetUploadId",
+  description: "Presigned upload UUID"
+})
+export type AssetUploadId = typeof AssetUploadId.Type
+
+const Sha256 = Schema.String.pipe(Schema.pattern(/^[0-9a-fA-F]{64}$/)).annotations({
+  identifier: "Sha256",
+  description: "Hex SHA-256 of the file (64 hexadecimal digits, any case)",
+  ...invalidUnless("must be 64 hexadecimal digits")
+})
+
+const uploadSizeDescription = "The file's exact size in bytes; more than MEDIA_MAX_VIDEO_BYTES (300 MB by default) gets 413"
+
+const UploadSize = Schema.Number.pipe(
+  Schema.filter((n) => Number.isSafeInteger(n) && n >= 1, {
+    jsonSchema: { type: "integer", minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: uploadSizeDescription }
+  })
+).annotations({ description: uploadSizeDescription, ...invalidUnless("must be a whole number of bytes, at least 1") })
+
+export const CreateAssetUpload = Schema.Struct({
+  size: UploadSize,
+  sha256: optional(Sha256.annotations({ description: "The file's hex SHA-256: when given, completing checks the bytes against it" })),
+  ...UploadAssetFields.fields,
+  name: optional(FolderName.annotations({ description: "Its name; by default its kind and type, e.g. image.png" }))
+}).annotations({ ...strict, identifier: "CreateAssetUpload" })
+export type CreateAssetUpload = typeof CreateAssetUpload.Type
+
+export const AssetUpload = Schema.Struct({
+  uploadId: AssetUploadId,
+  method: Schema.Literal("PUT").annotations({ description: "The method to send the file with" }),
+  url: Schema.String.annotations({
+    description: "Where to PUT the file's bytes, as the raw body, once: an S3 bucket's presigned URL, or this server's own " +
+      "signed URL (absolute when the server has a PUBLIC_URL, else a path on it); it needs no bearer token"
+  }),
+  headers: Schema.Record({ key: Schema.String, value: Schema.String }).annotations({
+    description: "Headers the PUT must carry as given (Content-Length: exactly `size` bytes)"
+  }),
+  expiresAt: Timestamp.annotations({ description: "When the URL stops working and the upload is forgotten unless completed" })
+}).annotations({
+  identifier: "AssetUpload",
+  description: "A presigned upload: PUT the bytes to `url` with `headers`, then complete it"
+})
+export type AssetUpload = typeof AssetUpload.Type
+
+export const ImportAsset = Schema.Struct({
+  url: WebsiteUrl.annotations({
+    description: "The file's https address on the public internet: fetched once, redirects not followed",
+    ...invalidUnless("must be an absolute http or https URL")
+  }),
+  ...UploadAssetFields.fields,
+  name: optional(FolderName.annotations({ description: "Its name; by default the last segment of the URL's path" }))
+}).annotations({ ...strict, identifier: "ImportAsset" })
+export type ImportAsset = typeof ImportAsset.Type
+
+export class BadGateway extends Schema.TaggedError<BadGateway>()(
+  "BadGateway",
+  { message: Schema.String },
+  HttpApiSchema.annotations({
+    status: 502,
+    description: "The address could not be fetched: it did not answer, answered too slowly, or answered an error status"
+  })
+) {}
+
+const teamPath = Schema.Struct({ teamId: TeamId })
+
+const uploadPath = Schema.Struct({ teamId: TeamId, uploadId: AssetUploadId })
+
 const assetPath = Schema.Struct({ teamId: TeamId, assetId: AssetId })
 
 export class AssetsGroup extends HttpApiGroup.make("assets")
@@ -134,6 +202,59 @@ export class AssetsGroup extends HttpApiGroup.make("assets")
         OpenApi.Description,
         "Answers the deleted asset; its bytes are removed from storage soon after. 409 `Conflict` while a scheduled or " +
           "publishing post carries it."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("createAssetUpload", "/v1/teams/:teamId/assets/uploads")
+      .setPath(teamPath)
+      .setPayload(CreateAssetUpload)
+      .addSuccess(AssetUpload, { status: 201 })
+      .addError(PayloadTooLarge)
+      .annotate(OpenApi.Summary, "Start a presigned upload")
+      .annotate(
+        OpenApi.Description,
+        "For large files: declare the file's exact `size` (and, to have its bytes checked, its `sha256`), then PUT the raw " +
+          "bytes to the answer's `url` with its `headers` (no bearer token: the URL is the permission; on S3 storage the " +
+          "bytes go straight to the bucket) and complete the upload before `expiresAt` (an hour). A size over " +
+          "MEDIA_MAX_VIDEO_BYTES gets 413 `PayloadTooLarge`, a folder the team does not have 404."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("completeAssetUpload", "/v1/teams/:teamId/assets/uploads/:uploadId/complete")
+      .setPath(uploadPath)
+      .addSuccess(Asset, { status: 201 })
+      .addSuccess(ExistingAsset, { status: 200 })
+      .addError(PayloadTooLarge)
+      .addError(UnsupportedMediaType)
+      .addError(QuotaExceeded)
+      .annotate(OpenApi.Summary, "Complete a presigned upload")
+      .annotate(
+        OpenApi.Description,
+        "Checks the bytes PUT to the upload's URL, then saves them as an asset, as an upload does (201, or 200 with the " +
+          "asset the team already had; 413, 415 and 409 `QuotaExceeded` alike). Bytes of another size than declared, or " +
+          "of another SHA-256, get 400 `BadRequest`; these, 413, 415 and a folder gone (404) spend the upload (start a new " +
+          "one). Nothing PUT yet, or a PUT still arriving, gets 409 `Conflict`; that and 409 `QuotaExceeded` leave the " +
+          "upload to complete again. An upload unknown, expired, of another team or already completed gets 404 " +
+          "`NotFound`: completing is done once."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("importAsset", "/v1/teams/:teamId/assets/import")
+      .setPath(teamPath)
+      .setPayload(ImportAsset)
+      .addSuccess(Asset, { status: 201 })
+      .addSuccess(ExistingAsset, { status: 200 })
+      .addError(PayloadTooLarge)
+      .addError(UnsupportedMediaType)
+      .addError(QuotaExceeded)
+      .addError(BadGateway)
+      .annotate(OpenApi.Summary, "Import an asset from a URL")
+      .annotate(
+        OpenApi.Description,
+        "The server fetches the file at `url` and saves it as an upload does (201, or 200 with the asset the team already " +
+          "had; 413 as soon as more bytes than its kind's limit arrive, 415, 409 `QuotaExceeded`). Only `https` addresses " +
+          "on the public internet are fetched, redirects are not followed: anything else gets 400 `BadRequest` saying why. " +
+          "An address that does not answer, answers too slowly (2 minutes) or answers an error status gets 502 `BadGateway`."
       )
   )
   .annotate(OpenApi.Title, "assets")
@@ -182,6 +303,11 @@ export const AssetContentQuery = Schema.Struct({
   signature: Schema.String.annotations({ description: "The server's signature of the path, variant and expiry" })
 })
 
+export const AssetUploadContentQuery = Schema.Struct({
+  expires: Schema.String.annotations({ description: "When the URL stops working, in Unix seconds, as signed" }),
+  signature: Schema.String.annotations({ description: "The server's signature of the upload and expiry" })
+})
+
 export class AssetContentGroup extends HttpApiGroup.make("assetContent")
   .add(
     HttpApiEndpoint.get("getAssetContent", "/v1/teams/:teamId/assets/:assetId/content")
@@ -199,6 +325,28 @@ export class AssetContentGroup extends HttpApiGroup.make("assetContent")
           "`Range: bytes=start-end` gets 206 with those bytes; the answer has the asset's own Content-Type."
       )
   )
+  .add(
+    HttpApiEndpoint.put("putAssetUpload", "/v1/uploads/:uploadId")
+      .setPath(Schema.Struct({ uploadId: AssetUploadId }))
+      .setUrlParams(AssetUploadContentQuery)
+      .setPayload(
+        Schema.Uint8ArrayFromSelf.pipe(HttpApiSchema.withEncoding({ kind: "Uint8Array", contentType: "application/octet-stream" }))
+          .annotations({ description: "The file's bytes, exactly as many as the upload declared" })
+      )
+      .addSuccess(HttpApiSchema.NoContent)
+      .addError(BadRequest)
+      .addError(Forbidden)
+      .addError(NotFound)
+      .addError(Conflict)
+      .annotate(OpenApi.Summary, "Send a presigned upload's bytes")
+      .annotate(
+        OpenApi.Description,
+        "The URL comes signed in a presigned upload's `url` when the server stores media in a folder: it needs no bearer " +
+          "token. The body is the file, streamed to storage, exactly the upload's `size` bytes (else 400 `BadRequest`; " +
+          "such a PUT may be sent again). Once one PUT has stored the bytes, another gets 409 `Conflict`. 403 `Forbidden` " +
+          "after the URL expires or when it was changed; 404 for an upload completed or forgotten."
+      )
+  )
   .annotate(OpenApi.Title, "asset content")
-  .annotate(OpenApi.Description, "Signed downloads of assets' bytes")
+  .annotate(OpenApi.Description, "Signed transfers of assets' bytes: downloads, and the one-time PUT of a presigned upload")
 {}

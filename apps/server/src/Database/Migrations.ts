@@ -11,6 +11,7 @@ import slotsAndLinks from "./migrations/0008_slots_and_links.js"
 import publishRecovery from "./migrations/0009_publish_recovery.js"
 import dueDispatch from "./migrations/0010_due_dispatch.js"
 import mediaLibrary from "./migrations/0011_media_library.js"
+import assetUploads from "./migrations/0012_asset_uploads.js"
 
 const run = Migrator.make({})
 
@@ -26,7 +27,8 @@ export const migrations = {
   "0008_slots_and_links": slotsAndLinks,
   "0009_publish_recovery": publishRecovery,
   "0010_due_dispatch": dueDispatch,
-  "0011_media_library": mediaLibrary
+  "0011_media_library": mediaLibrary,
+  "0012_asset_uploads": assetUploads
 }
 
 /** Runs `these` migrations that have not run yet: all of them, unless a test stops at an earlier schema. */

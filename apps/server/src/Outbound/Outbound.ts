@@ -1,4 +1,4 @@
-import { Config, Duration, Effect, Layer, Schema } from "effect"
+import { Config, Duration, Effect, Layer, Schema, type Scope, Stream } from "effect"
 import { lookup as dnsLookup } from "node:dns/promises"
 import type { LookupAddress, LookupOptions } from "node:dns"
 import { isIP } from "node:net"
@@ -36,6 +36,14 @@ export interface OutboundResponse {
   readonly statusText: string
   readonly headers: Headers
   readonly body: Uint8Array
+}
+
+/** An answer whose body is read as it arrives, for one larger than any cap worth holding (a media import). */
+export interface OutboundStream {
+  readonly status: number
+  readonly headers: Headers
+  /** The body; the call's total timeout runs until it ends. */
+  readonly body: Stream.Stream<Uint8Array, OutboundError>
 }
 
 const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true })
@@ -159,6 +167,36 @@ export class Outbound extends Effect.Service<Outbound>()("Outbound", {
         return Buffer.concat(chunks)
       }
 
+      // A thrown OutboundError as it was; anything else named after the host only (the caller's own abort passes as it came).
+      const failureOf = (error: unknown, url: URL, timedOut: boolean, aborted: boolean): unknown => {
+        const known = causes(error).find((cause) => cause instanceof OutboundError)
+        if (known) return known
+        if (timedOut) return new OutboundError({ reason: "timeout", message: `${url.host} did not answer within ${totalTimeoutMillis} ms` })
+        if (aborted) return error
+        const code = causes(error).map((cause) => (cause as { code?: unknown }).code).find((code) => typeof code === "string")
+        return new OutboundError({
+          reason: typeof code === "string" && code.includes("TIMEOUT") ? "timeout" : "network",
+          message: `${url.host} could not be reached (${code ?? (error as Error).message})`
+        })
+      }
+
+      /** The call through the checked agent, its answer's body unread; a redirect is refused. */
+      const dispatch = async (url: URL, request: Request, signal: AbortSignal): Promise<Response> => {
+        const response = await undiciFetch(url, {
+          method: request.method,
+          headers: [...request.headers],
+          body: request.body === null ? null : Buffer.from(await request.arrayBuffer()),
+          redirect: "manual",
+          dispatcher: agent,
+          signal
+        }) as unknown as Response
+        if (redirectStatuses.has(response.status)) {
+          await response.body?.cancel()
+          throw new OutboundError({ reason: "redirect", message: `${url.host} answered a redirect (${response.status}), which is not followed` })
+        }
+        return response
+      }
+
       const send = async (input: string | URL | Request, init?: RequestInit): Promise<OutboundResponse> => {
         const request = toRequest(input, init)
         const url = checkUrl(request.url)
@@ -166,34 +204,12 @@ export class Outbound extends Effect.Service<Outbound>()("Outbound", {
         // thousands of them in a burst of scheduled sends.
         const timeout = new AbortController()
         const timer = setTimeout(() => timeout.abort(), totalTimeoutMillis)
-        const signal = AbortSignal.any([request.signal, timeout.signal])
         try {
-          const response = await undiciFetch(url, {
-            method: request.method,
-            headers: [...request.headers],
-            body: request.body === null ? null : Buffer.from(await request.arrayBuffer()),
-            redirect: "manual",
-            dispatcher: agent,
-            signal
-          }) as unknown as Response
-          if (redirectStatuses.has(response.status)) {
-            await response.body?.cancel()
-            throw new OutboundError({ reason: "redirect", message: `${url.host} answered a redirect (${response.status}), which is not followed` })
-          }
+          const response = await dispatch(url, request, AbortSignal.any([request.signal, timeout.signal]))
           const body = await readCapped(response, url.host)
           return { status: response.status, statusText: response.statusText, headers: response.headers, body }
         } catch (error) {
-          const known = causes(error).find((cause) => cause instanceof OutboundError)
-          if (known) throw known
-          if (timeout.signal.aborted) {
-            throw new OutboundError({ reason: "timeout", message: `${url.host} did not answer within ${totalTimeoutMillis} ms` })
-          }
-          if (request.signal.aborted) throw error
-          const code = causes(error).map((cause) => (cause as { code?: unknown }).code).find((code) => typeof code === "string")
-          throw new OutboundError({
-            reason: typeof code === "string" && code.includes("TIMEOUT") ? "timeout" : "network",
-            message: `${url.host} could not be reached (${code ?? (error as Error).message})`
-          })
+          throw failureOf(error, url, timeout.signal.aborted, request.signal.aborted)
         } finally {
           clearTimeout(timer)
         }
@@ -215,6 +231,32 @@ export class Outbound extends Effect.Service<Outbound>()("Outbound", {
         /** One call; interrupting the effect aborts it. */
         request: (url: string, init: RequestInit = {}): Effect.Effect<OutboundResponse, OutboundError> =>
           Effect.tryPromise({ try: (signal) => send(url, { ...init, signal }), catch: asOutboundError }),
+        /**
+         * One GET whose body streams instead of being read whole: the same checks and timeouts, no size cap (the
+         * caller bounds what it reads). Closing the scope ends the call, read to its end or not.
+         */
+        stream: (url: string): Effect.Effect<OutboundStream, OutboundError, Scope.Scope> =>
+          Effect.gen(function*() {
+            const target = yield* Effect.try({ try: () => checkUrl(url), catch: asOutboundError })
+            const timeout = yield* Effect.acquireRelease(
+              Effect.sync(() => {
+                const controller = new AbortController()
+                return { controller, timer: setTimeout(() => controller.abort(), totalTimeoutMillis) }
+              }),
+              ({ controller, timer }) => Effect.sync(() => (clearTimeout(timer), controller.abort()))
+            )
+            const failure = (error: unknown) =>
+              asOutboundError(failureOf(error, target, timeout.controller.signal.aborted, false))
+            const response = yield* Effect.tryPromise({
+              try: (signal) => dispatch(target, new Request(target), AbortSignal.any([signal, timeout.controller.signal])),
+              catch: failure
+            })
+            return {
+              status: response.status,
+              headers: response.headers,
+              body: response.body === null ? Stream.empty : Stream.fromAsyncIterable(response.body, failure)
+            } satisfies OutboundStream
+          }),
         /** Whether a call to this address would be allowed, resolving its host name as a call would. */
         check: (url: string): Effect.Effect<void, OutboundError> =>
           Effect.tryPromise({

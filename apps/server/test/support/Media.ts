@@ -67,3 +67,17 @@ export const jpegWithGps = (width = 64, height = 48) =>
       })
       .toBuffer()
   )
+
+/** A PUT of `bytes` to a presigned upload's URL (absolute, or a path on the server) with the headers given. */
+export const putUpload = (url: string, bytes: Uint8Array, headers: Record<string, string> = {}) =>
+  Effect.gen(function*() {
+    const base = yield* serverUrl
+    const response = yield* Effect.promise(() =>
+      fetch(url.startsWith("/") ? `${base}${url}` : url, { method: "PUT", body: bytes, headers })
+    )
+    const text = yield* Effect.promise(() => response.text())
+    return {
+      status: response.status,
+      body: response.headers.get("content-type")?.startsWith("application/json") ? JSON.parse(text) : text
+    } satisfies UploadResponse
+  })

@@ -515,7 +515,7 @@ export type ConnectMastodon = {
      */
     instanceUrl: string;
     /**
-     * An access token with the read:accounts and write:statuses scopes
+     * An access token with the read:accounts, write:statuses and write:media scopes (write:media to send images and videos)
      */
     accessToken: string;
 };
@@ -570,6 +570,7 @@ export type Post = {
      * Whether its links are tracked: the post's own choice, or null for the team's linkTrackingDefault
      */
     linkTracking: boolean | null;
+    media: Array<PostMedium>;
     createdBy: PostAuthor;
     createdAt: Timestamp;
     updatedAt: Timestamp;
@@ -611,6 +612,22 @@ export type PublishError = {
 };
 
 /**
+ * An asset of the team sent with the post, in order
+ */
+export type PostMedium = {
+    assetId: AssetId;
+    /**
+     * The post's own alt text for it; null: the asset's alt text is sent
+     */
+    altText: string | null;
+};
+
+/**
+ * Asset UUID
+ */
+export type AssetId = string;
+
+/**
  * Who created the post: a user, or an API key
  */
 export type PostAuthor = {
@@ -628,12 +645,29 @@ export type CreatePost = {
      * The accounts it is meant for: accounts of the team
      */
     socialAccountIds?: Array<SocialAccountId>;
+    /**
+     * Images and videos of the team's library to send with it, in order: at most 10, each once; each provider's own limits (Bluesky: 4 images; Mastodon: the instance's) are checked before sending
+     */
+    media?: Array<PostMediumInput>;
 };
 
 /**
  * The text, 1 to 10000 characters, not blank; each provider's own limit applies when it is published
  */
 export type PostContent = string;
+
+export type PostMediumInput = {
+    assetId: AssetId;
+    /**
+     * Overrides the asset's alt text for this post
+     */
+    altText?: AltText | null;
+};
+
+/**
+ * Alt text: 1 to 1500 characters, not blank
+ */
+export type AltText = string;
 
 export type UpdatePost = {
     content?: PostContent;
@@ -645,6 +679,10 @@ export type UpdatePost = {
      * The accounts it is meant for: accounts of the team
      */
     socialAccountIds?: Array<SocialAccountId>;
+    /**
+     * Images and videos of the team's library to send with it, in order: at most 10, each once; each provider's own limits (Bluesky: 4 images; Mastodon: the instance's) are checked before sending
+     */
+    media?: Array<PostMediumInput>;
 };
 
 export type TargetAccounts = {
@@ -980,11 +1018,6 @@ export type Asset = {
     updatedAt: Timestamp;
 };
 
-/**
- * Asset UUID
- */
-export type AssetId = string;
-
 export type UpdateAsset = {
     name?: FolderName;
     altText?: AltText | null;
@@ -994,18 +1027,30 @@ export type UpdateAsset = {
     folderId?: FolderId | null;
 };
 
-/**
- * Alt text: 1 to 1500 characters, not blank
- */
-export type AltText = string;
+export type CreateAssetUpload = {
+    /**
+     * The file's exact size in bytes; more than MEDIA_MAX_VIDEO_BYTES (300 MB by default) gets 413
+     */
+    size: number;
+    /**
+     * The file's hex SHA-256: when given, completing checks the bytes against it
+     */
+    sha256?: string;
+    /**
+     * Its name; by default its kind and type, e.g. image.png
+     */
+    name?: string;
+    altText?: AltText;
+    /**
+     * The folder to put it in; by default the top
+     */
+    folderId?: string;
+};
 
 /**
- * The organization's stored media would exceed its storage quota: delete assets to make room
+ * Presigned upload UUID
  */
-export type QuotaExceeded = {
-    message: string;
-    _tag: 'QuotaExceeded';
-};
+export type AssetUploadId = string;
 
 /**
  * The file is larger than the server takes for its kind
@@ -1016,11 +1061,43 @@ export type PayloadTooLarge = {
 };
 
 /**
+ * The organization's stored media would exceed its storage quota: delete assets to make room
+ */
+export type QuotaExceeded = {
+    message: string;
+    _tag: 'QuotaExceeded';
+};
+
+/**
  * The file's bytes are not an image or video the server takes (JPEG, PNG, WebP, GIF, HEIC, MP4), whatever its name or declared type
  */
 export type UnsupportedMediaType = {
     message: string;
     _tag: 'UnsupportedMediaType';
+};
+
+export type ImportAsset = {
+    /**
+     * The file's https address on the public internet: fetched once, redirects not followed
+     */
+    url: string;
+    /**
+     * Its name; by default the last segment of the URL's path
+     */
+    name?: string;
+    altText?: AltText;
+    /**
+     * The folder to put it in; by default the top
+     */
+    folderId?: string;
+};
+
+/**
+ * The address could not be fetched: it did not answer, answered too slowly, or answered an error status
+ */
+export type BadGateway = {
+    message: string;
+    _tag: 'BadGateway';
 };
 
 /**
@@ -2923,6 +3000,7 @@ export type PostsCreatePostResponses = {
          * Whether its links are tracked: the post's own choice, or null for the team's linkTrackingDefault
          */
         linkTracking: boolean | null;
+        media: Array<PostMedium>;
         createdBy: PostAuthor;
         createdAt: Timestamp;
         updatedAt: Timestamp;
@@ -4488,6 +4566,412 @@ export type AssetsUpdateAssetResponses = {
 
 export type AssetsUpdateAssetResponse = AssetsUpdateAssetResponses[keyof AssetsUpdateAssetResponses];
 
+export type AssetsCreateAssetUploadData = {
+    body: CreateAssetUpload;
+    path: {
+        teamId: TeamId;
+    };
+    query?: never;
+    url: '/v1/teams/{teamId}/assets/uploads';
+};
+
+export type AssetsCreateAssetUploadErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * The file is larger than the server takes for its kind
+     */
+    413: PayloadTooLarge;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type AssetsCreateAssetUploadError = AssetsCreateAssetUploadErrors[keyof AssetsCreateAssetUploadErrors];
+
+export type AssetsCreateAssetUploadResponses = {
+    /**
+     * A presigned upload: PUT the bytes to `url` with `headers`, then complete it
+     */
+    201: {
+        uploadId: AssetUploadId;
+        /**
+         * The method to send the file with
+         */
+        method: 'PUT';
+        /**
+         * Where to PUT the file's bytes, as the raw body, once: an S3 bucket's presigned URL, or this server's own signed URL (absolute when the server has a PUBLIC_URL, else a path on it); it needs no bearer token
+         */
+        url: string;
+        /**
+         * Headers the PUT must carry as given (Content-Length: exactly `size` bytes)
+         */
+        headers: {
+            [key: string]: string;
+        };
+        /**
+         * When the URL stops working and the upload is forgotten unless completed
+         */
+        expiresAt: string;
+    };
+};
+
+export type AssetsCreateAssetUploadResponse = AssetsCreateAssetUploadResponses[keyof AssetsCreateAssetUploadResponses];
+
+export type AssetsCompleteAssetUploadData = {
+    body?: never;
+    path: {
+        teamId: TeamId;
+        uploadId: AssetUploadId;
+    };
+    query?: never;
+    url: '/v1/teams/{teamId}/assets/uploads/{uploadId}/complete';
+};
+
+export type AssetsCompleteAssetUploadErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict | QuotaExceeded;
+    /**
+     * The file is larger than the server takes for its kind
+     */
+    413: PayloadTooLarge;
+    /**
+     * The file's bytes are not an image or video the server takes (JPEG, PNG, WebP, GIF, HEIC, MP4), whatever its name or declared type
+     */
+    415: UnsupportedMediaType;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type AssetsCompleteAssetUploadError = AssetsCompleteAssetUploadErrors[keyof AssetsCompleteAssetUploadErrors];
+
+export type AssetsCompleteAssetUploadResponses = {
+    /**
+     * The team already had these exact bytes: the existing asset, unchanged (200 rather than 201)
+     */
+    200: {
+        id: AssetId;
+        teamId: TeamId;
+        /**
+         * The folder it is in; null at the top of the library
+         */
+        folderId: FolderId | null;
+        /**
+         * Its name: the uploaded file's name unless one was given
+         */
+        name: string;
+        kind: AssetKind;
+        /**
+         * The stored copy's type, read from its bytes: image/jpeg (HEIC is stored as JPEG), image/png, image/webp, image/gif or video/mp4
+         */
+        contentType: string;
+        /**
+         * The stored copy's size in bytes
+         */
+        size: number;
+        /**
+         * Hex SHA-256 of the bytes as uploaded: the same bytes uploaded to the team again give this asset
+         */
+        sha256: string;
+        width: number | null;
+        height: number | null;
+        /**
+         * Its alt text, sent with it unless a post gives its own
+         */
+        altText: string | null;
+        /**
+         * A signed URL of the stored copy (GET, with Range), valid until urlExpiresAt: absolute when the server has a PUBLIC_URL, else a path on this server
+         */
+        url: string;
+        /**
+         * A signed URL of a WebP thumbnail at most 320 pixels on its longer side, valid until urlExpiresAt; null for a video
+         */
+        thumbnailUrl: string | null;
+        urlExpiresAt: Timestamp;
+        createdAt: Timestamp;
+        updatedAt: Timestamp;
+    };
+    /**
+     * An image or video of a team's media library. Images are stored without their metadata (EXIF, GPS), turned upright
+     */
+    201: {
+        id: AssetId;
+        teamId: TeamId;
+        /**
+         * The folder it is in; null at the top of the library
+         */
+        folderId: FolderId | null;
+        /**
+         * Its name: the uploaded file's name unless one was given
+         */
+        name: string;
+        kind: AssetKind;
+        /**
+         * The stored copy's type, read from its bytes: image/jpeg (HEIC is stored as JPEG), image/png, image/webp, image/gif or video/mp4
+         */
+        contentType: string;
+        /**
+         * The stored copy's size in bytes
+         */
+        size: number;
+        /**
+         * Hex SHA-256 of the bytes as uploaded: the same bytes uploaded to the team again give this asset
+         */
+        sha256: string;
+        width: number | null;
+        height: number | null;
+        /**
+         * Its alt text, sent with it unless a post gives its own
+         */
+        altText: string | null;
+        /**
+         * A signed URL of the stored copy (GET, with Range), valid until urlExpiresAt: absolute when the server has a PUBLIC_URL, else a path on this server
+         */
+        url: string;
+        /**
+         * A signed URL of a WebP thumbnail at most 320 pixels on its longer side, valid until urlExpiresAt; null for a video
+         */
+        thumbnailUrl: string | null;
+        urlExpiresAt: Timestamp;
+        createdAt: Timestamp;
+        updatedAt: Timestamp;
+    };
+};
+
+export type AssetsCompleteAssetUploadResponse = AssetsCompleteAssetUploadResponses[keyof AssetsCompleteAssetUploadResponses];
+
+export type AssetsImportAssetData = {
+    body: ImportAsset;
+    path: {
+        teamId: TeamId;
+    };
+    query?: never;
+    url: '/v1/teams/{teamId}/assets/import';
+};
+
+export type AssetsImportAssetErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict | QuotaExceeded;
+    /**
+     * The file is larger than the server takes for its kind
+     */
+    413: PayloadTooLarge;
+    /**
+     * The file's bytes are not an image or video the server takes (JPEG, PNG, WebP, GIF, HEIC, MP4), whatever its name or declared type
+     */
+    415: UnsupportedMediaType;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+    /**
+     * The address could not be fetched: it did not answer, answered too slowly, or answered an error status
+     */
+    502: BadGateway;
+};
+
+export type AssetsImportAssetError = AssetsImportAssetErrors[keyof AssetsImportAssetErrors];
+
+export type AssetsImportAssetResponses = {
+    /**
+     * The team already had these exact bytes: the existing asset, unchanged (200 rather than 201)
+     */
+    200: {
+        id: AssetId;
+        teamId: TeamId;
+        /**
+         * The folder it is in; null at the top of the library
+         */
+        folderId: FolderId | null;
+        /**
+         * Its name: the uploaded file's name unless one was given
+         */
+        name: string;
+        kind: AssetKind;
+        /**
+         * The stored copy's type, read from its bytes: image/jpeg (HEIC is stored as JPEG), image/png, image/webp, image/gif or video/mp4
+         */
+        contentType: string;
+        /**
+         * The stored copy's size in bytes
+         */
+        size: number;
+        /**
+         * Hex SHA-256 of the bytes as uploaded: the same bytes uploaded to the team again give this asset
+         */
+        sha256: string;
+        width: number | null;
+        height: number | null;
+        /**
+         * Its alt text, sent with it unless a post gives its own
+         */
+        altText: string | null;
+        /**
+         * A signed URL of the stored copy (GET, with Range), valid until urlExpiresAt: absolute when the server has a PUBLIC_URL, else a path on this server
+         */
+        url: string;
+        /**
+         * A signed URL of a WebP thumbnail at most 320 pixels on its longer side, valid until urlExpiresAt; null for a video
+         */
+        thumbnailUrl: string | null;
+        urlExpiresAt: Timestamp;
+        createdAt: Timestamp;
+        updatedAt: Timestamp;
+    };
+    /**
+     * An image or video of a team's media library. Images are stored without their metadata (EXIF, GPS), turned upright
+     */
+    201: {
+        id: AssetId;
+        teamId: TeamId;
+        /**
+         * The folder it is in; null at the top of the library
+         */
+        folderId: FolderId | null;
+        /**
+         * Its name: the uploaded file's name unless one was given
+         */
+        name: string;
+        kind: AssetKind;
+        /**
+         * The stored copy's type, read from its bytes: image/jpeg (HEIC is stored as JPEG), image/png, image/webp, image/gif or video/mp4
+         */
+        contentType: string;
+        /**
+         * The stored copy's size in bytes
+         */
+        size: number;
+        /**
+         * Hex SHA-256 of the bytes as uploaded: the same bytes uploaded to the team again give this asset
+         */
+        sha256: string;
+        width: number | null;
+        height: number | null;
+        /**
+         * Its alt text, sent with it unless a post gives its own
+         */
+        altText: string | null;
+        /**
+         * A signed URL of the stored copy (GET, with Range), valid until urlExpiresAt: absolute when the server has a PUBLIC_URL, else a path on this server
+         */
+        url: string;
+        /**
+         * A signed URL of a WebP thumbnail at most 320 pixels on its longer side, valid until urlExpiresAt; null for a video
+         */
+        thumbnailUrl: string | null;
+        urlExpiresAt: Timestamp;
+        createdAt: Timestamp;
+        updatedAt: Timestamp;
+    };
+};
+
+export type AssetsImportAssetResponse = AssetsImportAssetResponses[keyof AssetsImportAssetResponses];
+
 export type AssetContentGetAssetContentData = {
     body?: never;
     path: {
@@ -4565,6 +5049,81 @@ export type AssetContentGetAssetContentResponses = {
 };
 
 export type AssetContentGetAssetContentResponse = AssetContentGetAssetContentResponses[keyof AssetContentGetAssetContentResponses];
+
+export type AssetContentPutAssetUploadData = {
+    /**
+     * The file's bytes, exactly as many as the upload declared
+     */
+    body: Blob | File;
+    path: {
+        uploadId: AssetUploadId;
+    };
+    query: {
+        /**
+         * When the URL stops working, in Unix seconds, as signed
+         */
+        expires: string;
+        /**
+         * The server's signature of the upload and expiry
+         */
+        signature: string;
+    };
+    url: '/v1/uploads/{uploadId}';
+};
+
+export type AssetContentPutAssetUploadErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type AssetContentPutAssetUploadError = AssetContentPutAssetUploadErrors[keyof AssetContentPutAssetUploadErrors];
+
+export type AssetContentPutAssetUploadResponses = {
+    /**
+     * Success
+     */
+    204: void;
+};
+
+export type AssetContentPutAssetUploadResponse = AssetContentPutAssetUploadResponses[keyof AssetContentPutAssetUploadResponses];
 
 export type AuthRequestDeviceCodeData = {
     body: DeviceCodeRequest;
