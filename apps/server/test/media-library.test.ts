@@ -2,6 +2,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { ConfigProvider, Effect, Layer, Logger, LogLevel, Option } from "effect"
 import { createHash } from "node:crypto"
+import { readFileSync } from "node:fs"
 import sharp from "sharp"
 import { StorageGarbage } from "../src/Assets/Garbage.js"
 import { MediaStorage } from "../src/Assets/Storage.js"
@@ -118,6 +119,26 @@ for (const kind of testStorageKinds) {
           const after = yield* Effect.promise(() => sharp(stored.bytes).metadata())
           expect(after.exif).toBeUndefined()
           expect(Buffer.from(stored.bytes).includes("PostlineCam")).toBe(false)
+        }))
+
+      it.effect("a HEIC photo (made by libheif's heif-enc from a JPEG with GPS): stored as an upright JPEG without metadata", () =>
+        Effect.gen(function*() {
+          const { teamId, token } = yield* mediaTeam
+          const heic = readFileSync(new URL("./fixtures/sample.heic", import.meta.url))
+          expect(heic.includes("PostlineCam")).toBe(true)
+          const created = yield* upload({ token, teamId, bytes: heic, fileName: "IMG_0001.HEIC", fileType: "image/heic" })
+          expect(created.status).toBe(201)
+          expect(created.body).toMatchObject({ name: "IMG_0001.HEIC", contentType: "image/jpeg", width: 96, height: 64, sha256: sha256(heic) })
+          const stored = yield* download(created.body.url)
+          expect(stored.headers.get("content-type")).toBe("image/jpeg")
+          expect(Buffer.from(stored.bytes).includes("PostlineCam")).toBe(false)
+          const decoded = yield* Effect.promise(() => sharp(stored.bytes).metadata())
+          expect({ format: decoded.format, width: decoded.width, height: decoded.height, exif: decoded.exif }).toEqual({
+            format: "jpeg",
+            width: 96,
+            height: 64,
+            exif: undefined
+          })
         }))
 
       it.effect("bad forms: no file, two files, a field twice, an unknown field, a bad alt text, JSON: 400 with _tag and message", () =>
