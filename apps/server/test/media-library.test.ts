@@ -324,7 +324,7 @@ for (const kind of testStorageKinds) {
 const quota = 200_000
 const SmallQuotaServer = makeTestServer(Logger.minimumLogLevel(LogLevel.Warning)).pipe(
   Layer.provide(Layer.setConfigProvider(
-    ConfigProvider.fromMap(new Map([["MEDIA_QUOTA_BYTES", String(quota)], ["MEDIA_MAX_IMAGE_BYTES", "150000"]]))
+    ConfigProvider.fromMap(new Map([["MEDIA_QUOTA_BYTES", String(quota)], ["MEDIA_MAX_IMAGE_BYTES", "150000"], ["MEDIA_MAX_VIDEO_BYTES", "200000"]]))
   ))
 )
 
@@ -338,6 +338,26 @@ layer(SmallQuotaServer, { excludeTestServices: true })("media limits", (it) => {
       expect(refused).toMatchObject({ status: 413, body: { _tag: "PayloadTooLarge" } })
       const sql = yield* SqlClient.SqlClient
       expect(yield* sql`SELECT 1 FROM assets WHERE team_id = ${teamId}`).toEqual([])
+    }))
+
+  it.effect("a presigned upload's declared size counts against the quota until it is completed: past it, 409 QuotaExceeded", () =>
+    Effect.gen(function*() {
+      const { teamId, token } = yield* mediaTeam
+      const start = (size: number) => raw({ method: "POST", path: `/v1/teams/${teamId}/assets/uploads`, token, json: { size } })
+      expect((yield* start(150_000)).status).toBe(201)
+      const past = yield* start(60_000)
+      expect(past).toMatchObject({ status: 409, body: { _tag: "QuotaExceeded", message: expect.stringContaining("open") } })
+      expect((yield* start(50_000)).status).toBe(201)
+      const sql = yield* SqlClient.SqlClient
+      expect((yield* sql<{ count: number }>`SELECT count(*)::int AS count FROM asset_uploads WHERE team_id = ${teamId}`)[0].count).toBe(2)
+    }))
+
+  it.effect("a team has at most 20 presigned uploads open: the 21st gets 409 Conflict", () =>
+    Effect.gen(function*() {
+      const { teamId, token } = yield* mediaTeam
+      const start = raw({ method: "POST", path: `/v1/teams/${teamId}/assets/uploads`, token, json: { size: 1000 } })
+      for (let i = 0; i < 20; i++) expect((yield* start).status).toBe(201)
+      expect(yield* start).toMatchObject({ status: 409, body: { _tag: "Conflict", message: expect.stringContaining("20 uploads open") } })
     }))
 
   it.effect("two uploads at once that each fit the quota but not together: exactly one is stored, the other gets 409 QuotaExceeded", () =>

@@ -119,6 +119,9 @@ const UploadSize = Schema.Number.pipe(
   })
 ).annotations({ description: uploadSizeDescription, ...invalidUnless("must be a whole number of bytes, at least 1") })
 
+/** How many presigned uploads one team may have open (neither completed nor expired) at once. */
+export const maxOpenUploadsPerTeam = 20
+
 export const CreateAssetUpload = Schema.Struct({
   size: UploadSize,
   sha256: optional(Sha256.annotations({ description: "The file's hex SHA-256: when given, completing checks the bytes against it" })),
@@ -210,13 +213,16 @@ export class AssetsGroup extends HttpApiGroup.make("assets")
       .setPayload(CreateAssetUpload)
       .addSuccess(AssetUpload, { status: 201 })
       .addError(PayloadTooLarge)
+      .addError(QuotaExceeded)
       .annotate(OpenApi.Summary, "Start a presigned upload")
       .annotate(
         OpenApi.Description,
         "For large files: declare the file's exact `size` (and, to have its bytes checked, its `sha256`), then PUT the raw " +
           "bytes to the answer's `url` with its `headers` (no bearer token: the URL is the permission; on S3 storage the " +
           "bytes go straight to the bucket) and complete the upload before `expiresAt` (an hour). A size over " +
-          "MEDIA_MAX_VIDEO_BYTES gets 413 `PayloadTooLarge`, a folder the team does not have 404."
+          "MEDIA_MAX_VIDEO_BYTES gets 413 `PayloadTooLarge`, a folder the team does not have 404. The declared size counts " +
+          "against the organization's quota until the upload is completed or expires: past it, 409 `QuotaExceeded`; a " +
+          `team has at most ${maxOpenUploadsPerTeam} uploads open at once (409 \`Conflict\` beyond).`
       )
   )
   .add(

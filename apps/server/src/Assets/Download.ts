@@ -22,7 +22,7 @@ export const rangeOf = (header: string | undefined, size: number): Option.Option
   if (match === null || (match[1] === "" && match[2] === "")) return Option.none()
   if (match[1] === "") {
     const suffix = Number(match[2])
-    return suffix === 0 ? Option.some("unsatisfiable") : Option.some({ start: Math.max(0, size - suffix), end: size - 1 })
+    return suffix === 0 || size === 0 ? Option.some("unsatisfiable") : Option.some({ start: Math.max(0, size - suffix), end: size - 1 })
   }
   const start = Number(match[1])
   const end = match[2] === "" ? size - 1 : Math.min(Number(match[2]), size - 1)
@@ -53,7 +53,9 @@ export class AssetDownloads extends Effect.Service<AssetDownloads>()("Assets/Dow
         }))
         const key = variant === "thumbnail" ? asset.thumbnailKey : asset.storageKey
         if (key === null) return yield* assetNotFound(assetId)
-        const size = Option.getOrElse(yield* Effect.orDie(storage.size(key)), () => 0)
+        const stored = yield* Effect.orDie(storage.size(key))
+        if (Option.isNone(stored)) return yield* assetNotFound(assetId)
+        const size = stored.value
         const common = {
           "content-type": variant === "thumbnail" ? "image/webp" : asset.contentType,
           "accept-ranges": "bytes",

@@ -47,12 +47,12 @@ export const readUploadForm = (
   Effect.gen(function*() {
     let file: Spooled | undefined
     let fileName: string | null = null
-    const fields: Record<string, string> = {}
+    const fields = new Map<string, string>()
     yield* Stream.runForEach(parts, (part) =>
       Effect.gen(function*() {
         if (part._tag === "Field") {
-          if (part.key in fields) return yield* new BadRequest({ message: `The form gives ${part.key} more than once` })
-          fields[part.key] = part.value
+          if (fields.has(part.key)) return yield* new BadRequest({ message: `The form gives ${part.key} more than once` })
+          fields.set(part.key, part.value)
           return
         }
         if (part.key !== "file" || file !== undefined) {
@@ -63,6 +63,6 @@ export const readUploadForm = (
       })).pipe(Effect.catchTag("MultipartError", (error) => Effect.fail(refusal(error))))
     if (file === undefined) return yield* new BadRequest({ message: "The form has no file: send it in the part named file" })
     // The platform's own decode error, which the edge answers as every endpoint's.
-    const decoded = yield* Effect.catchTag(decodeFields(fields), "ParseError", HttpApiError.HttpApiDecodeError.refailParseError)
+    const decoded = yield* Effect.catchTag(decodeFields(Object.fromEntries(fields)), "ParseError", HttpApiError.HttpApiDecodeError.refailParseError)
     return { file, fileName, fields: decoded } satisfies UploadForm
   })

@@ -3,7 +3,6 @@ import { Asset, AssetList, AssetUpload, BadRequest, PostlineApi } from "@postlin
 import { Effect, Layer } from "effect"
 import { asEncoded } from "../Http/Encoded.js"
 import { AssetDownloads } from "./Download.js"
-import { StorageGarbage } from "./Garbage.js"
 import { AssetImports } from "./Import.js"
 import { Assets, type Uploaded } from "./Service.js"
 import { AssetUploads } from "./Uploads.js"
@@ -58,5 +57,5 @@ export const AssetContentHttpLive = HttpApiBuilder.group(PostlineApi, "assetCont
 
 /** The media library's HTTP groups, over the storage the edge provides. */
 export const MediaHttpLive = Layer.mergeAll(AssetsHttpLive, AssetUploadsHttpLive, AssetContentHttpLive).pipe(
-  Layer.provide([Assets.Default, AssetDownloads.Default, AssetUploads.Default, AssetImports.Default, StorageGarbage.Default])
+  Layer.provide([Assets.Default, AssetDownloads.Default, AssetUploads.Default, AssetImports.Default])
 )

@@ -112,15 +112,24 @@ export const prepare = (input: string, sniffed: Sniffed, maxPixels: number): Eff
 const refusalOf = (cause: unknown) =>
   new ImageRefused({ reason: String((cause as Error)?.message ?? cause).includes("pixel limit") ? "too_many_pixels" : "unreadable" })
 
-/** A HEIC decoded to pixels (sharp's own build reads no HEIC), as a sharp image of them. */
+/**
+ * A HEIC decoded to pixels (sharp's own build reads no HEIC), as a sharp image of them. Its size is read from
+ * its header first: a small file may claim a huge image, which is refused before a pixel is decoded.
+ */
 const decodeHeic = (input: string, maxPixels: number) =>
   Effect.gen(function*() {
     const { default: decode } = yield* HeicDecodeModule.load
     const { default: sharp } = yield* SharpModule.load
     const buffer = yield* Effect.promise(() => readFile(input))
-    const image = yield* Effect.tryPromise({ try: () => decode({ buffer }), catch: refusalOf })
-    if (image.width * image.height > maxPixels) return yield* new ImageRefused({ reason: "too_many_pixels" })
+    const images = yield* Effect.acquireRelease(
+      Effect.tryPromise({ try: () => decode.all({ buffer }), catch: refusalOf }),
+      (images) => Effect.sync(() => images.dispose())
+    )
+    const first = images[0]
+    if (first === undefined) return yield* new ImageRefused({ reason: "unreadable" })
+    if (first.width * first.height > maxPixels) return yield* new ImageRefused({ reason: "too_many_pixels" })
+    const image = yield* Effect.tryPromise({ try: () => first.decode(), catch: refusalOf })
     return sharp(Buffer.from(image.data.buffer, image.data.byteOffset, image.data.byteLength), {
       raw: { width: image.width, height: image.height, channels: 4 }
     })
-  })
+  }).pipe(Effect.scoped)

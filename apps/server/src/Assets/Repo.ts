@@ -102,7 +102,7 @@ export class AssetsRepo extends Effect.Service<AssetsRepo>()("AssetsRepo", {
     const lockStorageOf = (teamId: TeamId) =>
       sql<{ readonly organizationId: OrganizationId; readonly mediaBytes: number }>`SELECT o.id AS "organizationId",
           o.media_bytes::float8 AS "mediaBytes"
-        FROM organizations o JOIN teams t ON t.organization_id = o.id WHERE t.id = ${teamId} FOR UPDATE OF o`.pipe(
+        FROM organizations o JOIN teams t ON t.organization_id = o.id WHERE t.id = ${teamId} FOR NO KEY UPDATE OF o`.pipe(
         Effect.map(([row]) => row!),
         Effect.orDie,
         policyRequire("Asset", "write")

@@ -1,4 +1,4 @@
-import type { Multipart } from "@effect/platform"
+import { Multipart } from "@effect/platform"
 import {
   type Asset,
   type AssetId,
@@ -9,7 +9,8 @@ import {
   QuotaExceeded,
   type TeamId,
   type UpdateAsset,
-  type UploadAssetFields
+  type UploadAssetFields,
+  uploadFormLimits
 } from "@postline/domain"
 import { Effect, Exit, Option, type Stream } from "effect"
 import { randomUUID } from "node:crypto"
@@ -58,11 +59,17 @@ export class Assets extends Effect.Service<Assets>()("Assets", {
     const signing = yield* UrlSigning
     const storage = yield* MediaStorage
     const garbage = yield* StorageGarbage
+    // The parser's own bounds, beside the kind's limit that spooling applies: no file, and no form around it, larger.
+    const largestFile = Math.max(settings.maxImageBytes, settings.maxVideoBytes)
+    const formLimits = {
+      maxFileSize: Option.some(largestFile),
+      maxTotalSize: Option.some(largestFile + uploadFormLimits.maxParts * uploadFormLimits.maxFieldSize + 64 * 1024)
+    }
 
-    /** The asset as the API shows it, with URLs valid for `seconds` (the settings' by default). */
-    const withUrls = (asset: StoredAsset, seconds = settings.urlSeconds): Asset => {
+    /** The asset as the API shows it, with URLs valid for MEDIA_URL_SECONDS. */
+    const withUrls = (asset: StoredAsset): Asset => {
       const { storageKey: _storageKey, thumbnailKey, ...shown } = asset
-      const expiresAt = new Date(Date.now() + seconds * 1000)
+      const expiresAt = new Date(Date.now() + settings.urlSeconds * 1000)
       const original = signing.sign(asset.teamId, asset.id, "original", expiresAt)
       return {
         ...shown,
@@ -198,11 +205,11 @@ export class Assets extends Effect.Service<Assets>()("Assets", {
       authorize(policy.canWrite(teamId, { lock: false }))(() =>
         Effect.gen(function*() {
           const dir = yield* scopedUploadDir
-          const form = yield* readUploadForm(parts, Path.join(dir, "upload"), settings)
+          const form = yield* readUploadForm(Multipart.withLimitsStream(parts, formLimits), Path.join(dir, "upload"), settings)
           return yield* ingest(teamId, form.file, form)
         }).pipe(Effect.scoped))
 
-    return { list, get, update, remove, upload, ingest, withUrls } as const
+    return { list, get, update, remove, upload, ingest } as const
   }),
   dependencies: [AssetsRepo.Default, AssetsPolicy.Default, Cursors.Default, MediaSettings.Default, UrlSigning.Default, StorageGarbage.Default]
 }) {}

@@ -2,10 +2,10 @@ import { Config, Effect, Option } from "effect"
 
 const megabytes = 1024 * 1024
 
-const positiveBytes = (name: string, defaultBytes: number) =>
+const positive = (name: string, unit: string, defaultValue: number) =>
   Config.integer(name).pipe(
-    Config.withDefault(defaultBytes),
-    Config.validate({ message: `${name} must be a positive number of bytes`, validation: (n) => n > 0 })
+    Config.withDefault(defaultValue),
+    Config.validate({ message: `${name} must be a positive number of ${unit}`, validation: (n) => n > 0 })
   )
 
 /** The media library's limits and addresses, read once. */
@@ -13,12 +13,12 @@ export class MediaSettings extends Effect.Service<MediaSettings>()("Assets/Setti
   effect: Effect.gen(function*() {
     const publicUrl = yield* Config.option(Config.url("PUBLIC_URL"))
     return {
-      maxImageBytes: yield* positiveBytes("MEDIA_MAX_IMAGE_BYTES", 20 * megabytes),
-      maxVideoBytes: yield* positiveBytes("MEDIA_MAX_VIDEO_BYTES", 300 * megabytes),
+      maxImageBytes: yield* positive("MEDIA_MAX_IMAGE_BYTES", "bytes", 20 * megabytes),
+      maxVideoBytes: yield* positive("MEDIA_MAX_VIDEO_BYTES", "bytes", 300 * megabytes),
       /** Decoding an image takes about 4 bytes a pixel: this bounds what one upload may make the server hold. */
-      maxImagePixels: yield* positiveBytes("MEDIA_MAX_IMAGE_PIXELS", 50_000_000),
+      maxImagePixels: yield* positive("MEDIA_MAX_IMAGE_PIXELS", "pixels", 50_000_000),
       /** What an organization may store, originals and thumbnails together. */
-      quotaBytes: yield* positiveBytes("MEDIA_QUOTA_BYTES", 5 * 1024 * megabytes),
+      quotaBytes: yield* positive("MEDIA_QUOTA_BYTES", "bytes", 5 * 1024 * megabytes),
       /** How long the URLs in an asset's answers work. */
       urlSeconds: yield* Config.integer("MEDIA_URL_SECONDS").pipe(
         Config.withDefault(3600),

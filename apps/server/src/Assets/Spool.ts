@@ -21,7 +21,7 @@ export const unsupported = new UnsupportedMediaType({
   message: "The file is not a JPEG, PNG, WebP, GIF, HEIC or MP4 (its type is read from its bytes, not its name)"
 })
 
-export const tooLarge = (sniffed: Sniffed, limits: SizeLimits) =>
+const tooLarge = (sniffed: Sniffed, limits: SizeLimits) =>
   new PayloadTooLarge({
     message: `The ${sniffed.kind} is larger than ${sniffed.kind === "image" ? limits.maxImageBytes : limits.maxVideoBytes} bytes`
   })

@@ -7,7 +7,9 @@ import {
   type CreateAssetUpload,
   Forbidden,
   NotFound,
+  maxOpenUploadsPerTeam,
   PayloadTooLarge,
+  QuotaExceeded,
   type TeamId
 } from "@postline/domain"
 import { Cause, Effect, Exit, Option } from "effect"
@@ -56,36 +58,54 @@ export class AssetUploads extends Effect.Service<AssetUploads>()("Assets/Uploads
     const garbage = yield* StorageGarbage
     const storage = yield* MediaStorage
 
+    /**
+     * Starts an upload, in one transaction with the caller's permission: the declared size counts against the
+     * organization's quota (on its locked row, with the other open uploads) until it is completed or expires.
+     */
     const create = (teamId: TeamId, { sha256, size, ...fields }: CreateAssetUpload) =>
-      authorize(policy.canWrite(teamId, { lock: false }))((team) =>
-        Effect.gen(function*() {
-          if (size > settings.maxVideoBytes) {
-            return yield* new PayloadTooLarge({ message: `A file may have at most ${settings.maxVideoBytes} bytes (an image ${settings.maxImageBytes})` })
-          }
-          const id = randomUUID() as AssetUploadId
-          const storageKey = `uploads/${teamId}/${id}`
-          const expiresAt = new Date((Math.floor(Date.now() / 1000) + uploadSeconds) * 1000)
-          yield* Effect.gen(function*() {
+      Effect.gen(function*() {
+        const id = randomUUID() as AssetUploadId
+        const storageKey = `uploads/${teamId}/${id}`
+        const expiresAt = new Date((Math.floor(Date.now() / 1000) + uploadSeconds) * 1000)
+        yield* authorize(policy.canWrite(teamId, { lock: true }))((team) =>
+          Effect.gen(function*() {
+            if (size > settings.maxVideoBytes) {
+              return yield* new PayloadTooLarge({ message: `A file may have at most ${settings.maxVideoBytes} bytes (an image ${settings.maxImageBytes})` })
+            }
             if (fields.folderId !== undefined && !(yield* assetsRepo.holdFolder(teamId, fields.folderId))) {
               return yield* folderNotFound(fields.folderId)
             }
             yield* repo.forgetExpired(teamId)
+            const { mediaBytes } = yield* assetsRepo.lockStorageOf(teamId)
+            const open = yield* repo.openClaims(team.organizationId, teamId)
+            if (open.teamUploads >= maxOpenUploadsPerTeam) {
+              return yield* new Conflict({
+                message: `The team has ${open.teamUploads} uploads open: complete them, or wait for them to expire (an hour)`
+              })
+            }
+            if (mediaBytes + open.bytes + size > settings.quotaBytes) {
+              return yield* new QuotaExceeded({
+                message: `The organization stores ${mediaBytes} bytes of media and has uploads open for ${open.bytes} more; ` +
+                  `this upload's ${size} would pass its quota of ${settings.quotaBytes}`
+              })
+            }
             // Reserved before any byte can arrive: an upload never completed leaves nothing behind.
             yield* garbage.reserve([storageKey], uploadSeconds + sweepGraceSeconds)
             const upload = { id, teamId, size, sha256: sha256?.toLowerCase() ?? null, fields, storageKey }
             yield* repo.insert({ ...upload, organizationId: team.organizationId, expiresAt })
-          }).pipe(transactionally)
-          const presigned = yield* Effect.orDie(storage.presignPut(storageKey, { contentLength: size, expiresInSeconds: uploadSeconds }))
-          return {
-            uploadId: id,
-            ...Option.getOrElse(presigned, () => ({
-              method: "PUT" as const,
-              url: urls.sign(id, expiresAt),
-              headers: { "content-length": String(size) }
-            })),
-            expiresAt: expiresAt.toISOString()
-          } satisfies AssetUpload
-        }))
+          })
+        ).pipe(transactionally)
+        const presigned = yield* Effect.orDie(storage.presignPut(storageKey, { contentLength: size, expiresInSeconds: uploadSeconds }))
+        return {
+          uploadId: id,
+          ...Option.getOrElse(presigned, () => ({
+            method: "PUT" as const,
+            url: urls.sign(id, expiresAt),
+            headers: { "content-length": String(size) }
+          })),
+          expiresAt: expiresAt.toISOString()
+        } satisfies AssetUpload
+      })
 
     /**
      * The PUT to this server's signed URL: its bytes written to a temporary file as they arrive, exactly the

@@ -69,6 +69,16 @@ export class UploadsRepo extends Effect.Service<UploadsRepo>()("Assets/UploadsRe
 
     const remove = (id: AssetUploadId) => sql`DELETE FROM asset_uploads WHERE id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
 
-    return { insert, forgetExpired, lockOfTeam, lockForPut, setState, remove } as const
+    /** What open uploads claim: the organization's declared bytes, and how many the team has. */
+    const openClaims = (organizationId: OrganizationId, teamId: TeamId) =>
+      sql<{ readonly bytes: number; readonly teamUploads: number }>`SELECT coalesce(sum(size), 0)::float8 AS bytes,
+          count(*) FILTER (WHERE team_id = ${teamId})::int AS "teamUploads"
+        FROM asset_uploads WHERE organization_id = ${organizationId} AND expires_at > now()`.pipe(
+        Effect.map(([row]) => row!),
+        Effect.orDie,
+        policyRequire("Asset", "write")
+      )
+
+    return { insert, forgetExpired, openClaims, lockOfTeam, lockForPut, setState, remove } as const
   })
 }) {}

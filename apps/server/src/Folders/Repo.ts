@@ -50,9 +50,9 @@ export class FoldersRepo extends Effect.Service<FoldersRepo>()("FoldersRepo", {
         policyRequire("Folder", "write")
       )
 
-    /** Whether the team has this folder (none for the top, which always exists). */
+    /** Whether the team has this folder, kept from being deleted until the transaction ends (it becomes a parent). */
     const exists = (teamId: TeamId, id: FolderId) =>
-      sql`SELECT 1 FROM folders WHERE team_id = ${teamId} AND id = ${id}`.pipe(
+      sql`SELECT 1 FROM folders WHERE team_id = ${teamId} AND id = ${id} FOR KEY SHARE`.pipe(
         Effect.map((rows) => rows.length > 0),
         Effect.orDie,
         policyRequire("Folder", "write")

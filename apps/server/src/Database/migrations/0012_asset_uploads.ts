@@ -22,4 +22,5 @@ export default Effect.gen(function*() {
       created_at timestamptz(3) NOT NULL DEFAULT now()
     )`
   yield* sql`CREATE INDEX asset_uploads_team_expires_at ON asset_uploads (team_id, expires_at)`
+  yield* sql`CREATE INDEX asset_uploads_organization_expires_at ON asset_uploads (organization_id, expires_at)`
 })

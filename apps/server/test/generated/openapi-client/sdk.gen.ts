@@ -906,7 +906,7 @@ export const assetsUpdateAsset = <ThrowOnError extends boolean = false>(options:
 /**
  * Start a presigned upload
  *
- * For large files: declare the file's exact `size` (and, to have its bytes checked, its `sha256`), then PUT the raw bytes to the answer's `url` with its `headers` (no bearer token: the URL is the permission; on S3 storage the bytes go straight to the bucket) and complete the upload before `expiresAt` (an hour). A size over MEDIA_MAX_VIDEO_BYTES gets 413 `PayloadTooLarge`, a folder the team does not have 404.
+ * For large files: declare the file's exact `size` (and, to have its bytes checked, its `sha256`), then PUT the raw bytes to the answer's `url` with its `headers` (no bearer token: the URL is the permission; on S3 storage the bytes go straight to the bucket) and complete the upload before `expiresAt` (an hour). A size over MEDIA_MAX_VIDEO_BYTES gets 413 `PayloadTooLarge`, a folder the team does not have 404. The declared size counts against the organization's quota until the upload is completed or expires: past it, 409 `QuotaExceeded`; a team has at most 20 uploads open at once (409 `Conflict` beyond).
  */
 export const assetsCreateAssetUpload = <ThrowOnError extends boolean = false>(options: Options<AssetsCreateAssetUploadData, ThrowOnError>): RequestResult<AssetsCreateAssetUploadResponses, AssetsCreateAssetUploadErrors, ThrowOnError> => (options.client ?? client).post<AssetsCreateAssetUploadResponses, AssetsCreateAssetUploadErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({

@@ -1053,19 +1053,19 @@ export type CreateAssetUpload = {
 export type AssetUploadId = string;
 
 /**
- * The file is larger than the server takes for its kind
- */
-export type PayloadTooLarge = {
-    message: string;
-    _tag: 'PayloadTooLarge';
-};
-
-/**
  * The organization's stored media would exceed its storage quota: delete assets to make room
  */
 export type QuotaExceeded = {
     message: string;
     _tag: 'QuotaExceeded';
+};
+
+/**
+ * The file is larger than the server takes for its kind
+ */
+export type PayloadTooLarge = {
+    message: string;
+    _tag: 'PayloadTooLarge';
 };
 
 /**
@@ -4603,7 +4603,7 @@ export type AssetsCreateAssetUploadErrors = {
     /**
      * The request conflicts with the current state
      */
-    409: Conflict;
+    409: Conflict | QuotaExceeded;
     /**
      * The file is larger than the server takes for its kind
      */
