@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpMiddleware } from "@effect/platform"
+import { HttpApiBuilder } from "@effect/platform"
 import { PostlineApi } from "@postline/domain"
 import { Layer } from "effect"
 import { AgentContextHttpLive } from "./AgentContext/Http.js"
@@ -19,6 +19,7 @@ import { RateLimitMiddlewareLive } from "./RateLimits/Middleware.js"
 import { SocialAccountsHttpLive } from "./SocialAccounts/Http.js"
 import { TeamsHttpLive } from "./Teams/Http.js"
 import { AuthenticationLive } from "./Users/Authentication.js"
+import { accessLog } from "./Http/AccessLog.js"
 import { DocsLive } from "./Http/Docs.js"
 import { ErrorBodiesLive } from "./Http/ErrorBodies.js"
 import { JsonBodyLive } from "./Http/JsonBody.js"
@@ -51,7 +52,7 @@ const ApiLive = HttpApiBuilder.api(PostlineApi).pipe(
  * `SocialProviders` (with the outbound guard), which the edge configures.
  */
 export const makeHttpLive = (options: { readonly accessLog: boolean }) =>
-  (options.accessLog ? HttpApiBuilder.serve(HttpMiddleware.logger) : HttpApiBuilder.serve()).pipe(
+  (options.accessLog ? HttpApiBuilder.serve(accessLog) : HttpApiBuilder.serve()).pipe(
     Layer.provide(ErrorBodiesLive),
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
     Layer.provide(DocsLive),

@@ -1,5 +1,6 @@
 import { HttpMiddleware } from "@effect/platform"
 import { Config, Effect, Layer, Option } from "effect"
+import { hasSecretQuery } from "./Http/AccessLog.js"
 import { lazyModule } from "./LazyModule.js"
 
 export const TracingSdkModule = lazyModule("./TracingSdk.js", () => import("./TracingSdk.js"), { layerOtlp: "function" })
@@ -18,7 +19,11 @@ export const withTracing = <A, E, R>(app: Layer.Layer<A, E, R>) =>
           Effect.succeed(
             app.pipe(HttpMiddleware.withTracerDisabledWhen(() => true), Layer.provide(Layer.setTracerEnabled(false)))
           ),
+        // A span would record a signed URL's query, signature and all: such requests are not traced.
         onSome: (url) =>
-          Effect.map(TracingSdkModule.load, (sdk) => app.pipe(Layer.provide(sdk.layerOtlp(url))))
+          Effect.map(
+            TracingSdkModule.load,
+            (sdk) => app.pipe(HttpMiddleware.withTracerDisabledWhen(hasSecretQuery), Layer.provide(sdk.layerOtlp(url)))
+          )
       }))
   )

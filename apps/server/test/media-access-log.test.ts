@@ -1,0 +1,50 @@
+import { expect, layer } from "@effect/vitest"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, HashMap, Layer, Logger } from "effect"
+import { makeHttpLive } from "../src/Api.js"
+import { SoleProcess } from "../src/Database/SoleProcess.js"
+import { SchedulerLive } from "../src/Publishing/Scheduler.js"
+import { UsersRepo } from "../src/Users/Repo.js"
+import { download, noisyPng, upload } from "./support/Media.js"
+import { LocalProviders } from "./support/Providers.js"
+import { TestDatabase } from "./support/TestDatabase.js"
+import { raw, signUp, TestCipher } from "./support/TestServer.js"
+import { freshTestStorage } from "./support/TestStorage.js"
+
+// What the server logs, the access log included.
+const logged: Array<{ readonly message: unknown; readonly annotations: Record<string, unknown> }> = []
+const capturingLogger = Logger.replace(
+  Logger.defaultLogger,
+  Logger.make(({ annotations, message }) => void logged.push({ message, annotations: Object.fromEntries(HashMap.toEntries(annotations)) }))
+)
+
+const LoggingServer = makeHttpLive({ accessLog: true }).pipe(
+  Layer.provideMerge(NodeHttpServer.layerTest),
+  Layer.provideMerge(UsersRepo.Default),
+  Layer.provide(SchedulerLive.pipe(Layer.provide(Layer.succeed(SoleProcess, true)))),
+  Layer.provide([LocalProviders, TestCipher, freshTestStorage("filesystem")]),
+  Layer.provideMerge(TestDatabase),
+  Layer.provide(capturingLogger)
+)
+
+layer(LoggingServer, { excludeTestServices: true })("the access log and signed URLs", (it) => {
+  it.effect("a download by signed URL is logged by its path: its signature, which would let a reader download, never is", () =>
+    Effect.gen(function*() {
+      const admin = yield* signUp()
+      const organization = yield* admin.client.organizations.createOrganization({ payload: { name: "Acme" } })
+      const team = yield* admin.client.teams.createTeam({ payload: { organizationId: organization.id, name: "Social" } })
+      const { body: asset } = yield* upload({ token: admin.token, teamId: team.id, bytes: yield* noisyPng(10, 10) })
+      expect((yield* download(asset.url)).status).toBe(200)
+      const forged = asset.url.replace(/signature=[^&]+/, "signature=forged")
+      expect((yield* download(forged)).status).toBe(403)
+      const path = asset.url.split("?")[0]
+      const lines = logged.filter(({ annotations }) => annotations["http.url"] === path)
+      expect(lines.map(({ annotations }) => annotations["http.status"])).toEqual([200, 403])
+      const signature = new URL(asset.url, "http://server").searchParams.get("signature")!
+      expect(JSON.stringify(logged)).not.toContain(signature)
+      // Other requests keep their query string in the log.
+      const listed = `/v1/teams/${team.id}/assets?limit=5`
+      expect((yield* raw({ method: "GET", path: listed, token: admin.token })).status).toBe(200)
+      expect(logged.map(({ annotations }) => annotations["http.url"])).toContain(listed)
+    }))
+})
