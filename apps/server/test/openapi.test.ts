@@ -19,9 +19,10 @@ const contractErrors = {
   500: ["InternalError"]
 }
 
-/** Errors of the contract's statuses that one operation adds: the quota an upload or an import may exceed. */
+/** Errors of the contract's statuses that one operation adds: the quota an upload, its start or an import may exceed. */
 const operationErrors: Record<string, ReadonlyArray<string>> = {
   "assetUploads.uploadAsset 409": ["QuotaExceeded"],
+  "assets.createAssetUpload 409": ["QuotaExceeded"],
   "assets.completeAssetUpload 409": ["QuotaExceeded"],
   "assets.importAsset 409": ["QuotaExceeded"]
 }

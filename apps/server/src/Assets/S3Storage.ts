@@ -52,7 +52,8 @@ export const layerS3Storage = (settings: S3Settings): Layer.Layer<MediaStorage> 
             // empty body in presigned URLs), which S3-compatible servers such as Swift's s3api refuse (501).
             requestChecksumCalculation: "WHEN_REQUIRED",
             responseChecksumValidation: "WHEN_REQUIRED",
-            requestHandler: { connectionTimeout: 5_000 },
+            // A bucket that stops answering mid-request fails it after a minute without a byte, not never.
+            requestHandler: { connectionTimeout: 5_000, requestTimeout: 60_000 },
             logger: quietLogger
           })
         ),
