@@ -9,11 +9,13 @@
 //   node bench/run.mjs --no-peers without the peers (bench/peers: Fastify + pg, NestJS + Prisma) in S1, S3, S4
 //   node bench/run.mjs --smoke --scenarios S8 --scheduled-posts 100
 //                                 S8 alone (posts due at one instant), with 100 posts
+//   node bench/run.mjs --scenarios S9
+//                                 S9 alone: uploads of a 10 MB PNG, ours and bench/baseline/upload.mjs
 //
 // Exit status: 0 only if every scenario ran with zero errors and the baseline
 // (and each peer) ran the same statements and answered the same bytes as the
 // server (as the baseline). Targets are reported, not enforced.
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { randomBytes } from "node:crypto"
 import { createServer as createHttpServer } from "node:http"
 import { cpus, totalmem, tmpdir, release } from "node:os"
@@ -30,8 +32,9 @@ import { startReceiver, summariseBurst } from "./lib/burst.mjs"
 import { peakMemory } from "./lib/heap-sampler.mjs"
 import { addSends, createSends } from "./baseline/scheduler.mjs"
 import { buildPeers, peerDefs, peerScenarios, peerVersions } from "./lib/peers.mjs"
-import { evaluateTargets, formatTargets, peersTable, rowErrors, table } from "./lib/report.mjs"
+import { describeUploads, evaluateTargets, formatTargets, peersTable, rowErrors, table } from "./lib/report.mjs"
 import { makeBenchUser, populations, seedSql } from "./lib/seed.mjs"
+import { checkUpload, driveUploads, makeNoisePng, MiB } from "./lib/upload.mjs"
 import { startNodeFlags } from "../apps/server/scripts/start-flags.mjs"
 
 const { values: flags } = parseArgs({
@@ -55,9 +58,11 @@ const { values: flags } = parseArgs({
 })
 if (flags.help) {
   console.log(`usage: node bench/run.mjs [--smoke] [--profile] [--scenarios S1,S3,...] [--duration SECONDS] [--rounds N] [--no-embedded] [--population smoke|embedded|full] [--before BUNDLE [--before-node-args="FLAGS"] [--before-node PATH]] [--no-peers] [--scheduled-posts N[,N...]]
-scenarios: S1 S2o S2t S2t0 S3 S4 S5 S6 S7 (PostgreSQL), S1/S4 again with the embedded database, and S8
+scenarios: S1 S2o S2t S2t0 S3 S4 S5 S6 S7 (PostgreSQL), S1/S4 again with the embedded database, S8 and S9
 S8: N posts due at one instant (--scheduled-posts; 1000,10000, or 100 with --smoke) on two PostgreSQL processes,
     the baseline's two (bench/baseline/scheduler.mjs) and one embedded process
+S9: uploads of a 10 MB PNG (1 MB with --smoke), 8 connections, ours (PostgreSQL, folder storage) and
+    bench/baseline/upload.mjs (node:http streaming the file to a folder, hashing it)
 peers (S1, S3, S4 only; --no-peers leaves them out): Fastify + pg, NestJS (Express) + Prisma 7 (bench/peers)`)
   process.exit(0)
 }
@@ -69,6 +74,7 @@ const startOurServer = ({ nodeArgs = [], ...options }) =>
   startServer({ script: serverScript, nodeArgs: [...serverNodeArgs, ...nodeArgs], ...options })
 const baselineScript = join(root, "bench/baseline/server.mjs")
 const baselineSchedulerScript = join(root, "bench/baseline/scheduler.mjs")
+const baselineUploadScript = join(root, "bench/baseline/upload.mjs")
 const heapSampler = pathToFileURL(join(root, "bench/lib/heap-sampler.mjs")).href
 const resultsDir = join(root, "bench/results")
 
@@ -101,7 +107,9 @@ const config = {
     probePosts: 200
   },
   // S7 publishes one draft per request, never twice: more than a run can use.
-  publishDrafts: smoke ? 3_000 : 40_000
+  publishDrafts: smoke ? 3_000 : 40_000,
+  // S9: uploads of a PNG of noise of this size, one at a time on each connection.
+  upload: { imageBytes: (smoke ? 1 : 10) * MiB, connections: 8 }
 }
 const only = flags.scenarios ? new Set(flags.scenarios.split(",").map((s) => s.trim())) : undefined
 const wanted = (id) => only === undefined || only.has(id)
@@ -1043,6 +1051,151 @@ const schedulerPhase = async () => {
   return rows
 }
 
+// ---------------------------------------------------------------- S9: uploads
+
+/** Removes what a folder holds, not the folder (the upload baseline makes its folder once, at start). */
+const emptyFolder = (dir) => {
+  for (const entry of readdirSync(dir)) rmSync(join(dir, entry), { recursive: true, force: true })
+}
+
+/**
+ * S9 (bench/README.md): uploads of a PNG of noise, each with bytes of its own (lib/upload.mjs), from
+ * `config.upload.connections` connections, on ours (PostgreSQL, folder storage) and on the baseline
+ * (baseline/upload.mjs: node:http streaming the part to a file in a folder, hashing it), alternately; the best
+ * round of each. Each server's peak RSS over its warm-up and rounds. The storage folders are emptied after each
+ * run (a full run stores gigabytes); ours keeps its database rows.
+ */
+const uploadPhase = async () => {
+  const { connections, imageBytes } = config.upload
+  const image = await makeNoisePng(imageBytes)
+  log(`S9: a ${(image.size / MiB).toFixed(1)} MB PNG of noise, ${image.width}x${image.height}, ${connections} connections`)
+  const database = await createDatabase()
+  state.database = database.name
+  // Both spool into a temporary folder of the run's own, and store into a folder of their own.
+  const spoolDir = join(state.tmp, "s9-spool")
+  const media = { ours: join(state.tmp, "s9-media"), baseline: join(state.tmp, "s9-baseline-media") }
+  for (const dir of [spoolDir, ...Object.values(media)]) mkdirSync(dir, { recursive: true })
+  const env = async () =>
+    serverEnv(await freePort(), { DATABASE_URL: database.url, MEDIA_DIR: media.ours, TMPDIR: spoolDir, MEDIA_QUOTA_BYTES: String(2 ** 50) })
+  const migrating = await startOurServer({ name: "S9 (migrating)", env: await env(), logFile: join(state.tmp, "s9-migrating.log") })
+  await migrating.stop()
+  const user = makeBenchUser()
+  await seedPostgres(database.url, seedSql(populations.scheduler, user))
+  const [team] = await queryPostgres(database.url, fixtureQueries.teamIds, [user.id])
+  const path = `/v1/teams/${team.id}/assets`
+
+  const server = await startOurServer({ name: "S9 server", env: await env(), logFile: join(state.tmp, "s9-server.log") })
+  const baseline = await startServer({
+    name: "S9 baseline",
+    script: baselineUploadScript,
+    nodeArgs: serverNodeArgs,
+    env: { PORT: String(await freePort()), MEDIA_DIR: media.baseline, TMPDIR: spoolDir },
+    logFile: join(state.tmp, "s9-baseline.log")
+  })
+  state.pids = [server.pid, baseline.pid]
+  log(`S9 server pid ${server.pid} on ${server.url}, baseline pid ${baseline.pid} on ${baseline.url}`)
+  const targets = { ours: server, baseline }
+
+  // A distinct text in every upload of the run, warm-up and checks included.
+  const counter = { runId: randomBytes(6).toString("hex"), next: 0 }
+  const load = (target) => ({ baseUrl: target.url, path, token: user.token, image, connections, counter })
+  // One upload through each first: the hash of the bytes sent (and, from the baseline, their size) in the answer.
+  const check = [
+    ...(await checkUpload({ ...load(server), sameSize: false })).map((problem) => `ours: ${problem}`),
+    ...(await checkUpload({ ...load(baseline), sameSize: true })).map((problem) => `baseline: ${problem}`)
+  ]
+  for (const problem of check) log(`S9 CHECK FAILED ${problem}`)
+
+  const idleRssMb = { ours: server.memory().rssMb, baseline: baseline.memory().rssMb }
+  const watching = {}
+  for (const [who, target] of Object.entries(targets)) {
+    resetPeakMemory(target.pid)
+    watching[who] = watchMemory(target)
+  }
+  log(`S9 warming up (${config.warmupSec} s each)`)
+  for (const [who, target] of Object.entries(targets)) {
+    await driveUploads({ ...load(target), durationSec: config.warmupSec })
+    emptyFolder(media[who])
+  }
+  const uploadsOnce = async (who) => {
+    const target = targets[who]
+    const watch = watchForeignCpu({ ...cpuContext(), serverPid: target.pid })
+    const result = await driveUploads({ ...load(target), durationSec: config.durationSec })
+    const cpu = watch.stop()
+    result.foreignCpuPct = cpu.foreignPct
+    result.serverCpuMsPerRequest = cpu.serverCpuMs / Math.max(1, result.requests)
+    result.dbCpuMsPerRequest = cpu.dbCpuMs / Math.max(1, result.requests)
+    result.contaminated = result.foreignCpuPct > config.foreignLimitPct
+    emptyFolder(media[who])
+    log(`S9 ${who.padEnd(8)} ${result.rps.toFixed(2)} uploads/s, ${result.mbPerSec.toFixed(1)} MB/s; ${describe(result)}`)
+    await pause(smoke ? 100 : 500)
+    return result
+  }
+  // As `measure`: a run that other processes disturbed is repeated once after a quiet spell, while retries last.
+  const measureUploads = async (who) => {
+    const first = await uploadsOnce(who)
+    if (!first.contaminated || state.retriesLeft <= 0) return first
+    state.retriesLeft--
+    log(`  other processes used ${first.foreignCpuPct.toFixed(0)}% of the machine during that run: waiting for quiet, then repeating it`)
+    await waitForQuiet(15_000)
+    const second = await uploadsOnce(who)
+    second.repeatedAfter = { rps: first.rps, mbPerSec: first.mbPerSec, p50: first.p50, p99: first.p99, errors: first.errors, foreignCpuPct: first.foreignCpuPct }
+    second.errors += first.errors
+    return second
+  }
+  const runs = { ours: [], baseline: [] }
+  for (let round = 0; round < config.rounds; round++) {
+    for (const who of ["ours", "baseline"]) runs[who].push(await measureUploads(who))
+  }
+  const memory = Object.fromEntries(Object.entries(watching).map(([who, stop]) => [who, { ...stop(), idleRssMb: idleRssMb[who] }]))
+  log(`S9 peak RSS: ours ${memory.ours.peakMb.toFixed(0)} MB (${idleRssMb.ours.toFixed(0)} MB idle), ` +
+    `baseline ${memory.baseline.peakMb.toFixed(0)} MB (${idleRssMb.baseline.toFixed(0)} MB idle)`)
+  for (const [who, target] of Object.entries(targets)) {
+    const ended = await target.stop()
+    if (ended.code !== 0) log(`S9 ${who} ended with ${JSON.stringify(ended)}:\n${target.logTail()}`)
+  }
+  await dropDatabase(database.name)
+  state.database = undefined
+
+  const o = best(runs.ours)
+  const b = best(runs.baseline)
+  const figures = (r, m) => ({ uploadsPerSec: r.rps, mbPerSec: r.mbPerSec, p50: r.p50, p99: r.p99, ...m })
+  return {
+    id: "S9",
+    mode: "postgres",
+    label: `S9 POST …/assets, ${(image.size / MiB).toFixed(0)} MB PNG, ${connections} conn.`,
+    read: false,
+    rps: o.rps,
+    p50: o.p50,
+    p99: o.p99,
+    errors: sumErrors(runs.ours) + check.filter((problem) => problem.startsWith("ours")).length,
+    foreignCpuPct: Math.max(o.foreignCpuPct, b.foreignCpuPct),
+    serverCpuMsPerRequest: o.serverCpuMsPerRequest,
+    dbCpuMsPerRequest: o.dbCpuMsPerRequest,
+    runs: runs.ours,
+    baseline: {
+      rps: b.rps,
+      p50: b.p50,
+      p99: b.p99,
+      errors: sumErrors(runs.baseline) + check.filter((problem) => problem.startsWith("baseline")).length,
+      foreignCpuPct: b.foreignCpuPct,
+      serverCpuMsPerRequest: b.serverCpuMsPerRequest,
+      dbCpuMsPerRequest: b.dbCpuMsPerRequest,
+      runs: runs.baseline
+    },
+    ratio: o.rps / b.rps,
+    upload: {
+      imageBytes: image.size,
+      width: image.width,
+      height: image.height,
+      connections,
+      check,
+      ours: figures(o, memory.ours),
+      baseline: figures(b, memory.baseline)
+    }
+  }
+}
+
 // ---------------------------------------------------------------- main
 
 const main = async () => {
@@ -1065,7 +1218,8 @@ const main = async () => {
       warmupSec: config.warmupSec,
       rounds: config.rounds,
       peers: config.peers,
-      scheduledPosts: config.burst.sizes
+      scheduledPosts: config.burst.sizes,
+      upload: config.upload
     },
     population: {},
     startup: {},
@@ -1077,6 +1231,7 @@ const main = async () => {
   log(`${config.mode} run: ${config.connections} connections, ${config.durationSec} s per scenario, ${config.rounds} round(s)`)
   const rows = flags["embedded-only"] || !postgresIds.some(wanted) ? [] : await postgresPhase(results)
   if (wanted("S8") && !flags.profile) rows.push(...(await schedulerPhase()))
+  if (wanted("S9") && !flags.profile && !flags["embedded-only"]) rows.push(await uploadPhase())
   if (config.embedded && ["S1", "S4"].some(wanted)) rows.push(...(await embeddedPhase(results)))
   results.scenarios = rows
   results.targets = evaluateTargets({ rows, memory: results.memory, startup: results.startup })
@@ -1121,6 +1276,8 @@ const main = async () => {
       if (r.baseline) console.log(`  ${r.id} baseline ${describeBurst(r.baseline.burst)}\n    sends/s ours/baseline: ${r.ratio.toFixed(2)}`)
     }
   }
+  const uploads = rows.find((r) => r.upload)
+  if (uploads) console.log(`\n${describeUploads(uploads)}`)
   const s = results.startup
   const mem = results.memory
   console.log("")

@@ -137,3 +137,20 @@ export const evaluateTargets = ({ rows, memory, startup }) => {
 
 export const formatTargets = (targets) =>
   targets.map((t) => `  ${t.pass ? "PASS" : "FAIL"}  ${t.target}: ${t.value}`).join("\n")
+
+/** S9's lines after the table: uploads/s, MB/s, latency and peak RSS of ours and the baseline, and what differs. */
+export const describeUploads = (r) => {
+  const u = r.upload
+  const line = (who, x) =>
+    `  ${who.padEnd(8)} ${fmt(x.uploadsPerSec, 2)} uploads/s, ${fmt(x.mbPerSec, 1)} MB/s, p50 ${fmt(x.p50, 0)} ms, p99 ${fmt(x.p99, 0)} ms; ` +
+    `peak RSS ${fmt(x.peakMb, 0)} MB (${fmt(x.idleRssMb, 0)} MB idle before the uploads)`
+  return [
+    `S9, uploads of a ${fmt(u.imageBytes / 2 ** 20, 1)} MB PNG of noise (${u.width}x${u.height}, each with a tEXt chunk of its own), ` +
+    `${u.connections} connections, best run of each; MB = 2^20 bytes of the files sent:`,
+    line("ours", u.ours),
+    line("baseline", u.baseline),
+    `  ours/baseline: ${fmt(r.ratio, 2)}x uploads/s. Ours also decodes each image and writes it again with sharp, and a WebP ` +
+    `thumbnail, and saves the asset in PostgreSQL; the baseline (baseline/upload.mjs) only streams the bytes to a file while hashing them.` +
+    (u.check.length ? `\n  CHECK FAILED: ${u.check.join("; ")}` : "")
+  ].join("\n")
+}

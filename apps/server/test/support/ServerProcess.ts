@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
+import { readFileSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -111,3 +112,40 @@ export const callsAs = (server: Pick<ServerProcess, "base">, token: string) =>
     const text = await response.text()
     return { status: response.status, replayed: response.headers.get("idempotent-replayed"), text, body: text === "" ? null : JSON.parse(text) }
   })
+
+/** A process's resident memory now (VmRSS) and its peak since it started or was reset (VmHWM), in bytes. */
+export const memoryOf = (pid: number) => {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8")
+  const bytes = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? NaN) * 1024
+  return { rss: bytes("VmRSS"), peak: bytes("VmHWM") }
+}
+
+/** Sets a process's VmHWM back to its current RSS (Linux's clear_refs), so that a later peak is a later phase's own. */
+export const resetPeakMemory = (pid: number) => writeFileSync(`/proc/${pid}/clear_refs`, "5")
+
+/**
+ * Watches a process's memory from now on: VmHWM reset, VmRSS polled every `everyMs`. `stop()` returns the
+ * highest RSS polled, the kernel's own peak since the reset (which no poll can miss), and the samples.
+ */
+export const watchMemory = (pid: number, everyMs = 50) => {
+  resetPeakMemory(pid)
+  const samples: Array<{ readonly atMs: number; readonly rss: number }> = []
+  const startedAt = performance.now()
+  const poll = () => {
+    try {
+      samples.push({ atMs: performance.now() - startedAt, rss: memoryOf(pid).rss })
+    } catch {
+      // the process ended: nothing more to read
+    }
+  }
+  poll()
+  const timer = setInterval(poll, everyMs)
+  return {
+    stop: () => {
+      clearInterval(timer)
+      poll()
+      const polledPeak = Math.max(...samples.map(({ rss }) => rss))
+      return { polledPeak, peak: Math.max(polledPeak, memoryOf(pid).peak), samples }
+    }
+  }
+}
