@@ -5,7 +5,7 @@ import { authorize } from "../Access/Authorization.js"
 import { Outbound, type OutboundError } from "../Outbound/Outbound.js"
 import { nameFromFile } from "./Form.js"
 import { AssetsPolicy } from "./Policy.js"
-import { Assets, scopedUploadDir } from "./Service.js"
+import { Assets, scopedWorkDir } from "./Service.js"
 import { MediaSettings } from "./Settings.js"
 import { spool } from "./Spool.js"
 
@@ -62,7 +62,7 @@ export class AssetImports extends Effect.Service<AssetImports>()("Assets/Imports
           if (Number(answer.headers.get("content-length") ?? 0) > settings.maxVideoBytes) {
             return yield* new PayloadTooLarge({ message: `${host} announces more than ${settings.maxVideoBytes} bytes` })
           }
-          const path = Path.join(yield* scopedUploadDir, "import")
+          const path = Path.join(yield* scopedWorkDir(settings.workDir), "import")
           const file = yield* spool(answer.body, path, settings).pipe(Effect.catchTag("OutboundError", (error) => Effect.fail(refusalOf(error))))
           return yield* assets.ingest(teamId, file, { fields, fileName: fileNameOf(url) })
         }).pipe(Effect.scoped))

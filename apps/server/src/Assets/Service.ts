@@ -15,7 +15,6 @@ import {
 import { Effect, Exit, Option, type Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import { mkdtemp, rm } from "node:fs/promises"
-import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import { authorize } from "../Access/Authorization.js"
 import { transactionally } from "../Database/Transaction.js"
@@ -43,11 +42,12 @@ export interface Uploaded {
 // An upload's objects become garbage this long after they are written unless its asset is saved first.
 const uploadGraceSeconds = 3600
 
-/** A folder of its own for one upload's files, removed with everything in it when the scope closes. */
-export const scopedUploadDir = Effect.acquireRelease(
-  Effect.promise(() => mkdtemp(Path.join(tmpdir(), "postline-upload-"))),
-  (dir) => Effect.promise(() => rm(dir, { recursive: true, force: true }))
-)
+/** A folder of its own for one request's files under `parent`, removed with everything in it when the scope closes. */
+export const scopedWorkDir = (parent: string) =>
+  Effect.acquireRelease(
+    Effect.promise(() => mkdtemp(Path.join(parent, "postline-"))),
+    (dir) => Effect.promise(() => rm(dir, { recursive: true, force: true }))
+  )
 
 /** A team's media library: uploads checked and stored, metadata, and signed URLs of the bytes. */
 export class Assets extends Effect.Service<Assets>()("Assets", {
@@ -204,7 +204,7 @@ export class Assets extends Effect.Service<Assets>()("Assets", {
     const upload = (teamId: TeamId, parts: Stream.Stream<Multipart.Part, Multipart.MultipartError>) =>
       authorize(policy.canWrite(teamId, { lock: false }))(() =>
         Effect.gen(function*() {
-          const dir = yield* scopedUploadDir
+          const dir = yield* scopedWorkDir(settings.workDir)
           const form = yield* readUploadForm(Multipart.withLimitsStream(parts, formLimits), Path.join(dir, "upload"), settings)
           return yield* ingest(teamId, form.file, form)
         }).pipe(Effect.scoped))

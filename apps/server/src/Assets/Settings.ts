@@ -1,4 +1,5 @@
 import { Config, Effect, Option } from "effect"
+import { tmpdir } from "node:os"
 
 const megabytes = 1024 * 1024
 
@@ -24,6 +25,8 @@ export class MediaSettings extends Effect.Service<MediaSettings>()("Assets/Setti
         Config.withDefault(3600),
         Config.validate({ message: "MEDIA_URL_SECONDS must be from 60 to 604800", validation: (n) => n >= 60 && n <= 604_800 })
       ),
+      /** Where uploads are written while they are checked: a disk folder, not memory (a tmpfs would hold them in RAM). */
+      workDir: yield* Config.string("MEDIA_TMP_DIR").pipe(Config.withDefault(tmpdir())),
       /** `<PUBLIC_URL>` without a trailing slash, which makes URLs absolute; null when it is not set. */
       base: Option.getOrNull(Option.map(publicUrl, (url) => url.href.replace(/\/+$/, "")))
     } as const

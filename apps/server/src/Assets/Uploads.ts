@@ -21,7 +21,7 @@ import { folderNotFound } from "../Folders/Service.js"
 import { StorageGarbage } from "./Garbage.js"
 import { AssetsPolicy } from "./Policy.js"
 import { AssetsRepo } from "./Repo.js"
-import { Assets, scopedUploadDir } from "./Service.js"
+import { Assets, scopedWorkDir } from "./Service.js"
 import { MediaSettings } from "./Settings.js"
 import { spool } from "./Spool.js"
 import { MediaStorage } from "./Storage.js"
@@ -134,7 +134,7 @@ export class AssetUploads extends Effect.Service<AssetUploads>()("Assets/Uploads
           return found
         }).pipe(transactionally)
         yield* Effect.gen(function*() {
-          const path = Path.join(yield* scopedUploadDir, "upload")
+          const path = Path.join(yield* scopedWorkDir(settings.workDir), "upload")
           yield* writeExactly(request.stream, path, upload.size)
           yield* Effect.orDie(storage.putFile(upload.storageKey, path, "application/octet-stream"))
         }).pipe(
@@ -177,7 +177,7 @@ export class AssetUploads extends Effect.Service<AssetUploads>()("Assets/Uploads
             if (stored.value !== upload.size) {
               return yield* new BadRequest({ message: `The upload declared ${upload.size} bytes; ${stored.value} arrived` })
             }
-            const path = Path.join(yield* scopedUploadDir, "upload")
+            const path = Path.join(yield* scopedWorkDir(settings.workDir), "upload")
             const file = yield* spool(storage.read(upload.storageKey), path, settings).pipe(Effect.catchTag("StorageError", Effect.die))
             if (upload.sha256 !== null && file.sha256 !== upload.sha256) {
               return yield* new BadRequest({ message: `The upload declared SHA-256 ${upload.sha256}; the bytes that arrived have ${file.sha256}` })

@@ -15,7 +15,7 @@ import { Duration, Effect, Fiber, Option } from "effect"
 import { openAsBlob } from "node:fs"
 import * as Path from "node:path"
 import { authorize } from "../Access/Authorization.js"
-import { scopedUploadDir } from "../Assets/Service.js"
+import { scopedWorkDir } from "../Assets/Service.js"
 import { MediaSettings } from "../Assets/Settings.js"
 import { UrlSigning } from "../Assets/Signing.js"
 import { MediaStorage } from "../Assets/Storage.js"
@@ -232,7 +232,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
           url: signed.url,
           urlExpiresAt: signed.expiresAt.toISOString(),
           open: Effect.gen(function*() {
-            const path = Path.join(yield* scopedUploadDir, "medium")
+            const path = Path.join(yield* scopedWorkDir(mediaSettings.workDir), "medium")
             yield* storage.copyToFile(storageKey, path)
             return yield* Effect.promise(() => openAsBlob(path, { type: facts.contentType }))
           }).pipe(Effect.mapError((error) =>
