@@ -99,6 +99,10 @@ layer(Server, { excludeTestServices: true })("posts carry media", (it) => {
       const uploaded = status.mediaIds!.map((id) => mastodon.media.find((medium) => medium.id === id)!)
       expect(uploaded.map((medium) => medium.description)).toEqual(alts)
       expect(uploaded.map((medium) => medium.sha256)).toEqual(assets.map((asset) => asset.sha256))
+      // Each file was streamed from its temporary copy, not read whole first: the form went chunked.
+      const uploads = mastodon.requests.filter((request) => request.path === "/api/v2/media")
+      expect(uploads.map((request) => [request.headers["transfer-encoding"], request.headers["content-length"]]))
+        .toEqual(assets.map(() => ["chunked", undefined]))
 
       const event = receiver.received.at(-1)!
       const payload = receiver.verify(event, hook.signingSecret!) as { data: { media: Array<{ assetId: string; altText: string; url: string; urlExpiresAt: string; sha256: string }> } }

@@ -180,12 +180,18 @@ export class Outbound extends Effect.Service<Outbound>()("Outbound", {
         })
       }
 
-      /** The call through the checked agent, its answer's body unread; a redirect is refused. */
+      /**
+       * The call through the checked agent, its answer's body unread; a redirect is refused. A form (a provider's
+       * media upload) is streamed as it is read from its files, never held whole: it goes chunked; any other body
+       * is small, and goes with its length.
+       */
       const dispatch = async (url: URL, request: Request, signal: AbortSignal): Promise<Response> => {
+        const streamed = request.body !== null && (request.headers.get("content-type") ?? "").startsWith("multipart/form-data")
         const response = await undiciFetch(url, {
           method: request.method,
           headers: [...request.headers],
-          body: request.body === null ? null : Buffer.from(await request.arrayBuffer()),
+          body: request.body === null ? null : streamed ? request.body : Buffer.from(await request.arrayBuffer()),
+          ...(streamed ? { duplex: "half" as const } : {}),
           redirect: "manual",
           dispatcher: agent,
           signal
