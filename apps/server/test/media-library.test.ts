@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs"
 import sharp from "sharp"
 import { StorageGarbage } from "../src/Assets/Garbage.js"
 import { MediaStorage } from "../src/Assets/Storage.js"
-import { download, jpegWithGps, noisyPng, upload } from "./support/Media.js"
+import { download, jpegWithGps, mp4Bytes, noisyPng, upload } from "./support/Media.js"
 import { makeTestServer, raw, signUp } from "./support/TestServer.js"
 import { freshTestStorage, s3TestSettings, testStorageKinds } from "./support/TestStorage.js"
 import { LocalProviders } from "./support/Providers.js"
@@ -358,6 +358,17 @@ layer(SmallQuotaServer, { excludeTestServices: true })("media limits", (it) => {
       const start = raw({ method: "POST", path: `/v1/teams/${teamId}/assets/uploads`, token, json: { size: 1000 } })
       for (let i = 0; i < 20; i++) expect((yield* start).status).toBe(201)
       expect(yield* start).toMatchObject({ status: 409, body: { _tag: "Conflict", message: expect.stringContaining("20 uploads open") } })
+    }))
+
+  it.effect("a video of exactly MEDIA_MAX_VIDEO_BYTES is taken as it came; one byte more gets 413", () =>
+    Effect.gen(function*() {
+      const { teamId, token } = yield* mediaTeam
+      const atLimit = mp4Bytes(200_000)
+      const taken = yield* upload({ token, teamId, bytes: atLimit, fileName: "clip.mp4" })
+      expect(taken).toMatchObject({ status: 201, body: { kind: "video", contentType: "video/mp4", size: 200_000, width: null, thumbnailUrl: null } })
+      expect(Buffer.from((yield* download(taken.body.url)).bytes).equals(atLimit)).toBe(true)
+      const past = yield* upload({ token, teamId, bytes: mp4Bytes(200_001), fileName: "clip2.mp4" })
+      expect(past).toMatchObject({ status: 413, body: { _tag: "PayloadTooLarge", message: expect.stringContaining("200000") } })
     }))
 
   it.effect("two uploads at once that each fit the quota but not together: exactly one is stored, the other gets 409 QuotaExceeded", () =>

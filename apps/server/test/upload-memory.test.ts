@@ -10,12 +10,8 @@ import { freshDatabaseEnv, scopedTempDir } from "./support/TestDatabase.js"
 
 const MiB = 1024 * 1024
 
-/**
- * 300 MB, just under MEDIA_MAX_VIDEO_BYTES (300 MiB). Not the limit itself: the form parser's file limit (Service.ts,
- * `maxFileSize: largestFile`) counts the part's headers too (multipasta's MaxPartSize), so a video of exactly 300 MiB
- * is refused with 413 although spooling takes it.
- */
-const videoSize = 300_000_000
+/** MEDIA_MAX_VIDEO_BYTES itself (300 MiB): the largest video the server takes. */
+const videoSize = 300 * MiB
 
 /** How much the server's RSS may rise above its warm level while it takes the whole video. */
 const allowedRise = 64 * MiB

@@ -17,6 +17,7 @@ import { randomUUID } from "node:crypto"
 import { mkdtemp, rm } from "node:fs/promises"
 import * as Path from "node:path"
 import { authorize } from "../Access/Authorization.js"
+import { makeFifoLimiter } from "../Concurrency/FifoLimiter.js"
 import { transactionally } from "../Database/Transaction.js"
 import { folderNotFound } from "../Folders/Service.js"
 import { Cursors } from "../Pagination/Cursor.js"
@@ -59,12 +60,15 @@ export class Assets extends Effect.Service<Assets>()("Assets", {
     const signing = yield* UrlSigning
     const storage = yield* MediaStorage
     const garbage = yield* StorageGarbage
-    // The parser's own bounds, beside the kind's limit that spooling applies: no file, and no form around it, larger.
-    const largestFile = Math.max(settings.maxImageBytes, settings.maxVideoBytes)
+    // The parser's own bounds, beside the kind's limit that spooling applies exactly: no file, and no form around
+    // it, larger. The parser counts a part's headers in its size: they get room of their own.
+    const largestPart = Math.max(settings.maxImageBytes, settings.maxVideoBytes) + 16 * 1024
     const formLimits = {
-      maxFileSize: Option.some(largestFile),
-      maxTotalSize: Option.some(largestFile + uploadFormLimits.maxParts * uploadFormLimits.maxFieldSize + 64 * 1024)
+      maxFileSize: Option.some(largestPart),
+      maxTotalSize: Option.some(largestPart + uploadFormLimits.maxParts * uploadFormLimits.maxFieldSize + 64 * 1024)
     }
+    // Decoding an image holds its pixels outside the JavaScript heap: a few at a time bound what uploads hold.
+    const preparing = yield* makeFifoLimiter(settings.processingConcurrency)
 
     /** The asset as the API shows it, with URLs valid for MEDIA_URL_SECONDS. */
     const withUrls = (asset: StoredAsset): Asset => {
@@ -161,7 +165,7 @@ export class Assets extends Effect.Service<Assets>()("Assets", {
       Effect.gen(function*() {
         const known = yield* repo.findBySha256(teamId, file.sha256)
         if (Option.isSome(known)) return { created: false, asset: withUrls(known.value) } satisfies Uploaded
-        const prepared = yield* prepare(file.path, file.sniffed, settings.maxImagePixels).pipe(
+        const prepared = yield* preparing(prepare(file.path, file.sniffed, settings.maxImagePixels)).pipe(
           Effect.catchTag("ImageRefused", ({ reason }) =>
             Effect.fail(
               reason === "too_many_pixels"

@@ -18,6 +18,8 @@ export class MediaSettings extends Effect.Service<MediaSettings>()("Assets/Setti
       maxVideoBytes: yield* positive("MEDIA_MAX_VIDEO_BYTES", "bytes", 300 * megabytes),
       /** Decoding an image takes about 4 bytes a pixel: this bounds what one upload may make the server hold. */
       maxImagePixels: yield* positive("MEDIA_MAX_IMAGE_PIXELS", "pixels", 50_000_000),
+      /** How many uploaded images one process decodes and writes again at once; the others wait their turn. */
+      processingConcurrency: yield* positive("MEDIA_PROCESSING_CONCURRENCY", "images", 2),
       /** What an organization may store, originals and thumbnails together. */
       quotaBytes: yield* positive("MEDIA_QUOTA_BYTES", "bytes", 5 * 1024 * megabytes),
       /** How long the URLs in an asset's answers work. */

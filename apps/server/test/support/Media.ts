@@ -1,5 +1,6 @@
 import { HttpServer } from "@effect/platform"
 import { Effect } from "effect"
+import { randomBytes } from "node:crypto"
 import sharp from "sharp"
 
 export interface UploadResponse {
@@ -81,3 +82,15 @@ export const putUpload = (url: string, bytes: Uint8Array, headers: Record<string
       body: response.headers.get("content-type")?.startsWith("application/json") ? JSON.parse(text) : text
     } satisfies UploadResponse
   })
+
+/** An MP4 as file-type reads one (an `ftyp` box, isom and mp42, then one `mdat` box of noise), `size` bytes long. */
+export const mp4Bytes = (size: number) => {
+  const bytes = randomBytes(size)
+  bytes.writeUInt32BE(24, 0)
+  bytes.write("ftypisom", 4, "latin1")
+  bytes.writeUInt32BE(0x200, 12)
+  bytes.write("isommp42", 16, "latin1")
+  bytes.writeUInt32BE(size - 24, 24)
+  bytes.write("mdat", 28, "latin1")
+  return bytes
+}
