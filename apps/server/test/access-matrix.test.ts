@@ -147,7 +147,9 @@ const seedWorld = Effect.gen(function*() {
       VALUES (${assetId}, ${teamA}, ${organizationA}, ${null}, 'seeded.png', 'image', 'image/png', 100, 150,
         ${createHash("sha256").update(assetId).digest("hex")}, 8, 8, ${null},
         ${`assets/${teamA}/${assetId}/original.png`}, ${`assets/${teamA}/${assetId}/thumbnail.webp`})`
-    // A presigned upload whose bytes were PUT, ready to complete; another still waiting for its bytes.
+    // A presigned upload whose bytes were PUT, ready to complete; another still waiting for its bytes. Those of the
+    // callers before are forgotten: a team may have only 20 uploads open, and each caller's targets are fresh.
+    yield* sql`DELETE FROM asset_uploads WHERE team_id = ${teamA}`
     const sentPng = yield* noisyPng(8, 8)
     const sent = yield* raw({ method: "POST", path: `/v1/teams/${teamA}/assets/uploads`, token: admin.token, json: { size: sentPng.length } })
     yield* putUpload(sent.body.url, sentPng)
