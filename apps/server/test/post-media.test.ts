@@ -163,6 +163,27 @@ layer(Server, { excludeTestServices: true })("posts carry media", (it) => {
       expect((yield* call("GET", `/posts/${draft.id}`)).body.media).toEqual([{ assetId: assets[0].id, altText: null }])
     }), { timeout: 60_000 })
 
+  it.scoped("an asset's delete racing a post-now that carries it: either the delete is refused and the post sends the asset, or the post goes without it", () =>
+    Effect.gen(function*() {
+      const receiver = yield* makeWebhookReceiver
+      const { assets, call, connect, postNow } = yield* teamWithImages(6)
+      const hook = yield* connect({ provider: "webhook", url: `${receiver.url}/hooks` })
+      for (const asset of assets) {
+        const post = (yield* call("POST", "/posts", { content: `Race ${asset.id}`, media: [{ assetId: asset.id }] })).body
+        const [deleted, published] = yield* Effect.all([call("DELETE", `/assets/${asset.id}`), postNow(post.id, [hook.id])], {
+          concurrency: 2
+        })
+        expect(published.body.outcome).toBe("none_failed")
+        const event = receiver.received.find((received) => received.body.includes(post.id))!
+        const sent = (receiver.verify(event, hook.signingSecret!) as { data: { media: Array<{ assetId: string }> } }).data.media
+        if (deleted.status === 200) expect(sent).toEqual([])
+        else {
+          expect(deleted).toMatchObject({ status: 409, body: { _tag: "Conflict" } })
+          expect(sent.map((medium) => medium.assetId)).toEqual([asset.id])
+        }
+      }
+    }), { timeout: 60_000 })
+
   it.scoped("a scheduled post sends its media when it comes due: the webhook's signed event lists them", () =>
     Effect.gen(function*() {
       const receiver = yield* makeWebhookReceiver
