@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpMiddleware, HttpServerRequest, HttpServerResponse, UrlParams } from "@effect/platform"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse, UrlParams } from "@effect/platform"
 import { TooManyRequests } from "@postline/domain"
 import { Effect, Layer, Option, Redacted, Schema } from "effect"
 import { formContentType } from "../Http/ContentTypes.js"
@@ -15,23 +15,6 @@ const decisions = { approve: "approved", deny: "denied" } as const
 const maxFieldLength = 1024
 
 /**
- * The platform's access log writes the URL, query string and all, and the
- * query may hold a user code: these pages write their line without it. Like
- * the access log, it shows at INFO.
- */
-const loggedWithoutQuery = <R>(page: Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>) =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const response = yield* HttpMiddleware.withLoggerDisabled(page)
-    yield* Effect.log("Sent HTTP response").pipe(Effect.annotateLogs({
-      "http.method": request.method,
-      "http.url": request.url.split("?")[0],
-      "http.status": response.status
-    }))
-    return response
-  })
-
-/**
  * A page never fails: what went wrong unexpectedly is logged and answered with an HTML page. A body refused
  * for its size or encoding gets the edge's answer, as on every route.
  */
@@ -42,8 +25,7 @@ const neverFailing = <E, R>(page: Effect.Effect<HttpServerResponse.HttpServerRes
         onSome: Effect.die,
         onNone: () => Effect.as(Effect.logError("The device page failed", cause), failurePage)
       })
-    ),
-    loggedWithoutQuery
+    )
   )
 
 /**
