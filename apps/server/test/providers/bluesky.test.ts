@@ -7,10 +7,10 @@ import sharp from "sharp"
 import { Outbound } from "../../src/Outbound/Outbound.js"
 import { BlueskyCredentials } from "../../src/Providers/Credentials.js"
 import { SocialProviders } from "../../src/Providers/Registry.js"
-import type { MediaFacts, PublishMedia } from "../../src/Providers/SocialProvider.js"
+import type { PublishMedia } from "../../src/Providers/SocialProvider.js"
 import { BlueskyNetwork } from "../support/BlueskyNetwork.js"
 import { makeLocalServer } from "../support/LocalServer.js"
-import { makeMediaFixtures } from "../support/MediaFixtures.js"
+import { imageFacts, makeMediaFixtures } from "../support/MediaFixtures.js"
 import { LocalProviders } from "../support/Providers.js"
 
 const credentials = (serviceUrl: string, handle: string, appPassword: string) =>
@@ -50,15 +50,7 @@ const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest(
 const readStored = (medium: PublishMedia) =>
   Effect.scoped(Effect.flatMap(medium.open, (blob) => Effect.promise(async () => Buffer.from(await blob.arrayBuffer()))))
 
-const image = (facts: Partial<MediaFacts> = {}): MediaFacts => ({
-  kind: "image",
-  contentType: "image/jpeg",
-  size: 500_000,
-  width: 1600,
-  height: 900,
-  altText: null,
-  ...facts
-})
+const image = imageFacts
 
 // The TID rules and codec of the atproto libraries themselves, as @atproto/api has them.
 const atprotoRequire = createRequire(createRequire(import.meta.url).resolve("@atproto/api"))

@@ -6,7 +6,7 @@ import { SocialProviders } from "../../src/Providers/Registry.js"
 import { ContentLimits, type MediaFacts, type PublishMedia } from "../../src/Providers/SocialProvider.js"
 import { mastodonLength } from "../../src/Providers/TextLength.js"
 import { makeMastodonFake, type MastodonFake } from "../support/MastodonFake.js"
-import { makeMediaFixtures } from "../support/MediaFixtures.js"
+import { imageFacts, makeMediaFixtures } from "../support/MediaFixtures.js"
 import { GuardedProviders, LocalProviders } from "../support/Providers.js"
 
 const credentialsFor = (fake: MastodonFake, token = fake.token) =>
@@ -21,15 +21,7 @@ const post = (text: string, idempotencyKey = crypto.randomUUID(), media: Readonl
   media
 })
 
-const image = (facts: Partial<MediaFacts> = {}): MediaFacts => ({
-  kind: "image",
-  contentType: "image/jpeg",
-  size: 500_000,
-  width: 1600,
-  height: 900,
-  altText: null,
-  ...facts
-})
+const image = imageFacts
 const video = (facts: Partial<MediaFacts> = {}): MediaFacts => image({ kind: "video", contentType: "video/mp4", width: 1280, height: 720, ...facts })
 
 const MiB = 1024 * 1024

@@ -5,7 +5,7 @@ import { openAsBlob } from "node:fs"
 import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import sharp from "sharp"
-import type { PublishMedia } from "../../src/Providers/SocialProvider.js"
+import type { MediaFacts, PublishMedia } from "../../src/Providers/SocialProvider.js"
 
 export interface ImageOptions {
   readonly width: number
@@ -72,4 +72,15 @@ export const makeMediaFixtures = Effect.gen(function*() {
       })
   }
   return fixtures
+})
+
+/** What a provider checks of an image before sending it (validateMedia): a 1600×900 JPEG of 500 kB unless told. */
+export const imageFacts = (facts: Partial<MediaFacts> = {}): MediaFacts => ({
+  kind: "image",
+  contentType: "image/jpeg",
+  size: 500_000,
+  width: 1600,
+  height: 900,
+  altText: null,
+  ...facts
 })
