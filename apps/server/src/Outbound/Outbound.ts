@@ -50,6 +50,9 @@ const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, 
 
 const redirectStatuses = new Set([301, 302, 303, 307, 308])
 
+// A refusal that a setting lifts says which, for the caller to pass on to whoever runs the server.
+const operatorMayAllow = (what: string) => `the server's operator can allow ${what} with OUTBOUND_ALLOW_PRIVATE=true`
+
 const hasUserInfo = (url: URL) => url.username !== "" || url.password !== ""
 
 // fetch will not send a request to a URL with a user name or password; the message says so, naming the host only.
@@ -94,7 +97,7 @@ export class Outbound extends Effect.Service<Outbound>()("Outbound", {
         const range = options.allowPrivate ? undefined : reservedRange(address)
         return range === undefined ? undefined : new OutboundError({
           reason: "refused_address",
-          message: `${host} is refused: ${address} is a ${range} address`
+          message: `${host} is refused: ${address} is a ${range} address (${operatorMayAllow("such addresses")})`
         })
       }
 
@@ -140,7 +143,10 @@ export class Outbound extends Effect.Service<Outbound>()("Outbound", {
         if (url === undefined) throw new OutboundError({ reason: "invalid_url", message: "Not an absolute URL" })
         if (hasUserInfo(url)) throw userInfoRefused(url)
         if (url.protocol !== "https:" && !(url.protocol === "http:" && options.allowPrivate)) {
-          throw new OutboundError({ reason: "invalid_url", message: `${url.host}: only https addresses are allowed` })
+          throw new OutboundError({
+            reason: "invalid_url",
+            message: `${url.host}: only https addresses are allowed (${operatorMayAllow("http")})`
+          })
         }
         const literal = url.hostname.replace(/^\[(.*)\]$/, "$1")
         const refused = isIP(literal) ? refusedAddress(url.host, literal) : undefined

@@ -70,7 +70,10 @@ describe("Outbound", () => {
     Effect.gen(function*() {
       const client = yield* outbound()
       const refusal = (url: string) => client.request(url).pipe(Effect.flip)
-      expect(yield* refusal("http://example.com/")).toMatchObject({ reason: "invalid_url", message: expect.stringContaining("only https") })
+      expect(yield* refusal("http://example.com/")).toMatchObject({
+        reason: "invalid_url",
+        message: "example.com: only https addresses are allowed (the server's operator can allow http with OUTBOUND_ALLOW_PRIVATE=true)"
+      })
       expect(yield* refusal("ftp://example.com/")).toMatchObject({ reason: "invalid_url" })
       expect(yield* refusal("not a url")).toMatchObject({ reason: "invalid_url" })
       for (
@@ -125,7 +128,11 @@ describe("Outbound", () => {
       }
       const client = yield* outbound({ resolve })
       const error = yield* client.request("https://internal.example/hook").pipe(Effect.flip)
-      expect(error).toMatchObject({ reason: "refused_address", message: "internal.example is refused: 10.0.0.5 is a private address" })
+      expect(error).toMatchObject({
+        reason: "refused_address",
+        message: "internal.example is refused: 10.0.0.5 is a private address " +
+          "(the server's operator can allow such addresses with OUTBOUND_ALLOW_PRIVATE=true)"
+      })
       expect(calls).toBe(1)
       yield* client.request("https://internal.example/hook").pipe(Effect.flip)
       expect(calls).toBe(2)
@@ -145,7 +152,8 @@ describe("Outbound", () => {
       yield* client.check("https://rebind.example/")
       expect(yield* client.request("https://rebind.example/").pipe(Effect.flip)).toMatchObject({
         reason: "refused_address",
-        message: "rebind.example is refused: 127.0.0.1 is a loopback address"
+        message: "rebind.example is refused: 127.0.0.1 is a loopback address " +
+          "(the server's operator can allow such addresses with OUTBOUND_ALLOW_PRIVATE=true)"
       })
     }))
 
