@@ -1,4 +1,5 @@
-import { Logger } from "effect"
+import { Config, Effect, Logger, LogLevel, Order } from "effect"
+import { StartupError } from "./StartupError.js"
 
 // Parameters whose value is a secret: these names, and any name that mentions a token, secret, password or key.
 const sensitiveNames = new Set(["code", "device_code", "user_code", "sig", "signature", "auth", "authorization", "session"])
@@ -32,3 +33,15 @@ export const JsonLogger = Logger.replace(
   Logger.defaultLogger,
   Logger.jsonLogger.pipe(Logger.map(redactSecretsInUrls), Logger.withConsoleLog)
 )
+
+const levelsByRank = [...LogLevel.allLevels].sort(Order.mapInput(Order.number, (level: LogLevel.LogLevel) => level.ordinal))
+
+/** `LOG_LEVEL` (any case; INFO when unset); an unknown one is a StartupError that lists the known ones. */
+export const LogLevelConfig = Effect.gen(function*() {
+  const text = yield* Config.string("LOG_LEVEL").pipe(Config.withDefault("INFO"))
+  const level = levelsByRank.find((level) => level.label === text.trim().toUpperCase())
+  if (level) return level
+  return yield* new StartupError({
+    message: `LOG_LEVEL "${text}" is not one of ${levelsByRank.map((level) => level.label).join(", ")}`
+  })
+})

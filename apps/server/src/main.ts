@@ -1,31 +1,32 @@
-import { HttpServer } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Config, Effect, Layer, Logger, LogLevel } from "effect"
+import { Effect, Either, Layer, Logger, LogLevel } from "effect"
+import { AdminServerLive } from "./Admin/Server.js"
 import { DatabaseLive } from "./Database/Database.js"
 import { SoleProcess } from "./Database/SoleProcess.js"
 import { CurrentDeployment, DeploymentLive } from "./Deployment.js"
 import { EndStartupTurnLive } from "./Database/StartupTurn.js"
-import { JsonLogger } from "./Logging.js"
+import { JsonLogger, LogLevelConfig } from "./Logging.js"
 import { makeHttpLive } from "./Api.js"
 import { MediaStorageLive } from "./Assets/StorageConfig.js"
 import { StorageSweepLive } from "./Assets/Sweep.js"
-import { makeServerLifecycle } from "./Http/ServerLifecycle.js"
+import { ListenAddressConfig, listenFailure, makeServerLifecycle } from "./Http/ServerLifecycle.js"
 import { serverTimeouts } from "./Http/ServerTimeouts.js"
 import { OutboundLive } from "./Outbound/Outbound.js"
 import { CredentialsCipherLive } from "./Providers/CredentialsCipher.js"
 import { SocialProviders } from "./Providers/Registry.js"
 import { SchedulerLive } from "./Publishing/Scheduler.js"
+import { logStartFailure } from "./StartupError.js"
+import { logStopped, withStartStopLog } from "./StartupLog.js"
 import { withTracing } from "./Tracing.js"
 
 const lifecycle = makeServerLifecycle()
 
-const ServerLive = Layer.unwrapEffect(Effect.map(serverTimeouts, (timeouts) =>
-  NodeHttpServer.layerConfig(() => lifecycle.createServer(timeouts), {
-    port: Config.port("PORT").pipe(Config.withDefault(3000)),
-    host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0"))
-  })))
-
-const logLevel = Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info))
+/** The listener on PORT and HOST; a port in use says so in one line. */
+const ServerLive = Layer.unwrapEffect(Effect.gen(function*() {
+  const timeouts = yield* serverTimeouts
+  const address = yield* ListenAddressConfig
+  return NodeHttpServer.layer(() => lifecycle.createServer(timeouts), address).pipe(Layer.mapError(listenFailure(address)))
+}))
 
 /** The social networks, reached through the outbound guard; credentials encrypted with the configured key. */
 const ProvidersLive = Layer.merge(SocialProviders.Default.pipe(Layer.provide(OutboundLive)), CredentialsCipherLive)
@@ -42,26 +43,31 @@ const ScheduledPublishingLive = Layer.unwrapEffect(
  * first (503 while the rest starts), and draining sits between the API and the database, so that
  * at shutdown requests in flight finish before the database closes.
  */
-const AppLive = Layer.unwrapEffect(
-  Effect.map(logLevel, (level) =>
-    makeHttpLive({ accessLog: LogLevel.lessThanEqual(level, LogLevel.Info) }).pipe(
-      HttpServer.withLogAddress,
-      Layer.provide(lifecycle.DrainLive),
-      Layer.provide(EndStartupTurnLive),
-      Layer.provide(ScheduledPublishingLive),
-      Layer.provide(Layer.provideMerge(StorageSweepLive, MediaStorageLive)),
-      Layer.provide(ProvidersLive),
-      Layer.provide(DatabaseLive),
-      Layer.provide(DeploymentLive),
-      Layer.provide(ServerLive)
-    ))
-)
+const makeAppLive = (level: LogLevel.LogLevel) =>
+  makeHttpLive({ accessLog: LogLevel.lessThanEqual(level, LogLevel.Info) }).pipe(
+    Layer.merge(AdminServerLive),
+    withStartStopLog,
+    Layer.provide(lifecycle.DrainLive),
+    Layer.provide(EndStartupTurnLive),
+    Layer.provide(ScheduledPublishingLive),
+    Layer.provide(Layer.provideMerge(StorageSweepLive, MediaStorageLive)),
+    Layer.provide(ProvidersLive),
+    Layer.provide(DatabaseLive),
+    Layer.provide(DeploymentLive),
+    Layer.provide(ServerLive)
+  )
 
-AppLive.pipe(
-  withTracing,
-  Layer.launch,
-  Effect.tapErrorCause((cause) => Effect.logFatal("The server could not start", cause)),
+/**
+ * A start that fails ends with one FATAL line (StartupError.ts) and exit code 1. LOG_LEVEL is read first;
+ * an unknown one is such a failure, said at the default level.
+ */
+Effect.gen(function*() {
+  const level = yield* Effect.either(LogLevelConfig)
+  yield* Effect.flatMap(level, (level) => makeAppLive(level).pipe(withTracing, Layer.launch, logStopped)).pipe(
+    Effect.tapErrorCause(logStartFailure),
+    Logger.withMinimumLogLevel(Either.getOrElse(level, () => LogLevel.Info))
+  )
+}).pipe(
   Effect.provide(JsonLogger),
-  Effect.provide(Layer.unwrapEffect(Effect.map(Effect.orElseSucceed(logLevel, () => LogLevel.Info), Logger.minimumLogLevel))),
   NodeRuntime.runMain({ disablePrettyLogger: true, disableErrorReporting: true })
 )

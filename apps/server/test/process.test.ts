@@ -29,7 +29,10 @@ describe("the server process", () => {
       if (database.DATA_DIR) expect(existsSync(Path.join(database.DATA_DIR, "postline.lock"))).toBe(false)
 
       const logs = server.lines.filter((line) => line.length > 0).map((line) => JSON.parse(line))
-      expect(logs).toContainEqual(expect.objectContaining({ message: `Listening on http://127.0.0.1:${port}`, logLevel: "INFO" }))
+      expect(logs).toContainEqual(expect.objectContaining({
+        message: expect.stringMatching(new RegExp(`^Postline \\S+ is listening on http://127\\.0\\.0\\.1:${port}, with `)),
+        logLevel: "INFO"
+      }))
       // The bundle finds the template its build made, wherever its chunks sit.
       if (database.DATA_DIR) {
         expect(logs).toContainEqual(expect.objectContaining({

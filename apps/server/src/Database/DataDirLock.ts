@@ -1,6 +1,7 @@
 import { Data, Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { StartupError } from "../StartupError.js"
 
 export class DataDirLocked extends Data.TaggedError("DataDirLocked")<{ readonly message: string }> {}
 
@@ -53,6 +54,48 @@ const tryLock = (file: string): boolean => {
   }
 }
 
+/** The file on `path`, or on the way to it, that stands where a folder should; undefined if none does. */
+const fileInTheWay = (path: string): string | undefined => {
+  for (let current = Path.resolve(path);; current = Path.dirname(current)) {
+    let isDirectory: boolean | undefined
+    try {
+      isDirectory = Fs.statSync(current).isDirectory()
+    } catch {
+      // Not there (yet): look at its parent.
+    }
+    if (isDirectory !== undefined) return isDirectory ? undefined : current
+    if (current === Path.dirname(current)) return undefined
+  }
+}
+
+const unusableCodes = new Set(["EEXIST", "ENOTDIR", "EACCES", "EPERM", "EROFS"])
+
+/** What stops the server from making or writing in its data folder, said as what to change. */
+const notWritable = (dataDir: string, error: NodeJS.ErrnoException) => {
+  const file = fileInTheWay(dataDir)
+  // The folder itself, or the one of its parents that could not be made; not the lock file inside it.
+  const denied = error.syscall === "mkdir" && error.path !== undefined ? error.path : dataDir
+  const why = file !== undefined
+    ? `${file} is a file, not a folder`
+    : error.code === "EROFS"
+    ? `${Path.resolve(dataDir)} is on a read-only file system`
+    : `this process (uid ${process.getuid?.() ?? "?"}) may not create or write in ${Path.resolve(denied)}`
+  return new StartupError({
+    message: `DATA_DIR ${dataDir} is not a writable folder: ${why}; set DATA_DIR to a folder this process can write`
+  })
+}
+
+/** Makes the folder and takes the lock; a folder that cannot be, or cannot be written, is a StartupError. */
+const lockOrRefuse = (dataDir: string, file: string): boolean | StartupError => {
+  try {
+    Fs.mkdirSync(dataDir, { recursive: true })
+    return tryLock(file)
+  } catch (error) {
+    if (unusableCodes.has((error as NodeJS.ErrnoException).code ?? "")) return notWritable(dataDir, error as NodeJS.ErrnoException)
+    throw error
+  }
+}
+
 /**
  * PGlite's data folder can be opened by one process at a time. The lock is a
  * file holding the owner's pid and start time, released when the scope closes.
@@ -60,9 +103,10 @@ const tryLock = (file: string): boolean => {
 export const lockDataDir = (dataDir: string) => {
   const file = Path.join(dataDir, "postline.lock")
   return Effect.acquireRelease(
-    Effect.suspend(() => {
-      Fs.mkdirSync(dataDir, { recursive: true })
-      return tryLock(file)
+    Effect.suspend((): Effect.Effect<void, StartupError | DataDirLocked> => {
+      const locked = lockOrRefuse(dataDir, file)
+      if (locked instanceof StartupError) return Effect.fail(locked)
+      return locked
         ? Effect.void
         : Effect.fail(
           new DataDirLocked({

@@ -11,6 +11,7 @@ import { lockDataDir } from "./DataDirLock.js"
 import { durableStartParams, SyncingNodeFS } from "./SyncingNodeFS.js"
 import { CurrentDeployment } from "../Deployment.js"
 import { layerPostgres } from "./Postgres.js"
+import { unfixableByWaiting } from "./PostgresTarget.js"
 import { retryStart } from "./StartRetry.js"
 
 // Rows keep the column names their statements give them: statements name each column after its
@@ -62,11 +63,17 @@ export const layerEmbedded = (dataDir: string, options: { readonly fsync: boolea
 
 /**
  * The deployment's database: a PostgreSQL server, which the server waits for at start (it may be
- * starting too), or the embedded database in its data folder.
+ * starting too) unless it refused for good (no such database, a wrong password), or the embedded
+ * database in its data folder.
  */
 export const SqlLive = Layer.unwrapEffect(
   Effect.map(CurrentDeployment, (deployment) =>
     deployment._tag === "Postgres"
-      ? retryStart(layerPostgres(deployment.url, deployment.timeouts), deployment.startRetry)
+      ? retryStart(
+        layerPostgres(deployment.url, deployment.timeouts).pipe(
+          Layer.mapError((error) => unfixableByWaiting(deployment.target, error))
+        ),
+        deployment.startRetry
+      )
       : layerEmbedded(deployment.dataDir, { fsync: deployment.fsync }))
 )

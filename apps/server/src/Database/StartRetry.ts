@@ -1,4 +1,5 @@
 import { Config, Duration, Effect, Layer, Schedule } from "effect"
+import { StartupError } from "../StartupError.js"
 
 export const StartRetryConfig = Config.integer("DATABASE_START_RETRY_SECONDS").pipe(
   Config.withDefault(60),
@@ -15,7 +16,8 @@ const backoff = (bound: Duration.Duration) =>
 
 /**
  * Builds `layer` again after each failure, with a growing pause, until `bound` has passed;
- * each failed attempt is one log line. Every pause can be interrupted by a stop signal.
+ * each failed attempt is one log line. Every pause can be interrupted by a stop signal. A
+ * StartupError (no such database, a refused password) ends it at once: waiting will not fix it.
  */
 export const retryStart = <A, E extends { readonly message: string }, R>(
   layer: Layer.Layer<A, E, R>,
@@ -27,9 +29,9 @@ export const retryStart = <A, E extends { readonly message: string }, R>(
       attempt += 1
       return layer
     }).pipe(Layer.tapError((error) =>
-      Effect.logWarning("The database is not reachable yet").pipe(
+      error instanceof StartupError ? Effect.void : Effect.logWarning("The database is not reachable yet").pipe(
         Effect.annotateLogs({ attempt, reason: error.message, retryingForSeconds: Duration.toSeconds(bound) })
       )
     ))
-    return Layer.retry(attempted, backoff(bound))
+    return Layer.retry(attempted, Schedule.whileInput(backoff(bound), (error: E) => !(error instanceof StartupError)))
   })

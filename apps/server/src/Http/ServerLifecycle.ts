@@ -1,6 +1,35 @@
+import type { HttpServerError } from "@effect/platform"
 import { Config, Deferred, Duration, Effect, Layer } from "effect"
 import { createServer, type ServerOptions, type ServerResponse } from "node:http"
+import { StartupError } from "../StartupError.js"
 import { answerClientErrors, maxHeaderBytes } from "./ClientErrors.js"
+
+/** Where the server listens: `PORT` (3000) on `HOST` (0.0.0.0, every address of the machine). */
+export const ListenAddressConfig = Config.all({
+  port: Config.port("PORT").pipe(Config.withDefault(3000)),
+  host: Config.string("HOST").pipe(Config.withDefault("0.0.0.0"))
+})
+
+/** A listener Node could not open, said as what to change; other failures pass as they are. */
+export const listenFailure = (address: { readonly port: number; readonly host: string }) =>
+(error: HttpServerError.ServeError): HttpServerError.ServeError | StartupError => {
+  const code = (error.cause as { readonly code?: unknown } | undefined)?.code
+  switch (code) {
+    case "EADDRINUSE":
+      return new StartupError({ message: `PORT ${address.port} is in use: stop the other process or set PORT` })
+    case "EACCES":
+      return new StartupError({
+        message: `PORT ${address.port} needs privileges this process does not have: set PORT to 1024 or above`
+      })
+    case "EADDRNOTAVAIL":
+    case "ENOTFOUND":
+    case "EAI_AGAIN":
+      return new StartupError({
+        message: `HOST ${address.host} is not an address of this machine: set HOST (0.0.0.0 listens on all of them)`
+      })
+  }
+  return error
+}
 
 export const ShutdownGraceConfig = Config.integer("SHUTDOWN_GRACE_SECONDS").pipe(
   Config.withDefault(10),

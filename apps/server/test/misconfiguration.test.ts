@@ -1,0 +1,186 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { createServer } from "node:net"
+import * as Path from "node:path"
+import { callsAs, createUserWithToken, freePort, serverDir, spawnServer, startServer } from "./support/ServerProcess.js"
+import { freshDatabaseEnv, postgresAdminUrl, postgresEnv, scopedTempDir, testDatabaseKind } from "./support/TestDatabase.js"
+
+type LogLine = { readonly message: string; readonly logLevel: string; readonly annotations: Record<string, unknown> }
+
+const logLines = (lines: ReadonlyArray<string>): Array<LogLine> =>
+  lines.filter((line) => line.startsWith("{")).map((line) => JSON.parse(line))
+
+/** A server that should refuse to start: its exit code, how long it ran, and its log. Killed after 30 s. */
+const refusedStart = (env: Record<string, string>) =>
+  Effect.gen(function*() {
+    const port = yield* freePort
+    const started = performance.now()
+    const server = spawnServer({ HOST: "127.0.0.1", PORT: String(port), ...env })
+    yield* Effect.addFinalizer(() => Effect.sync(() => server.child.kill("SIGKILL")))
+    const code = Option.getOrUndefined(yield* Effect.promise(() => server.exited).pipe(Effect.timeoutOption("30 seconds")))
+    return { code, ms: Math.round(performance.now() - started), lines: server.lines, logs: logLines(server.lines) }
+  })
+
+/**
+ * Exit code 1, soon (the bound is generous for a loaded machine: the point is not 60 s of retries), and the log
+ * ends with its only FATAL line, whose message holds each of `words`. Answers the time it took, for the record.
+ */
+const expectRefused = (run: Effect.Effect.Success<ReturnType<typeof refusedStart>>, ...words: ReadonlyArray<string>) => {
+  expect(run.code, run.lines.join("\n")).toBe(1)
+  expect(run.ms).toBeLessThan(10_000)
+  expect(run.lines.filter((line) => line.startsWith("stderr:"))).toEqual([])
+  expect(run.logs.filter((log) => log.logLevel === "FATAL")).toHaveLength(1)
+  const last = run.logs.at(-1)!
+  expect(last.logLevel).toBe("FATAL")
+  for (const word of words) expect(last.message).toContain(word)
+  console.info(`refused in ${run.ms} ms: ${last.message}`)
+  return run.ms
+}
+
+const isRoot = process.getuid?.() === 0
+
+describe("a misconfigured server says what to do in one line, and exits at once", () => {
+  it.scopedLive("LOG_LEVEL that is no level: the known ones are listed", () =>
+    Effect.gen(function*() {
+      const run = yield* refusedStart({ ...(yield* freshDatabaseEnv), LOG_LEVEL: "LOUD" })
+      expectRefused(run, `LOG_LEVEL "LOUD" is not one of ALL, TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF`)
+      expect(run.logs).toHaveLength(1)
+    }), 30_000)
+
+  it.scopedLive("PORT in use", () =>
+    Effect.gen(function*() {
+      const port = yield* freePort
+      const holder = createServer()
+      yield* Effect.acquireRelease(
+        Effect.async<void>((resume) => void holder.listen(port, "127.0.0.1", () => resume(Effect.void))),
+        () => Effect.sync(() => holder.close())
+      )
+      const run = yield* refusedStart({ ...(yield* freshDatabaseEnv), PORT: String(port) })
+      expectRefused(run, `PORT ${port} is in use: stop the other process or set PORT`)
+    }), 30_000)
+
+  describe.skipIf(testDatabaseKind !== "postgres")("on PostgreSQL", () => {
+    it.scopedLive("DATABASE_URL that is no PostgreSQL URL, never quoted (it may hold the password)", () =>
+      Effect.gen(function*() {
+        for (const url of ["not a url with s3cret-pw", "mysql://root:s3cret-pw@127.0.0.1/postline", ""]) {
+          const run = yield* refusedStart(postgresEnv(url))
+          expectRefused(run, "DATABASE_URL is not a valid PostgreSQL URL", "postgres://USER:PASSWORD@HOST:5432/DATABASE")
+          expect(run.lines.join("\n")).not.toContain("s3cret-pw")
+        }
+      }), 60_000)
+
+    it.scopedLive("a database that does not exist: not retried for a minute", () =>
+      Effect.gen(function*() {
+        const url = new URL(postgresAdminUrl)
+        url.pathname = "/postline_does_not_exist"
+        const run = yield* refusedStart(postgresEnv(url.toString()))
+        expectRefused(
+          run,
+          `The database "postline_does_not_exist" does not exist on ${url.hostname}:${url.port || 5432}: ` +
+            "create it (createdb postline_does_not_exist) or fix DATABASE_URL"
+        )
+        expect(run.logs.filter((log) => log.message === "The database is not reachable yet")).toEqual([])
+      }), 30_000)
+
+    it.scopedLive("a user PostgreSQL does not accept: not retried either", () =>
+      Effect.gen(function*() {
+        const url = new URL(postgresAdminUrl)
+        url.username = "postline_no_such_role"
+        url.password = "s3cret-pw"
+        const run = yield* refusedStart(postgresEnv(url.toString()))
+        expectRefused(run, `PostgreSQL on ${url.hostname}:${url.port || 5432} refused the login`, "postline_no_such_role", "DATABASE_URL")
+        expect(run.lines.join("\n")).not.toContain("s3cret-pw")
+      }), 30_000)
+  })
+
+  describe.skipIf(testDatabaseKind !== "embedded")("with the embedded database", () => {
+    it.scopedLive("DATA_DIR that is a file, or lies under one: the file is named", () =>
+      Effect.gen(function*() {
+        const dir = yield* scopedTempDir("postline-misconfigured-")
+        const file = Path.join(dir, "a-file")
+        writeFileSync(file, "not a folder")
+        for (const dataDir of [file, Path.join(file, "data")]) {
+          const run = yield* refusedStart({ DATA_DIR: dataDir })
+          expectRefused(run, `DATA_DIR ${dataDir} is not a writable folder: ${file} is a file, not a folder`, "set DATA_DIR")
+        }
+      }), 60_000)
+
+    // root writes whatever the mode says: the case needs an ordinary user.
+    it.scopedLive.skipIf(isRoot)("DATA_DIR that this process may not write in", () =>
+      Effect.gen(function*() {
+        const dir = yield* scopedTempDir("postline-misconfigured-")
+        const readOnly = Path.join(dir, "read-only")
+        mkdirSync(readOnly, { mode: 0o500 })
+        yield* Effect.addFinalizer(() => Effect.sync(() => chmodSync(readOnly, 0o700)))
+        const run = yield* refusedStart({ DATA_DIR: readOnly })
+        expectRefused(run, `DATA_DIR ${readOnly} is not a writable folder`, `may not create or write in ${readOnly};`, "set DATA_DIR")
+      }), 30_000)
+  })
+})
+
+describe("the outbound guard", () => {
+  it.scopedLive("refuses a webhook on this machine, or over plain http, naming OUTBOUND_ALLOW_PRIVATE=true", () =>
+    Effect.gen(function*() {
+      const database = yield* freshDatabaseEnv
+      const { token } = yield* createUserWithToken(database)
+      const server = yield* startServer(database)
+      const call = callsAs(server, token)
+      const organization = yield* call("POST", "/v1/organizations", { name: "Acme" })
+      const team = yield* call("POST", "/v1/teams", { organizationId: organization.body.id, name: "Social" })
+      for (
+        const [url, why] of [
+          ["https://127.0.0.1:9/hook", "127.0.0.1 is a loopback address"],
+          ["http://example.com/hook", "only https addresses are allowed"]
+        ]
+      ) {
+        const refused = yield* call("POST", `/v1/teams/${team.body.id}/social-accounts`, { provider: "webhook", url })
+        expect(refused.status, url).toBe(400)
+        expect(refused.body.message, url).toContain(why)
+        expect(refused.body.message, url).toContain("OUTBOUND_ALLOW_PRIVATE=true")
+      }
+    }), 60_000)
+})
+
+describe("the start and stop lines", () => {
+  it.scopedLive("once listening, one INFO line with the address, database and version; on SIGTERM one as it begins to stop, one when stopped", () =>
+    Effect.gen(function*() {
+      const fresh = yield* freshDatabaseEnv
+      // PostgreSQL here trusts every local login: a password in the URL is accepted, and must show nowhere.
+      const withPassword = fresh.DATABASE_URL?.replace("postgres@", "postgres:s3cret-pw@")
+      const database = withPassword ? { ...fresh, DATABASE_URL: withPassword } : fresh
+      const server = yield* startServer({ ...database, LOG_LEVEL: "INFO" })
+      const address = new URL(server.base).host
+      const { version } = JSON.parse(readFileSync(Path.join(serverDir, "package.json"), "utf8"))
+      const where = testDatabaseKind === "postgres"
+        ? (() => {
+          const url = new URL(database.DATABASE_URL!)
+          const name = url.pathname.slice(1)
+          return {
+            words: `the PostgreSQL database "${name}" on ${url.hostname}:${url.port}`,
+            fields: { database: "postgres", databaseServer: `${url.hostname}:${url.port}`, databaseName: name }
+          }
+        })()
+        : {
+          words: `the embedded database in ${Path.resolve(database.DATA_DIR!)}`,
+          fields: { database: "embedded", dataDir: Path.resolve(database.DATA_DIR!) }
+        }
+      const started = logLines(server.lines).filter((log) => log.message.startsWith("Postline "))
+      expect(started).toEqual([expect.objectContaining({
+        logLevel: "INFO",
+        message: `Postline ${version} is listening on http://${address}, with ${where.words}`,
+        annotations: { address, version, ...where.fields }
+      })])
+
+      server.child.kill("SIGTERM")
+      expect(yield* Effect.promise(() => server.exited)).toBe(0)
+      const logs = logLines(server.lines)
+      const startedAt = logs.findIndex((log) => log.message.includes("is listening on"))
+      const stopping = logs.findIndex((log) => log.message === "Postline is stopping: finishing the requests in flight")
+      expect(startedAt).toBeGreaterThanOrEqual(0)
+      expect(stopping).toBeGreaterThan(startedAt)
+      expect(logs.at(-1)).toMatchObject({ logLevel: "INFO", message: "Postline has stopped" })
+      expect(logs.filter((log) => log.logLevel === "FATAL")).toEqual([])
+      expect(server.lines.join("\n")).not.toContain("s3cret-pw")
+    }), 60_000)
+})
