@@ -2,8 +2,9 @@
 // Used by `pnpm build` and by the tests that run the server as a process.
 import { build } from "esbuild"
 import { execFileSync } from "node:child_process"
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { basename, dirname, join } from "node:path"
+import { createHash } from "node:crypto"
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { basename, dirname, join, relative } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 
 const serverDir = join(dirname(fileURLToPath(import.meta.url)), "..")
@@ -32,7 +33,11 @@ const pgdataTemplate = (outdir) => {
   const cached = join(cacheDir, `pgdata-template-pglite-${version}.tar.gz`)
   if (!existsSync(cached)) {
     mkdirSync(cacheDir, { recursive: true })
-    execFileSync(process.execPath, [join(serverDir, "scripts/pgdata-template.mjs"), cached], { cwd: serverDir, stdio: "inherit" })
+    // Its progress goes to standard error: `pnpm admin` builds first, and its standard output is its answer alone.
+    execFileSync(process.execPath, [join(serverDir, "scripts/pgdata-template.mjs"), cached], {
+      cwd: serverDir,
+      stdio: ["ignore", process.stderr, process.stderr]
+    })
   }
   copyFileSync(cached, join(outdir, "pgdata-template.tar.gz"))
 }
@@ -124,4 +129,42 @@ export const bundleFloor = async (outdir = join(serverDir, "dist-bench")) => {
   return outdir
 }
 
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) await bundleServer(process.argv[2])
+/** What a build is made from: a change to any of these files makes the last build stale. */
+const buildInputs = [
+  "apps/server/src",
+  "packages/domain/src",
+  "apps/server/scripts/build.mjs",
+  "apps/server/scripts/pgdata-template.mjs",
+  "apps/server/package.json",
+  "packages/domain/package.json",
+  "pnpm-lock.yaml"
+]
+
+const filesUnder = (path) =>
+  statSync(path).isDirectory() ? readdirSync(path).sort().flatMap((name) => filesUnder(join(path, name))) : [path]
+
+/** A SHA-256 of the inputs' paths and contents: a few hundred small files, read in milliseconds. */
+const inputsFingerprint = () => {
+  const root = join(serverDir, "../..")
+  const hash = createHash("sha256")
+  for (const file of buildInputs.flatMap((input) => filesUnder(join(root, input)))) {
+    hash.update(relative(root, file)).update("\0").update(readFileSync(file)).update("\0")
+  }
+  return hash.digest("hex")
+}
+
+/**
+ * `build.mjs [outdir] [--if-stale]`. With `--if-stale` (`pnpm install` and `pnpm start`), nothing is done when
+ * the folder holds a build of the current inputs, so that a start does not wait for a build it does not need.
+ */
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const ifStale = process.argv.includes("--if-stale")
+  const outdir = process.argv.slice(2).find((arg) => !arg.startsWith("--")) ?? join(serverDir, "dist")
+  const stamp = join(outdir, "build-inputs.sha256")
+  const fingerprint = inputsFingerprint()
+  if (!ifStale || !existsSync(stamp) || readFileSync(stamp, "utf8") !== fingerprint) {
+    if (existsSync(stamp)) rmSync(stamp)
+    await bundleServer(outdir)
+    writeFileSync(stamp, fingerprint)
+  }
+}

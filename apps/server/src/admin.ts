@@ -1,29 +1,39 @@
-import { NodeRuntime } from "@effect/platform-node"
-import { SqlClient } from "@effect/sql"
-import { OrganizationId } from "@postline/domain"
-import { Console, Effect, Layer, Logger, LogLevel, Redacted, Schema } from "effect"
-import { parseArgs } from "node:util"
-import { Credits } from "./Credits/Service.js"
+import { CliConfig, Command, ValidationError } from "@effect/cli"
+import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import { Console, Effect, Layer, Logger, LogLevel } from "effect"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { AdminClient, adminCommand } from "./Admin/Cli.js"
+import { RotationKeys } from "./Admin/Http.js"
+import { adminSocketPath, serveAdminApi, socketAnswers, socketHttpClient } from "./Admin/Socket.js"
 import { DatabaseLive } from "./Database/Database.js"
-import { DeploymentLive } from "./Deployment.js"
+import { CurrentDeployment, DeploymentLive } from "./Deployment.js"
 import { CredentialsCipherLive } from "./Providers/CredentialsCipher.js"
-import { rotateCredentials } from "./SocialAccounts/CredentialsRotation.js"
-import { minPasswordLength } from "./Users/Passwords.js"
-import { UsersRepo } from "./Users/Repo.js"
+import { serverVersion } from "./StartupLog.js"
 
-const usage = `Usage:
-  pnpm admin users create --email <email> --name <name>
-      Creates a user and a personal access token; prints {"id","email","token"} as JSON.
-  pnpm admin users set-password --email <email>  < password
-      Reads a password from standard input (one line) and stores its scrypt hash.
-  pnpm admin credits grant --organization <id> --amount <credits> [--note <text>]
-      Adds whole credits to an organization; prints {"organizationId","balance","reserved","available"}.
-  pnpm admin credentials rotate
-      Re-encrypts every social account's credentials with CREDENTIALS_KEY (the server's key), so that the keys of
-      CREDENTIALS_KEY_PREVIOUS can be dropped; prints {"reencrypted","alreadyCurrent","unreadable"}. Accounts whose
-      credentials no key reads are marked reconnect_required.`
-
-class UsageError extends Error {}
+/**
+ * The admin API this command talks to: the running server's, through its data folder's socket, when a
+ * server holds the embedded database; otherwise one this process serves itself, on the configured database,
+ * on a socket in a private temporary folder.
+ */
+const AdminTransportLive = Layer.unwrapScoped(Effect.gen(function*() {
+  const deployment = yield* CurrentDeployment
+  if (deployment._tag === "Embedded") {
+    const running = adminSocketPath(deployment.dataDir)
+    if (yield* socketAnswers(running)) return socketHttpClient(running)
+  }
+  const folder = yield* Effect.acquireRelease(
+    Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "postline-admin-"))),
+    (folder) => Effect.sync(() => Fs.rmSync(folder, { recursive: true, force: true }))
+  )
+  const own = Path.join(folder, "admin.sock")
+  const keys = Layer.succeed(RotationKeys, CredentialsCipherLive.pipe(Layer.provide(Layer.succeed(CurrentDeployment, deployment))))
+  return Layer.merge(
+    Layer.scopedDiscard(serveAdminApi(own)).pipe(Layer.provide(Layer.merge(DatabaseLive, keys))),
+    socketHttpClient(own)
+  )
+}))
 
 /** Logs go to standard error: standard output carries a command's answer alone, for scripts to parse. */
 const stderrLogger = Logger.replace(
@@ -31,113 +41,20 @@ const stderrLogger = Logger.replace(
   Logger.prettyLogger({ stderr: true, colors: process.stderr.isTTY === true })
 )
 
-const createUser = (args: Array<string>) =>
-  Effect.gen(function*() {
-    const { values } = yield* Effect.try({
-      try: () => parseArgs({ args, options: { email: { type: "string" }, name: { type: "string" } }, strict: true }),
-      catch: (error) => new UsageError((error as Error).message)
-    })
-    const email = values.email?.trim()
-    const name = values.name?.trim()
-    if (!email || !/^[^\s@]+@[^\s@]+$/.test(email)) return yield* Effect.fail(new UsageError("--email must be an email address"))
-    if (!name) return yield* Effect.fail(new UsageError("--name must not be empty"))
-    const users = yield* UsersRepo
-    const { token, user } = yield* users.createWithToken({ email, name })
-    yield* Console.log(JSON.stringify({ id: user.id, email: user.email, token }))
-  })
+const run = Command.run(adminCommand, { name: "pnpm admin", version: serverVersion })
 
-const readStandardInput = Effect.promise(async () => {
-  const chunks: Array<Buffer> = []
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
-  return Buffer.concat(chunks).toString("utf8")
-})
-
-const setPassword = (args: Array<string>) =>
-  Effect.gen(function*() {
-    const { values } = yield* Effect.try({
-      try: () => parseArgs({ args, options: { email: { type: "string" } }, strict: true }),
-      catch: (error) => new UsageError((error as Error).message)
-    })
-    const email = values.email?.trim()
-    if (!email) return yield* Effect.fail(new UsageError("--email is required"))
-    // One line: a trailing newline from `echo` or a terminal is not part of the password.
-    const password = (yield* readStandardInput).replace(/\r?\n$/, "")
-    if ([...password].length < minPasswordLength || password.includes("\n")) {
-      return yield* Effect.fail(new UsageError(`The password must be one line of at least ${minPasswordLength} characters`))
-    }
-    const users = yield* UsersRepo
-    if (!(yield* users.setPassword(email, Redacted.make(password)))) return yield* Effect.fail(new Error(`No user with email ${email}`))
-    yield* Console.error(`Password set for ${email}`)
-  })
-
-const grantCredits = (args: Array<string>) =>
-  Effect.gen(function*() {
-    const { values } = yield* Effect.try({
-      try: () =>
-        parseArgs({
-          args,
-          options: { organization: { type: "string" }, amount: { type: "string" }, note: { type: "string" } },
-          strict: true
-        }),
-      catch: (error) => new UsageError((error as Error).message)
-    })
-    const organizationId = yield* Schema.decodeUnknown(OrganizationId)(values.organization).pipe(
-      Effect.mapError(() => new UsageError("--organization must be an organization's UUID"))
-    )
-    const amount = Number(values.amount)
-    if (!/^[0-9]+$/.test(values.amount ?? "") || amount < 1 || amount > 1_000_000_000) {
-      return yield* Effect.fail(new UsageError("--amount must be a whole number of credits, 1 to 1000000000"))
-    }
-    const note = values.note?.trim() || null
-    if (note !== null && (note.length > 500 || note.includes("\0"))) {
-      return yield* Effect.fail(new UsageError("--note must be at most 500 characters"))
-    }
-    const credits = yield* Credits
-    const after = yield* credits.grant(organizationId, amount, note).pipe(Effect.mapError((error) => new Error(error.message)))
-    yield* Console.log(JSON.stringify({ organizationId, ...after }))
-  })
-
-const rotateKeys = (args: Array<string>) =>
-  Effect.gen(function*() {
-    yield* Effect.try({
-      try: () => parseArgs({ args, options: {}, strict: true }),
-      catch: (error) => new UsageError((error as Error).message)
-    })
-    const counts = yield* rotateCredentials
-    yield* Console.log(JSON.stringify(counts))
-  }).pipe(
-    // Only this command needs the key: the others run without one, as on PostgreSQL before it is set.
-    Effect.provide(CredentialsCipherLive.pipe(Layer.provide(DeploymentLive))),
-    Effect.catchTag("ConfigError", (error) => Effect.fail(new Error(String(error))))
-  )
-
-const commands: Record<string, (args: Array<string>) => Effect.Effect<void, Error, UsersRepo | Credits | SqlClient.SqlClient>> = {
-  "users create": createUser,
-  "users set-password": setPassword,
-  "credits grant": grantCredits,
-  "credentials rotate": rotateKeys
-}
-
-const [resource, action, ...rest] = process.argv.slice(2)
-const command = commands[`${resource} ${action}`]
-
-const program = command
-  ? command(rest).pipe(Effect.provide([UsersRepo.Default, Credits.Default]))
-  : Effect.fail(new UsageError(`Unknown command: ${[resource, action].filter(Boolean).join(" ") || "(none)"}`))
-
-program.pipe(
-  Effect.provide(DatabaseLive),
-  Effect.provide(DeploymentLive),
+run(process.argv).pipe(
+  Effect.provide(AdminClient.Default.pipe(Layer.provide(AdminTransportLive), Layer.provide(DeploymentLive))),
   Effect.catchAll((error) =>
     Effect.zipRight(
-      Console.error(
-        error instanceof UsageError ? `${error.message}\n\n${usage}` : `Error: ${error.message}`
-      ),
+      // @effect/cli has printed its own usage errors already.
+      ValidationError.isValidationError(error) ? Effect.void : Console.error(`Error: ${"message" in error ? error.message : String(error)}`),
       Effect.sync(() => {
         process.exitCode = 1
       })
     )
   ),
+  Effect.provide([NodeContext.layer, CliConfig.layer({ showBuiltIns: false })]),
   Effect.provide(Layer.merge(stderrLogger, Logger.minimumLogLevel(LogLevel.Warning))),
   NodeRuntime.runMain({ disablePrettyLogger: true })
 )

@@ -1,5 +1,6 @@
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Effect, Either, Layer, Logger, LogLevel } from "effect"
+import { AdminServerLive } from "./Admin/Server.js"
 import { DatabaseLive } from "./Database/Database.js"
 import { SoleProcess } from "./Database/SoleProcess.js"
 import { CurrentDeployment, DeploymentLive } from "./Deployment.js"
@@ -44,6 +45,7 @@ const ScheduledPublishingLive = Layer.unwrapEffect(
  */
 const makeAppLive = (level: LogLevel.LogLevel) =>
   makeHttpLive({ accessLog: LogLevel.lessThanEqual(level, LogLevel.Info) }).pipe(
+    Layer.merge(AdminServerLive),
     withStartStopLog,
     Layer.provide(lifecycle.DrainLive),
     Layer.provide(EndStartupTurnLive),

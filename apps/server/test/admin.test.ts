@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Redacted, Scope } from "effect"
 import { execFile } from "node:child_process"
 import { randomBytes, randomUUID } from "node:crypto"
-import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import * as Path from "node:path"
 import { PGlite } from "@electric-sql/pglite"
 import Pg from "pg"
@@ -153,10 +153,23 @@ describe("pnpm admin", () => {
       const env = yield* freshDatabaseEnv
       const unknown = yield* admin(["users", "delete"], env)
       expect(unknown.code).not.toBe(0)
-      expect(unknown.stderr).toContain("Usage:")
+      expect(unknown.stderr).toContain("Invalid subcommand")
       const missing = yield* admin(["users", "create", "--name", "Bob"], env)
       expect(missing.code).not.toBe(0)
       expect(missing.stderr).toContain("--email")
+      const invalid = yield* admin(["users", "create", "--email", "bob", "--name", "Bob"], env)
+      expect(invalid).toMatchObject({ code: 1, stdout: "", stderr: expect.stringContaining("--email must be an email address") })
+
+      // --help of the whole, and of one command, on standard output.
+      const help = yield* admin(["--help"], env)
+      expect(help.code).toBe(0)
+      for (const command of ["users create", "users list", "users token", "users set-password", "organizations list", "credits grant", "credentials rotate"]) {
+        expect(help.stdout).toContain(command)
+      }
+      const tokenHelp = yield* admin(["users", "token", "--help"], env)
+      expect(tokenHelp.code).toBe(0)
+      expect(tokenHelp.stdout).toContain("--email")
+      expect(tokenHelp.stdout).toContain("Creates another personal access token")
     }), 60_000)
 
   it.scoped.skipIf(testDatabaseKind !== "embedded")(
@@ -173,13 +186,13 @@ describe("pnpm admin", () => {
         expect(created.stdout.trim().split("\n")).toHaveLength(1)
         expect(created.stderr).toMatch(/WARN .*was being created when the server stopped, and is incomplete/)
 
-        // An unexpected failure too: here a data folder that is a file.
+        // A failure too: here a data folder that is a file.
         const file = Path.join(env.DATA_DIR!, "not-a-folder")
         writeFileSync(file, "")
         const failed = yield* admin(["users", "create", "--email", "erin@example.com", "--name", "Erin"], { DATA_DIR: file })
         expect(failed.code).toBe(1)
         expect(failed.stdout).toBe("")
-        expect(failed.stderr).toMatch(/ERROR .*\n.*EEXIST/)
+        expect(failed.stderr).toContain(`DATA_DIR ${file} is not a writable folder`)
       }),
     60_000
   )
@@ -283,5 +296,67 @@ describe("pnpm admin", () => {
         expect(third.lines.filter((line) => line.includes("have credentials encrypted with key"))).toEqual([])
       }),
     180_000
+  )
+
+  it.scopedLive(
+    "works while the server runs (the embedded database through the server's admin socket), which tells an empty installation how to begin",
+    () =>
+      Effect.gen(function*() {
+        const env = yield* freshDatabaseEnv
+        const stop = (server: ServerProcess) => Effect.promise(() => (server.child.kill("SIGTERM"), server.exited))
+        const server = yield* startServer({ ...env, LOG_LEVEL: "INFO" })
+        const hint = server.lines.find((line) => line.includes("No user yet"))
+        expect(hint).toContain("pnpm admin users create --email you@example.com --name You")
+        expect(hint).toContain(`curl -H \\"Authorization: Bearer <token>\\" ${server.base}/v1/organizations`)
+        if (testDatabaseKind === "embedded") {
+          expect(statSync(Path.join(env.DATA_DIR!, "admin.sock")).mode & 0o777).toBe(0o600)
+        }
+
+        const created = yield* admin(["users", "create", "--email", "op@example.com", "--name", "Op"], env)
+        expect(created.code, created.stderr).toBe(0)
+        const { id, token } = JSON.parse(created.stdout)
+        const organization = yield* callsAs(server, token)("POST", "/v1/organizations", { name: "Acme" })
+        expect(organization.status).toBe(201)
+
+        const users = yield* admin(["users", "list"], env)
+        expect(users.code, users.stderr).toBe(0)
+        expect(JSON.parse(users.stdout)).toEqual([
+          { id, email: "op@example.com", name: "Op", createdAt: expect.any(String), hasPassword: false, organizations: 1 }
+        ])
+        const granted = yield* admin(["credits", "grant", "--organization", organization.body.id, "--amount", "7"], env)
+        expect(JSON.parse(granted.stdout)).toMatchObject({ balance: 7 })
+        const organizations = yield* admin(["organizations", "list", "--limit", "5"], env)
+        expect(JSON.parse(organizations.stdout)).toEqual([
+          { id: organization.body.id, name: "Acme", createdAt: organization.body.createdAt, members: 1, teams: 0, creditsAvailable: 7 }
+        ])
+
+        // Another token for the same user: both work.
+        const issued = yield* admin(["users", "token", "--email", "OP@example.com"], env)
+        expect(issued.code, issued.stderr).toBe(0)
+        const second = JSON.parse(issued.stdout)
+        expect(second).toEqual({ id, email: "op@example.com", token: expect.stringMatching(/^plt_/) })
+        expect(second.token).not.toBe(token)
+        for (const bearer of [token, second.token]) {
+          expect((yield* callsAs(server, bearer)("GET", "/v1/organizations")).body.total).toBe(1)
+        }
+        expect(yield* admin(["users", "token", "--email", "nobody@example.com"], env)).toMatchObject({
+          code: 1,
+          stdout: "",
+          stderr: expect.stringContaining("No user with email nobody@example.com")
+        })
+
+        // The admin API is the socket's alone: the public port knows none of its routes.
+        for (const [method, path] of [["GET", "/users?limit=1"], ["POST", "/users/token"], ["GET", "/organizations?limit=1"]]) {
+          const answer = yield* callsAs(server, token)(method!, path!, method === "POST" ? { email: "op@example.com" } : undefined)
+          expect(answer.status, `${method} ${path}`).toBe(404)
+        }
+
+        // With a user, a start says nothing of the first one.
+        yield* stop(server)
+        if (testDatabaseKind === "embedded") expect(existsSync(Path.join(env.DATA_DIR!, "admin.sock"))).toBe(false)
+        const again = yield* startServer({ ...env, LOG_LEVEL: "INFO" })
+        expect(again.lines.some((line) => line.includes("No user yet"))).toBe(false)
+      }),
+    120_000
   )
 })

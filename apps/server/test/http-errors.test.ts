@@ -223,7 +223,7 @@ layer(TestServer, { excludeTestServices: true })("errors and authentication", (i
 
   describe("routes", () => {
     it.effect.each([
-      ["GET", "/"],
+      ["POST", "/"],
       ["GET", "/v1"],
       ["GET", "/v1/unknown"],
       ["DELETE", "/v1/organizations/00000000-0000-0000-0000-000000000000"],
@@ -253,6 +253,11 @@ layer(TestServer, { excludeTestServices: true })("errors and authentication", (i
         expect(docs.status).toBe(200)
         expect(docs.contentType).toMatch(/^text\/html/)
         expect(docs.body.includes("Postline: Organizations and Teams API")).toBe(true)
+        // The server's address sends a browser to the reference, and tells a script where things are.
+        const root = yield* raw({ method: "GET", path: "/" })
+        expect(root.status).toBe(302)
+        expect(root.headers.get("location")).toBe("/docs")
+        expect(root.body).toEqual({ docs: "/docs", openapi: "/openapi.json", health: "/health" })
       }))
   })
 })

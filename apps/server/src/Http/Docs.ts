@@ -1,12 +1,15 @@
-import { HttpApi, HttpApiBuilder } from "@effect/platform"
+import { HttpApi, HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { lazyModule } from "../LazyModule.js"
 
 export const DocsPageModule = lazyModule("./DocsPage.js", () => import("./DocsPage.js"), { makeDocsPage: "function" })
 
+const rootIndex = { docs: "/docs", openapi: "/openapi.json", health: "/health" }
+
 /**
  * `/docs`, Scalar's reference page, built at the first request for it rather than at every start: the page
- * is Scalar's 3.4 MB script around the whole OpenAPI document, held in memory once built (issue 14).
+ * is Scalar's 3.4 MB script around the whole OpenAPI document, held in memory once built (issue 14). `/` sends
+ * there.
  */
 export const DocsLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
@@ -15,4 +18,6 @@ export const DocsLive = HttpApiBuilder.Router.use((router) =>
       Effect.flatMap(DocsPageModule.load, (module) => module.makeDocsPage(api))
     )
     yield* router.get("/docs", Effect.flatten(page))
+    // A browser opening the server's address lands on the reference; curl sees where everything is.
+    yield* router.get("/", HttpServerResponse.json(rootIndex, { status: 302, headers: { location: "/docs" } }))
   }))

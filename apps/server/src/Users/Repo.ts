@@ -25,6 +25,11 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
             FROM access_tokens t JOIN users u ON u.id = t.user_id
             WHERE t.token_hash = ${tokenHash}`.pipe(Effect.map(([row]) => Option.fromNullable(row)))
 
+    const insertToken = (userId: UserId) => {
+      const token = generateSecret("accessToken")
+      return Effect.as(sql`INSERT INTO access_tokens (token_hash, user_id) VALUES (${hashSecret(token)}, ${userId})`, token)
+    }
+
     /** Creates a user with one personal access token; the token is returned once and stored hashed. */
     const createWithToken = (input: { readonly email: string; readonly name: string }) =>
       Effect.gen(function*() {
@@ -34,10 +39,16 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
             () => new Conflict({ message: `A user with email ${input.email} already exists` })
           )
         )
-        const token = generateSecret("accessToken")
-        yield* sql`INSERT INTO access_tokens (token_hash, user_id) VALUES (${hashSecret(token)}, ${user.id})`
-        return { user, token }
+        return { user, token: yield* insertToken(user.id) }
       }).pipe(sql.withTransaction)
+
+    /** A new personal access token for the user with this email (none when there is no such user). */
+    const issueToken = (email: string) =>
+      Effect.gen(function*() {
+        const [user] = yield* sql<User>`SELECT id, email, name FROM users WHERE lower(email) = lower(${email})`
+        if (user === undefined) return Option.none()
+        return Option.some({ user, token: yield* insertToken(user.id) })
+      }).pipe(sql.withTransaction, Effect.orDie)
 
     /** Stores the password's scrypt hash; false when no user has this email. */
     const setPassword = (email: string, password: Redacted.Redacted) =>
@@ -60,6 +71,7 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
 
     return {
       createWithToken,
+      issueToken,
       setPassword,
       verifyPasswordOf,
       /** The user an access token acts for, and whether it has expired. */

@@ -71,7 +71,7 @@ export const startServer = (env: Record<string, string>) =>
     ({ child }) => Effect.sync(() => child.kill("SIGKILL"))
   )
 
-/** Creates a user with `pnpm admin users create` on the database of `env` (before a server holds it). */
+/** Creates a user with `pnpm admin users create` on the database of `env` (through its server, when one runs). */
 export const createUserWithToken = (env: Record<string, string>) =>
   Effect.promise(() =>
     new Promise<{ readonly id: string; readonly token: string }>((resolve, reject) => {

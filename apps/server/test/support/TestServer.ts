@@ -88,6 +88,7 @@ export const raw = (options: {
       fetch(`http://127.0.0.1:${address.port}${options.path}`, {
         method: options.method,
         headers,
+        redirect: "manual",
         ...(body !== undefined ? { body: new TextEncoder().encode(body) } : {})
       })
     )
