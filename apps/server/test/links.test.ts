@@ -290,12 +290,10 @@ layer(serverWith({ PUBLIC_URL: publicUrl, SCHEDULE_MIN_LEAD_SECONDS: "1", SCHEDU
     it.scoped("a scheduled post is sent with the short links made when it was scheduled", () =>
       Effect.gen(function*() {
         const receiver = yield* makeWebhookReceiver
-        const { call, connect } = yield* publishingTeam()
+        const { call, connect, scheduleSoon } = yield* publishingTeam()
         const hook = yield* connect({ provider: "webhook", url: receiver.url })
         const post = yield* call("POST", "/posts", { content: "Later: https://example.com/later", linkTracking: true })
-        const at = new Date(Date.now() + 1500).toISOString()
-        expect((yield* call("POST", `/posts/${post.body.id}/schedule`, { socialAccountIds: [hook.id], scheduledAt: at })).status)
-          .toBe(200)
+        expect((yield* scheduleSoon(post.body.id, [hook.id], 1.5)).answer.status).toBe(200)
         const made = (yield* call("GET", `/posts/${post.body.id}/links`)).body.data.map((link: any) => link.code)
         expect(made).toHaveLength(1)
         const until = Date.now() + 20_000

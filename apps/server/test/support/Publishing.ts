@@ -4,6 +4,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import { Webhook as StandardWebhook } from "standardwebhooks"
 import { makeLocalServer } from "./LocalServer.js"
 import { raw, signUp } from "./TestServer.js"
+import { inSeconds } from "./Waiting.js"
 
 /** An admin's organization with `credits`, a team of it, and calls on its posts and accounts. */
 export const publishingTeam = (credits = 0) =>
@@ -23,6 +24,19 @@ export const publishingTeam = (credits = 0) =>
         if (response.status !== 201) throw new Error(`connect failed: ${JSON.stringify(response.body)}`)
         return response.body as { id: string; signingSecret: string | null }
       })
+    /**
+     * Schedules a post `seconds` ahead. The server's clock decides what is too soon: when a busy machine makes
+     * the request arrive after that, it is asked again for later, rather than the test failing.
+     */
+    const scheduleSoon = (postId: string, socialAccountIds: ReadonlyArray<string>, seconds: number) =>
+      Effect.gen(function*() {
+        for (;;) {
+          const scheduledAt = inSeconds(seconds)
+          const answer = yield* call("POST", `/posts/${postId}/schedule`, { socialAccountIds, scheduledAt })
+          const tooSoon = answer.status === 400 && String(answer.body.message).startsWith("scheduledAt must be at least")
+          if (!tooSoon) return { answer, scheduledAt }
+        }
+      })
     const draft = (content: string, socialAccountIds?: ReadonlyArray<string>) =>
       Effect.map(call("POST", "/posts", { content, ...(socialAccountIds ? { socialAccountIds } : {}) }), (response) => {
         if (response.status !== 201) throw new Error(`draft failed: ${JSON.stringify(response.body)}`)
@@ -34,7 +48,7 @@ export const publishingTeam = (credits = 0) =>
       raw({ method: "GET", path: `/v1/organizations/${organization.id}/credits`, token: admin.token }),
       (response) => response.body as { balance: number; reserved: number; available: number }
     )
-    return { admin, organization, team, call, connect, draft, postNow, credit }
+    return { admin, organization, team, call, connect, draft, postNow, credit, scheduleSoon }
   })
 
 export interface ReceivedEvent {
