@@ -8,6 +8,7 @@ import { DevicePageLive } from "./Auth/DevicePage.js"
 import { FoldersHttpLive } from "./Folders/Http.js"
 import { AuthHttpLive } from "./Auth/Http.js"
 import { CreditsHttpLive } from "./Credits/Http.js"
+import { EventWebhooksHttpLive } from "./EventWebhooks/Http.js"
 import { HealthHttpLive } from "./Health/Http.js"
 import { LinksHttpLive } from "./Links/Http.js"
 import { LinkRedirectLive } from "./Links/Redirect.js"
@@ -39,6 +40,7 @@ const ApiLive = HttpApiBuilder.api(PostlineApi).pipe(
     LinksHttpLive,
     FoldersHttpLive,
     MediaHttpLive,
+    EventWebhooksHttpLive,
     AuthHttpLive,
     HealthHttpLive
   ]),

@@ -157,6 +157,9 @@ const seedWorld = Effect.gen(function*() {
     const awaiting = yield* raw({ method: "POST", path: `/v1/teams/${teamA}/assets/uploads`, token: admin.token, json: { size: awaitingBytes.length } })
     const importPath = `/${randomUUID()}.png`
     importable.set(importPath, yield* noisyPng(8, 8))
+    // An event webhook for the organization, unless a caller before left one (its secret is never read here).
+    yield* sql`INSERT INTO event_webhooks (organization_id, url, secret)
+      VALUES (${organizationA}, 'http://127.0.0.1:9/events', 'v1.matrix.secret') ON CONFLICT (organization_id) DO NOTHING`
     return {
       folderId: folder.body.id as string,
       assetId,
@@ -198,10 +201,14 @@ type Targets = Effect.Effect.Success<World["freshTargets"]>
  */
 const fingerprint = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  // The scheduler's own tables change in the background, whoever calls: they are the engine's, not the API's.
+  // The scheduler's own tables change in the background, whoever calls: they are the engine's, not the API's. So do
+  // the events an organization's webhook is sent, and how their deliveries went.
   const tables = yield* sql<{ name: string }>`SELECT tablename AS name FROM pg_tables
-    WHERE schemaname = current_schema() AND tablename NOT LIKE 'cluster\_%'`
-  const rows = tables.map(({ name }) => sql`SELECT ${name} || (to_jsonb(t) - 'last_used_at')::text FROM ${sql(name)} t`)
+    WHERE schemaname = current_schema() AND tablename NOT LIKE 'cluster\_%' AND tablename <> 'event_deliveries'`
+  const rows = tables.map(({ name }) =>
+    sql`SELECT ${name} || (to_jsonb(t) - 'last_used_at' - 'last_delivered_at' - 'last_error' - 'last_error_at')::text
+      FROM ${sql(name)} t`
+  )
   const [{ digest }] = yield* sql<{ digest: string }>`SELECT md5(coalesce(string_agg(r, '|' ORDER BY r), '')) AS digest
     FROM (${sql.join(" UNION ALL ", false)(rows)}) AS rows (r)`
   return digest
@@ -331,6 +338,16 @@ const cases: ReadonlyArray<Case> = [
   { operation: "postingSlots.getPostingSlots", call: (w) => ({ method: "GET", path: `/v1/teams/${w.teamA}/posting-slots` }),
     statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
   { operation: "postingSlots.setPostingSlots", call: (w) => ({ method: "PUT", path: `/v1/teams/${w.teamA}/posting-slots`, json: { slots: [{ weekday: 1, time: nextSlotTime() }] } }),
+    statuses: [200, 200, 403, 404, 200, 404, 401, 401, 401] },
+  { operation: "posts.listPublishAttempts", call: (w, t) => ({ method: "GET", path: `/v1/teams/${w.teamA}/posts/${t.postId}/attempts` }),
+    statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
+  { operation: "eventWebhooks.getEventWebhook", call: (w) => ({ method: "GET", path: `/v1/organizations/${w.organizationA}/event-webhook` }),
+    statuses: [200, 200, 403, 404, 200, 404, 401, 401, 401] },
+  { operation: "eventWebhooks.setEventWebhook", call: (w) => ({ method: "PUT", path: `/v1/organizations/${w.organizationA}/event-webhook`, json: { url: `http://127.0.0.1:9/events/${randomUUID()}` } }),
+    statuses: [200, 200, 403, 404, 200, 404, 401, 401, 401] },
+  { operation: "eventWebhooks.setEventWebhook", variant: "rotating its secret", call: (w) => ({ method: "PUT", path: `/v1/organizations/${w.organizationA}/event-webhook`, json: { url: "http://127.0.0.1:9/events", rotateSecret: true } }),
+    statuses: [200, 200, 403, 404, 200, 404, 401, 401, 401] },
+  { operation: "eventWebhooks.deleteEventWebhook", call: (w) => ({ method: "DELETE", path: `/v1/organizations/${w.organizationA}/event-webhook` }),
     statuses: [200, 200, 403, 404, 200, 404, 401, 401, 401] },
   { operation: "links.listPostLinks", call: (w, t) => ({ method: "GET", path: `/v1/teams/${w.teamA}/posts/${t.postId}/links` }),
     statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },

@@ -17,6 +17,7 @@ import {
   Unauthorized
 } from "./Errors.js"
 import { Authentication } from "./Authentication.js"
+import { EventWebhooksGroup } from "./EventWebhooks.js"
 import { HealthGroup } from "./Health.js"
 import { JsonBody } from "./JsonBody.js"
 import { LinksGroup } from "./Links.js"
@@ -77,6 +78,7 @@ export class AuthenticatedApi extends HttpApi.make("authenticated")
   .add(LinksGroup)
   .add(FoldersGroup)
   .add(AssetsGroup)
+  .add(EventWebhooksGroup)
   .middleware(JsonBody)
   .middleware(CallerRateLimit)
   .middleware(Authentication)

@@ -2,10 +2,10 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { integer, invalidUnless, oneOf, optional, strict, Timestamp, visibleText } from "./Fields.js"
 import { AltText } from "./Assets.js"
-import { ApiKeyId, AssetId, PostId, SocialAccountId, TeamId, UserId } from "./Ids.js"
+import { ApiKeyId, AssetId, PostId, SocialAccountId, TeamId, UserId, Uuid } from "./Ids.js"
 import { instantArbitrary, instantWithOffsetPattern, isInstantWithOffset } from "./Instants.js"
 import { ListEnvelope, listQueryFieldsSortedBy } from "./Lists.js"
-import { ProviderErrorCategory } from "./SocialAccounts.js"
+import { ProviderErrorCategory, SocialProvider } from "./SocialAccounts.js"
 
 export const maxPostLength = 10_000
 export const maxTargetsPerPublish = 50
@@ -229,6 +229,54 @@ export const ScheduleResponse = Schema.Struct({
 }).annotations({ identifier: "ScheduleResponse" })
 export type ScheduleResponse = typeof ScheduleResponse.Type
 
+/** The most of a provider's answer an attempt keeps, in characters. */
+export const maxAttemptSummaryLength = 500
+
+export const AttemptOutcome = oneOf("pending", "published", "failed", "in_doubt").annotations({
+  identifier: "AttemptOutcome",
+  description: "pending: sent, its answer not yet recorded (under way, or it timed out and waits for the recovery); " +
+    "published; failed: the provider refused or could not be reached; in_doubt: it ended without an answer (its " +
+    "send timed out or its server process stopped), so it may have been published: a later attempt with the same " +
+    "provider key tells"
+})
+export type AttemptOutcome = typeof AttemptOutcome.Type
+
+export const PublishAttempt = Schema.Struct({
+  id: Uuid.annotations({ identifier: "PublishAttemptId", description: "Publish attempt UUID" }),
+  socialAccountId: SocialAccountId,
+  provider: Schema.NullOr(SocialProvider).annotations({
+    description: "The account's provider when the attempt was made; null for attempts recorded before this was kept, " +
+      "whose account has since been removed"
+  }),
+  attempt: integer("Which call of this account's provider for this post it was: 1 for the first, counting every publish"),
+  startedAt: Timestamp,
+  finishedAt: Schema.NullOr(Timestamp).annotations({ description: "When its answer (or the lack of one) was recorded" }),
+  outcome: AttemptOutcome,
+  category: Schema.NullOr(ProviderErrorCategory).annotations({ description: "Why it failed; null unless it failed" }),
+  externalId: Schema.NullOr(Schema.String).annotations({ description: "The provider's id of the post, when published" }),
+  summary: Schema.NullOr(Schema.String).annotations({
+    description: `What the provider answered, in at most ${maxAttemptSummaryLength} characters (its HTTP status and ` +
+      "words, or where it published the post), never credentials; null while pending"
+  })
+}).annotations({
+  identifier: "PublishAttempt",
+  description: "One call of a provider to publish a post to an account, recorded before it is made and when it answers"
+})
+export type PublishAttempt = typeof PublishAttempt.Type
+
+export const PublishAttemptSortField = oneOf("createdAt").annotations({
+  identifier: "PublishAttemptSortField",
+  description: "Attempts sort by when they started (startedAt); ties by id"
+})
+
+export const PublishAttemptListQuery = Schema.Struct({
+  socialAccountId: optional(SocialAccountId.annotations({ description: "Only the attempts at this account" })),
+  ...listQueryFieldsSortedBy(PublishAttemptSortField)
+}).annotations(strict)
+export type PublishAttemptListQuery = typeof PublishAttemptListQuery.Type
+
+export const PublishAttemptList = ListEnvelope(PublishAttempt, "PublishAttemptList")
+
 export const IdempotencyKey = Schema.String.pipe(Schema.pattern(/^[\x20-\x7E]{1,255}$/)).annotations({
   identifier: "IdempotencyKey",
   description: "1 to 255 printable ASCII characters, e.g. a UUID. A retry with the same key and body gets the " +
@@ -334,6 +382,19 @@ export class PostsGroup extends HttpApiGroup.make("posts")
         OpenApi.Description,
         "What publishing the post to these accounts now would cost, per account, and whether the organization's " +
           "available credits cover it. Changes nothing: show it before asking for confirmation."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("listPublishAttempts", "/v1/teams/:teamId/posts/:postId/attempts")
+      .setPath(postPath)
+      .setUrlParams(PublishAttemptListQuery)
+      .addSuccess(PublishAttemptList)
+      .annotate(OpenApi.Summary, "List publish attempts")
+      .annotate(
+        OpenApi.Description,
+        "Every call Postline made to a provider to publish this post, newest first by default: when, to which " +
+          "account, how it ended (outcome and category) and a short summary of the provider's answer. Filter: " +
+          "socialAccountId. Anyone who may read the post may list them."
       )
   )
   .annotate(OpenApi.Title, "posts")

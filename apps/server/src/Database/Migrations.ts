@@ -12,6 +12,7 @@ import publishRecovery from "./migrations/0009_publish_recovery.js"
 import dueDispatch from "./migrations/0010_due_dispatch.js"
 import mediaLibrary from "./migrations/0011_media_library.js"
 import assetUploads from "./migrations/0012_asset_uploads.js"
+import publishVisibility from "./migrations/0013_publish_visibility.js"
 
 const run = Migrator.make({})
 
@@ -28,7 +29,8 @@ export const migrations = {
   "0009_publish_recovery": publishRecovery,
   "0010_due_dispatch": dueDispatch,
   "0011_media_library": mediaLibrary,
-  "0012_asset_uploads": assetUploads
+  "0012_asset_uploads": assetUploads,
+  "0013_publish_visibility": publishVisibility
 }
 
 /** Runs `these` migrations that have not run yet: all of them, unless a test stops at an earlier schema. */

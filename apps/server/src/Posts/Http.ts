@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Estimate, Post, PostList, PostlineApi, PostNowResponse, ScheduleResponse } from "@postline/domain"
+import { Estimate, Post, PostList, PostlineApi, PostNowResponse, PublishAttemptList, ScheduleResponse } from "@postline/domain"
 import { Effect, Layer } from "effect"
 import { asEncoded } from "../Http/Encoded.js"
 import { Idempotency } from "../Idempotency/Service.js"
@@ -40,4 +40,6 @@ export const PostsHttpLive = HttpApiBuilder.group(PostlineApi, "posts", (handler
       .handle("unschedulePost", ({ path }) => Effect.map(scheduling.unschedule(path.teamId, path.postId), asEncoded(Post)))
       .handle("estimatePost", ({ path, payload }) =>
         Effect.map(publishing.estimate(path.teamId, path.postId, payload), asEncoded(Estimate)))
+      .handle("listPublishAttempts", ({ path, urlParams }) =>
+        Effect.map(posts.attempts(path.teamId, path.postId, urlParams), asEncoded(PublishAttemptList)))
   })).pipe(Layer.provide([Posts.Default, Publishing.Default, Scheduling.Default, Idempotency.Default]))

@@ -7,6 +7,7 @@ import type {
   PostId,
   PostListQuery,
   PostStatus,
+  PublishAttempt,
   SocialAccountId,
   TeamId,
   UpdatePost,
@@ -178,6 +179,46 @@ export class PostsRepo extends Effect.Service<PostsRepo>()("PostsRepo", {
         FROM post_media pm JOIN assets a ON a.id = pm.asset_id WHERE pm.post_id = ${postId} ORDER BY pm.position
         ${sql.literal(options.lock ? "FOR KEY SHARE OF a" : "")}`.pipe(Effect.orDie, policyRequire("Post", "publish"))
 
-    return { list, find, lockForPublishing, insert, updateDraft, deleteDraft, holdAssets, setMedia, mediaFor, columns } as const
+    // The exact JSON form of PublishAttempt.
+    const attemptColumns = selectFields<PublishAttempt>(sql, {
+      id: "a.id",
+      socialAccountId: "a.social_account_id",
+      provider: "a.provider",
+      attempt: "a.attempt",
+      startedAt: isoUtc("a.started_at"),
+      finishedAt: isoUtc("a.finished_at"),
+      outcome: `CASE WHEN a.finished_at IS NULL THEN 'pending' WHEN a.result = 'unknown' THEN 'in_doubt'
+        ELSE a.result END`,
+      category: "CASE WHEN a.result IN ('failed', 'unknown') THEN a.error_category END",
+      externalId: "a.external_id",
+      summary: "a.summary"
+    })
+
+    /** Whether the team has this post. */
+    const exists = (teamId: TeamId, id: PostId) =>
+      sql`SELECT 1 FROM posts WHERE team_id = ${teamId} AND id = ${id}`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.orDie,
+        policyRequire("Post", "read")
+      )
+
+    /** The post's publish attempts, of one account or all, by when they started. */
+    const attempts = (
+      postId: PostId,
+      socialAccountId: SocialAccountId | undefined,
+      request: PageRequest<"createdAt">
+    ) =>
+      paginate<PublishAttempt, "createdAt">({
+        sql,
+        request,
+        columns: { createdAt: "a.started_at", id: "a.id" },
+        idOf: (attempt) => attempt.id,
+        sortValueOf: (attempt) => attempt.startedAt,
+        select: attemptColumns,
+        rowsFrom: sql`FROM publish_attempts a WHERE a.post_id = ${postId}
+          ${socialAccountId === undefined ? sql`` : sql`AND a.social_account_id = ${socialAccountId}`}`
+      }).pipe(Effect.orDie, policyRequire("Post", "read"))
+
+    return { list, find, exists, attempts, lockForPublishing, insert, updateDraft, deleteDraft, holdAssets, setMedia, mediaFor, columns } as const
   })
 }) {}

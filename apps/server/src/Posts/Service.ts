@@ -8,6 +8,7 @@ import {
   type Post,
   type PostId,
   type PostListQuery,
+  type PublishAttemptListQuery,
   type SocialAccountId,
   type TeamId,
   type UpdatePost
@@ -116,7 +117,19 @@ export class Posts extends Effect.Service<Posts>()("Posts", {
       authorize(policy.canWrite(teamId, { lock: true }))(() => ofDraft(teamId, id, repo.deleteDraft(teamId, id)))
         .pipe(transactionally)
 
-    return { list, get, create, update, remove } as const
+    /** A post's publish attempts, for whoever may read the post: 404 for a post the team does not have. */
+    const attempts = (teamId: TeamId, postId: PostId, { socialAccountId, ...query }: PublishAttemptListQuery) =>
+      authorize(policy.canRead(teamId))(() =>
+        Effect.gen(function*() {
+          if (!(yield* repo.exists(teamId, postId))) return yield* postNotFound(postId)
+          const request = yield* pageRequest({
+            resource: "publish attempts",
+            filters: { teamId, postId, ...(socialAccountId ? { socialAccountId } : {}) }
+          }, query)
+          return yield* repo.attempts(postId, socialAccountId, request)
+        })).pipe(Effect.provideService(Cursors, cursors))
+
+    return { list, get, create, update, remove, attempts } as const
   }),
   dependencies: [PostsRepo.Default, SocialAccountsRepo.Default, PostsPolicy.Default, Cursors.Default]
 }) {}

@@ -32,8 +32,8 @@ export class DispatchRepo extends Effect.Service<DispatchRepo>()("DispatchRepo",
           ORDER BY due_at LIMIT ${limit}
           FOR UPDATE SKIP LOCKED)
         SELECT pt.post_id AS "postId", pt.social_account_id AS "socialAccountId",
-          p.team_id AS "teamId", t.organization_id AS "organizationId", p.content, p.link_tracking AS "linkTracking",
-          pt.credits_reserved AS "creditsReserved",
+          p.team_id AS "teamId", t.organization_id AS "organizationId", sa.provider, p.content,
+          p.link_tracking AS "linkTracking", pt.credits_reserved AS "creditsReserved",
           CASE WHEN sa.id IS NOT NULL THEN json_build_object('id', sa.id, 'provider', sa.provider, 'status', sa.status,
             'ciphertext', sa.credentials, 'contentLimits', sa.content_limits) END AS account
         FROM due JOIN post_targets pt ON pt.post_id = due.post_id AND pt.social_account_id = due.social_account_id
@@ -89,9 +89,10 @@ export class DispatchRepo extends Effect.Service<DispatchRepo>()("DispatchRepo",
       sql<StartedTarget>`WITH due AS (
           SELECT * FROM jsonb_to_recordset(${JSON.stringify(due)}::jsonb) AS d ("postId" uuid, "socialAccountId" uuid)),
         started AS (
-          INSERT INTO publish_attempts (post_id, social_account_id, attempt)
+          INSERT INTO publish_attempts (post_id, social_account_id, attempt, provider)
           SELECT d."postId", d."socialAccountId", coalesce((SELECT max(a.attempt) FROM publish_attempts a
-            WHERE a.post_id = d."postId" AND a.social_account_id = d."socialAccountId"), 0) + 1
+            WHERE a.post_id = d."postId" AND a.social_account_id = d."socialAccountId"), 0) + 1,
+            (SELECT sa.provider FROM social_accounts sa WHERE sa.id = d."socialAccountId")
           FROM due d
           RETURNING post_id, social_account_id, attempt),
         targets AS (

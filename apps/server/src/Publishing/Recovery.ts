@@ -1,10 +1,10 @@
 import { Duration, Effect, Layer, Option, Schedule } from "effect"
-import { withSystemActor } from "../Access/Authorization.js"
-import { CreditsRepo } from "../Credits/Repo.js"
+import { type Authorized, withSystemActor } from "../Access/Authorization.js"
 import { transactionally } from "../Database/Transaction.js"
 import { SoleProcess } from "../Database/SoleProcess.js"
+import type { AttemptOutcome } from "./Repo.js"
 import { type AttemptToSend, PublishingRepo } from "./Repo.js"
-import { noAnswerAfter, Publishing } from "./Service.js"
+import { logTargetFailed, Publishing } from "./Service.js"
 import { PublishSettings } from "./Settings.js"
 
 // Targets taken over at once by one process: each is a provider call under way.
@@ -22,31 +22,25 @@ export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishR
   effect: Effect.gen(function*() {
     const publishing = yield* Publishing
     const targets = yield* PublishingRepo
-    const credits = yield* CreditsRepo
     const settings = yield* PublishSettings
+
+    /** What became of an attempt taken over: sent again under a new attempt, or (after the last) its target ended. */
+    type TakenOver =
+      | { readonly _tag: "Resend"; readonly target: AttemptToSend }
+      | { readonly _tag: "GaveUp"; readonly left: AttemptToSend; readonly ended: Option.Option<AttemptOutcome> }
 
     const giveUp = (left: AttemptToSend) =>
       Effect.gen(function*() {
-        const ended = yield* targets.finishAttempt(left.postId, left.socialAccountId, left.attempt, {
-          _tag: "InDoubt",
-          error: noAnswerAfter(left.ordinal)
-        })
-        if (ended) {
-          yield* credits.settle(left.organizationId, {
-            postId: left.postId,
-            socialAccountId: left.socialAccountId,
-            amount: left.creditsReserved
-          }, "release")
-        }
+        const ended = yield* publishing.giveUp(left)
         yield* targets.refreshStatus(left.postId)
-        return Option.none<AttemptToSend>()
+        return { _tag: "GaveUp", left, ended } satisfies TakenOver
       })
 
-    const takeOver = (left: AttemptToSend) =>
+    const takeOver = (left: AttemptToSend): Effect.Effect<TakenOver, never, Authorized<"Post", "publish">> =>
       left.ordinal >= settings.maxAttempts ? giveUp(left) : Effect.gen(function*() {
         yield* targets.endUnanswered(left.postId, left.socialAccountId, left.attempt)
         const started = yield* targets.startAttempt(left.postId, left.socialAccountId, left.creditsReserved)
-        return Option.some({ ...left, ...started })
+        return { _tag: "Resend", target: { ...left, ...started } } satisfies TakenOver
       })
 
     // Read before this process serves anything: what started earlier is no send of its own.
@@ -58,7 +52,13 @@ export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishR
         targets.abandonedAttempts(settings.recoverySeconds, batchSize, startedAt),
         (abandoned) => Effect.forEach(abandoned, takeOver)
       ))
-      const toSend = taken.flatMap(Option.toArray)
+      // Logged once their ends are committed.
+      for (const taking of taken) {
+        if (taking._tag === "GaveUp" && Option.isSome(taking.ended) && taking.ended.value._tag !== "Published") {
+          yield* logTargetFailed(taking.left, taking.ended.value.error)
+        }
+      }
+      const toSend = taken.flatMap((taking) => taking._tag === "Resend" ? [taking.target] : [])
       yield* Effect.forEach(
         toSend,
         (target) => Effect.zipRight(publishing.sendAgain(target, { retries: false }), targets.refreshStatus(target.postId)),
@@ -77,7 +77,7 @@ export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishR
 
     return { recover, interval } as const
   }),
-  dependencies: [Publishing.Default, PublishingRepo.Default, CreditsRepo.Default, PublishSettings.Default]
+  dependencies: [Publishing.Default, PublishingRepo.Default, PublishSettings.Default]
 }) {}
 
 /** The recovery, running in the background of every server process. */

@@ -2,6 +2,8 @@ import { SqlClient } from "@effect/sql"
 import type { OrganizationId, PostId, PublishError, SocialAccountId, TargetStatus, TeamId } from "@postline/domain"
 import { Effect } from "effect"
 import { policyRequire } from "../Access/Authorization.js"
+import { insertEventsOf } from "../EventWebhooks/Repo.js"
+import type { ProviderName } from "../Providers/Credentials.js"
 import type { Published } from "../Providers/SocialProvider.js"
 
 /**
@@ -32,6 +34,8 @@ export interface AttemptToSend {
   readonly socialAccountId: SocialAccountId
   readonly teamId: TeamId
   readonly organizationId: OrganizationId
+  /** The account's provider; null once the account is removed. */
+  readonly provider: ProviderName | null
   readonly content: string
   readonly linkTracking: boolean | null
   readonly creditsReserved: number
@@ -40,6 +44,9 @@ export interface AttemptToSend {
   /** Which attempt of its publish it is: 1 for the first. */
   readonly ordinal: number
 }
+
+/** What an attempt that never got its answer (its send timed out, or its process stopped) records. */
+export const unansweredMessage = "No answer: the attempt was cut short (its send timed out, or its server process stopped)"
 
 /** An attempt started: its number, and which attempt of its publish it is (1 for the first). */
 export interface Started {
@@ -63,14 +70,21 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
         FROM post_targets WHERE post_id = ${postId} AND social_account_id IN ${sql.in(ids)}
           AND status IN ('pending', 'published')`.pipe(Effect.orDie, policyRequire("Post", "publish"))
 
-    /** A target failed before anything was sent (a text the provider would refuse, credentials it refused). */
+    /**
+     * A target failed before anything was sent (a text the provider would refuse, credentials it refused); its
+     * organization's event webhook, if it has one, is told in the same statement.
+     */
     const failBeforeSending = (postId: PostId, socialAccountId: SocialAccountId, error: PublishError) =>
-      sql`INSERT INTO post_targets (post_id, social_account_id, status, error_category, error_message, error_retryable)
-        VALUES (${postId}, ${socialAccountId}, 'failed', ${error.category}, ${error.message}, ${error.retryable})
-        ON CONFLICT (post_id, social_account_id) DO UPDATE SET status = 'failed', external_id = NULL, url = NULL,
-          published_at = NULL, error_category = EXCLUDED.error_category, error_message = EXCLUDED.error_message,
-          error_retryable = EXCLUDED.error_retryable, credits_reserved = 0, credits_spent = 0, due_at = NULL,
-          updated_at = now()`.pipe(
+      sql`WITH ended AS (
+          INSERT INTO post_targets (post_id, social_account_id, status, error_category, error_message, error_retryable)
+          VALUES (${postId}, ${socialAccountId}, 'failed', ${error.category}, ${error.message}, ${error.retryable})
+          ON CONFLICT (post_id, social_account_id) DO UPDATE SET status = 'failed', external_id = NULL, url = NULL,
+            published_at = NULL, error_category = EXCLUDED.error_category, error_message = EXCLUDED.error_message,
+            error_retryable = EXCLUDED.error_retryable, credits_reserved = 0, credits_spent = 0, due_at = NULL,
+            updated_at = now()
+          RETURNING *),
+        events AS (${insertEventsOf(sql, "ended")})
+        SELECT 1`.pipe(
         Effect.asVoid,
         Effect.orDie,
         policyRequire("Post", "publish")
@@ -96,37 +110,50 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
             due_at = NULL, updated_at = now()
           RETURNING attempts_before AS before`
         const [{ attempt }] = yield* sql<{ readonly attempt: number }>`INSERT INTO publish_attempts
-            (post_id, social_account_id, attempt)
-          SELECT ${postId}, ${socialAccountId}, coalesce(max(attempt), 0) + 1 FROM publish_attempts
+            (post_id, social_account_id, attempt, provider)
+          SELECT ${postId}, ${socialAccountId}, coalesce(max(attempt), 0) + 1,
+            (SELECT provider FROM social_accounts WHERE id = ${socialAccountId})
+          FROM publish_attempts
           WHERE post_id = ${postId} AND social_account_id = ${socialAccountId}
           RETURNING attempt`
         return { attempt, ordinal: attempt - before } satisfies Started
       }).pipe(Effect.orDie, policyRequire("Post", "publish"))
 
     /**
-     * Records how the attempt ended, on the attempt and on its target (in doubt: failed, for good), if nobody
-     * else has: true when this call did, and may settle the attempt's credits; a success spends what was held.
+     * Records how the attempt ended, on the attempt (with `summary`, the provider's answer in short) and on its
+     * target (in doubt: failed, for good), if nobody else has: true when this call did, and may settle the
+     * attempt's credits; a success spends what was held. The target's end is also an event for its
+     * organization's event webhook, if it has one, recorded in the same statement.
      */
-    const finishAttempt = (postId: PostId, socialAccountId: SocialAccountId, attempt: number, outcome: AttemptOutcome) =>
+    const finishAttempt = (
+      postId: PostId,
+      socialAccountId: SocialAccountId,
+      attempt: number,
+      outcome: AttemptOutcome,
+      summary: string
+    ) =>
       Effect.gen(function*() {
         const published = outcome._tag === "Published" ? outcome.published : undefined
         const error = outcome._tag === "Published" ? undefined : outcome.error
         const result = outcome._tag === "Published" ? "published" : outcome._tag === "Failed" ? "failed" : "unknown"
-        // One statement: the attempt, and its target only if this finished the attempt.
+        // One statement: the attempt, its target only if this finished the attempt, and the event of its end.
         const finished = yield* sql`WITH finished AS (
             UPDATE publish_attempts SET finished_at = now(), result = ${result},
               external_id = ${published?.externalId ?? null}, error_category = ${error?.category ?? null},
-              error_message = ${error?.message ?? null}
+              error_message = ${error?.message ?? null}, summary = ${summary}
             WHERE post_id = ${postId} AND social_account_id = ${socialAccountId} AND attempt = ${attempt}
-              AND finished_at IS NULL RETURNING attempt)
-          UPDATE post_targets SET status = ${published ? "published" : "failed"},
-            external_id = ${published?.externalId ?? null}, url = ${published?.url ?? null},
-            published_at = ${published ? sql`now()` : null},
-            error_category = ${error?.category ?? null}, error_message = ${error?.message ?? null},
-            error_retryable = ${error?.retryable ?? null},
-            credits_spent = ${published ? sql`credits_reserved` : 0}, credits_reserved = 0, updated_at = now()
-          WHERE post_id = ${postId} AND social_account_id = ${socialAccountId} AND EXISTS (SELECT 1 FROM finished)
-          RETURNING 1`
+              AND finished_at IS NULL RETURNING attempt),
+          ended AS (
+            UPDATE post_targets SET status = ${published ? "published" : "failed"},
+              external_id = ${published?.externalId ?? null}, url = ${published?.url ?? null},
+              published_at = ${published ? sql`now()` : null},
+              error_category = ${error?.category ?? null}, error_message = ${error?.message ?? null},
+              error_retryable = ${error?.retryable ?? null},
+              credits_spent = ${published ? sql`credits_reserved` : 0}, credits_reserved = 0, updated_at = now()
+            WHERE post_id = ${postId} AND social_account_id = ${socialAccountId} AND EXISTS (SELECT 1 FROM finished)
+            RETURNING *),
+          events AS (${insertEventsOf(sql, "ended")})
+          SELECT 1 FROM ended`
         return finished.length > 0
       }).pipe(Effect.orDie, policyRequire("Post", "publish"))
 
@@ -139,11 +166,12 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
       socialAccountId: SocialAccountId,
       attempt: number,
       error: PublishError,
+      summary: string,
       delaySeconds: number
     ) =>
       Effect.gen(function*() {
         const finished = yield* sql`UPDATE publish_attempts SET finished_at = now(), result = 'failed',
-            error_category = ${error.category}, error_message = ${error.message}
+            error_category = ${error.category}, error_message = ${error.message}, summary = ${summary}
           WHERE post_id = ${postId} AND social_account_id = ${socialAccountId} AND attempt = ${attempt}
             AND finished_at IS NULL RETURNING attempt`
         if (finished.length === 0) return false
@@ -174,8 +202,9 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
      */
     const abandonedAttempts = (seconds: number, limit: number, leftBefore: Date | null) =>
       sql<AttemptToSend>`SELECT a.post_id AS "postId", a.social_account_id AS "socialAccountId",
-          p.team_id AS "teamId", t.organization_id AS "organizationId", p.content, p.link_tracking AS "linkTracking",
-          pt.credits_reserved AS "creditsReserved", a.attempt, a.attempt - pt.attempts_before AS ordinal
+          p.team_id AS "teamId", t.organization_id AS "organizationId", a.provider, p.content,
+          p.link_tracking AS "linkTracking", pt.credits_reserved AS "creditsReserved", a.attempt,
+          a.attempt - pt.attempts_before AS ordinal
         FROM publish_attempts a
           JOIN post_targets pt ON pt.post_id = a.post_id AND pt.social_account_id = a.social_account_id
           JOIN posts p ON p.id = a.post_id JOIN teams t ON t.id = p.team_id
@@ -189,7 +218,7 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
     /** Ends an attempt that got no answer, its target left pending for the next one. */
     const endUnanswered = (postId: PostId, socialAccountId: SocialAccountId, attempt: number) =>
       sql`UPDATE publish_attempts SET finished_at = now(), result = 'unknown', error_category = 'transient',
-          error_message = 'No answer: the attempt was cut short'
+          error_message = ${unansweredMessage}, summary = ${unansweredMessage}
         WHERE post_id = ${postId} AND social_account_id = ${socialAccountId} AND attempt = ${attempt}
           AND finished_at IS NULL`.pipe(Effect.asVoid, Effect.orDie, policyRequire("Post", "publish"))
 

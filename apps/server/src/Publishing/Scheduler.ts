@@ -1,4 +1,5 @@
 import { Effect, Layer } from "effect"
+import { EventDeliveryLive } from "../EventWebhooks/Delivery.js"
 import { Dispatcher, DispatcherLive } from "./Dispatcher.js"
 import { SchedulerHealth } from "./Health.js"
 import { PublishRecoveryLive } from "./Recovery.js"
@@ -7,9 +8,10 @@ const WatchdogLive = Layer.scopedDiscard(Effect.forkScoped(Effect.flatMap(Schedu
 
 /**
  * Scheduled publishing in the background of a server process: the dispatch of due targets, a watchdog over
- * what waits, and the recovery of sends no process is finishing; its health is offered to `/health`.
+ * what waits, the recovery of sends no process is finishing, and the delivery of the organizations' events;
+ * its health is offered to `/health`.
  */
-export const SchedulerLive = Layer.mergeAll(DispatcherLive, WatchdogLive, PublishRecoveryLive).pipe(
+export const SchedulerLive = Layer.mergeAll(DispatcherLive, WatchdogLive, PublishRecoveryLive, EventDeliveryLive).pipe(
   Layer.provideMerge(SchedulerHealth.Default),
   Layer.provideMerge(Dispatcher.Default)
 )

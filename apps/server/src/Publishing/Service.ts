@@ -1,6 +1,7 @@
 import {
   Conflict,
   type Estimate,
+  maxAttemptSummaryLength,
   type OrganizationId,
   type PostId,
   type PostNowResponse,
@@ -24,6 +25,7 @@ import { CreditsPolicy } from "../Credits/Policy.js"
 import { CreditsRepo, type Hold } from "../Credits/Repo.js"
 import { transactionally } from "../Database/Transaction.js"
 import { Links } from "../Links/Service.js"
+import { redactSecretsInUrls } from "../Logging.js"
 import { PostsPolicy } from "../Posts/Policy.js"
 import { type PostMediumFacts, PostsRepo } from "../Posts/Repo.js"
 import { accountNotFound, postNotFound } from "../Posts/Service.js"
@@ -33,7 +35,7 @@ import { SocialProviders } from "../Providers/Registry.js"
 import type { ProviderName } from "../Providers/Credentials.js"
 import { ProviderError, type PublishMedia } from "../Providers/SocialProvider.js"
 import { type PublishingAccount, SocialAccountsRepo } from "../SocialAccounts/Repo.js"
-import { type AttemptToSend, type AttemptOutcome, PublishingRepo, type TargetResult } from "./Repo.js"
+import { type AttemptToSend, type AttemptOutcome, PublishingRepo, type TargetResult, unansweredMessage } from "./Repo.js"
 import { PublishSettings } from "./Settings.js"
 
 /** One account of a publish, as checked before anything is sent: to send (with its price), or failed already. */
@@ -54,8 +56,53 @@ export interface Sending {
   readonly hold: Hold
 }
 
-/** How a send ended, with how long a rate-limited provider asked to wait. */
-export type SendOutcome = AttemptOutcome & { readonly retryAfterSeconds?: number }
+/** How a send ended, with how long a rate-limited provider asked to wait and the HTTP status it answered. */
+export type SendOutcome = AttemptOutcome & { readonly retryAfterSeconds?: number; readonly providerStatus?: number }
+
+/** A target whose attempt is to be ended: what writing its end and settling its credits need. */
+export interface Ending {
+  readonly organizationId: OrganizationId
+  readonly postId: PostId
+  readonly socialAccountId: SocialAccountId
+  readonly provider: ProviderName | null
+  readonly attempt: number
+  readonly hold: Hold
+}
+
+/**
+ * The line a target that ended failed is logged with, once its end is written: the post, the account, its
+ * provider and why; never credentials (a provider's words name no secret, and URLs in them are redacted).
+ */
+export const logTargetFailed = (
+  target: Pick<Ending, "postId" | "socialAccountId" | "provider">,
+  error: PublishError
+) =>
+  Effect.logWarning("Publishing: a post failed on an account").pipe(Effect.annotateLogs({
+    postId: target.postId,
+    socialAccountId: target.socialAccountId,
+    provider: target.provider ?? "unknown",
+    category: error.category,
+    error: error.message,
+    retryable: error.retryable
+  }))
+
+/** What an attempt keeps of the provider's answer: at most `maxAttemptSummaryLength` characters, URLs' secrets redacted. */
+export const summaryOf = (outcome: SendOutcome): string => {
+  const text = outcome._tag === "Published"
+    ? `Published${outcome.published.externalId ? ` as ${outcome.published.externalId}` : ""}` +
+      (outcome.published.url ? ` at ${outcome.published.url}` : "")
+    : outcome.providerStatus !== undefined && !outcome.error.message.includes(String(outcome.providerStatus))
+    ? `HTTP ${outcome.providerStatus}: ${outcome.error.message}`
+    : outcome.error.message
+  const characters = [...redactSecretsInUrls(text)]
+  return characters.length <= maxAttemptSummaryLength
+    ? characters.join("")
+    : `${characters.slice(0, maxAttemptSummaryLength - 1).join("")}…`
+}
+
+/** Only what may pass when tried later is retryable, whatever said otherwise. */
+const mayPass = (error: PublishError): PublishError =>
+  error.retryable && error.category !== "transient" && error.category !== "rate_limited" ? { ...error, retryable: false } : error
 
 /** A target as the publish's answer shows it. */
 const resultOf = (target: TargetResult): PublishResult => ({
@@ -192,7 +239,8 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
           Effect.succeed({
             _tag: "Failed" as const,
             error: asPublishError(error),
-            ...(error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {})
+            ...(error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {}),
+            ...(error.providerStatus !== undefined ? { providerStatus: error.providerStatus } : {})
           })
         ),
         // A bug of ours must not leave the target pending with its credits held: it fails, and is logged.
@@ -248,13 +296,36 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
     }
 
     /**
-     * Sends one target and records what became of it: the attempt, the target,
-     * its credits spent or released, and an account whose credentials were
-     * refused. The provider gets a key derived from the post and the account,
-     * the same on every attempt, so that it can tell a repeat. A send in doubt
-     * stays pending for a later attempt; with `retries`, so does a failure that
-     * may pass, due again after a backoff or what the provider asked (capped);
-     * the target's last attempt ends it either way.
+     * The one place a sent target's end is written, whoever ends it (a send, the recovery giving up, an account
+     * removed): its attempt and target, with the event of its end for the organization's event webhook (one
+     * statement), its credits spent or given back, and an account whose credentials were refused. False when
+     * another had ended it: only the one that finishes the attempt settles its credits, a hold ends once.
+     */
+    const endTarget = (ending: Ending, outcome: AttemptOutcome, summary: string) =>
+      Effect.gen(function*() {
+        if (!(yield* targets.finishAttempt(ending.postId, ending.socialAccountId, ending.attempt, outcome, summary))) {
+          return false
+        }
+        yield* credits.settle(ending.organizationId, ending.hold, outcome._tag === "Published" ? "spend" : "release")
+        if (outcome._tag === "Failed" && outcome.error.category === "auth") {
+          yield* accounts.recordAuthFailure(ending.socialAccountId, outcome.error.message)
+        }
+        return true
+      })
+
+    /** Logs a target that `endTarget` ended failed, once its end is committed. */
+    const logEnd = (ending: Pick<Ending, "postId" | "socialAccountId" | "provider">, outcome: AttemptOutcome) =>
+      outcome._tag === "Published" ? Effect.void : logTargetFailed(ending, outcome.error)
+
+    /**
+     * Sends one target and records what became of it (`endTarget`). The
+     * provider gets a key derived from the post and the account, the same on
+     * every attempt, so that it can tell a repeat. A send in doubt stays
+     * pending for a later attempt; with `retries`, so does a failure that may
+     * pass, due again after a backoff or what the provider asked (capped);
+     * the target's last attempt ends it either way, not retryable. Without
+     * `retries` (post-now), a failure that may pass ends the target and stays
+     * retryable: publishing to the account again may succeed.
      */
     const publishTarget = (sending: Sending, options: { readonly retries: boolean }) =>
       Effect.gen(function*() {
@@ -262,27 +333,40 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
         const outcome = yield* send(sending)
         const last = ordinal >= settings.maxAttempts
         const retryable = outcome._tag !== "Published" && outcome.error.retryable
+        const summary = summaryOf(outcome)
+        const ending: Ending = { ...sending, socialAccountId: account.id, provider: account.provider }
         const record = Effect.gen(function*() {
-          if (!last && outcome._tag === "InDoubt") return yield* targets.leaveInDoubt(postId, account.id, outcome.error)
+          if (!last && outcome._tag === "InDoubt") {
+            yield* targets.leaveInDoubt(postId, account.id, outcome.error)
+            return undefined
+          }
           if (!last && options.retries && retryable) {
             const delaySeconds = Math.min(outcome.retryAfterSeconds ?? backoffSeconds(ordinal), settings.retryAfterMaxSeconds)
-            return yield* targets.recordRetry(postId, account.id, attempt, outcome.error, delaySeconds)
+            yield* targets.recordRetry(postId, account.id, attempt, outcome.error, summary, delaySeconds)
+            return undefined
           }
           const final: AttemptOutcome = outcome._tag === "InDoubt"
             ? { ...outcome, error: noAnswerAfter(ordinal) }
             : outcome._tag === "Failed" && retryable && last
             ? { ...outcome, error: gaveUp(outcome.error, ordinal) }
+            : outcome._tag === "Failed"
+            ? { ...outcome, error: mayPass(outcome.error) }
             : outcome
-          // Only the one that finishes the attempt settles its credits: a hold ends once.
-          if (!(yield* targets.finishAttempt(postId, account.id, attempt, final))) return
-          yield* credits.settle(sending.organizationId, sending.hold, final._tag === "Published" ? "spend" : "release")
-          if (final._tag === "Failed" && final.error.category === "auth") {
-            yield* accounts.recordAuthFailure(account.id, final.error.message)
-          }
+          return (yield* endTarget(ending, final, summary)) ? final : undefined
         })
         // A publish that holds no credits (a webhook's, by default) is recorded in one statement: no transaction.
-        yield* outcome._tag === "Published" && sending.hold.amount === 0 ? record : transactionally(record)
+        const ended = yield* outcome._tag === "Published" && sending.hold.amount === 0 ? record : transactionally(record)
+        if (ended !== undefined) yield* logEnd(ending, ended)
         return outcome
+      })
+
+    /** Ends, failed, a target whose last attempt got no answer either (the recovery gives up on it). */
+    const giveUp = (left: AttemptToSend) =>
+      Effect.gen(function*() {
+        const outcome: AttemptOutcome = { _tag: "InDoubt", error: noAnswerAfter(left.ordinal) }
+        const hold: Hold = { postId: left.postId, socialAccountId: left.socialAccountId, amount: left.creditsReserved }
+        const ended = yield* endTarget({ ...left, hold }, outcome, unansweredMessage)
+        return ended ? Option.some(outcome) : Option.none()
       })
 
     /**
@@ -302,11 +386,8 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
             _tag: "Failed",
             error: { category: "unknown", message: "The account was removed before the post was sent", retryable: false }
           }
-          yield* Effect.gen(function*() {
-            if (yield* targets.finishAttempt(postId, socialAccountId, attempt, removed)) {
-              yield* credits.settle(organizationId, hold, "release")
-            }
-          }).pipe(transactionally)
+          const ending: Ending = { ...target, hold }
+          if (yield* transactionally(endTarget(ending, removed, removed.error.message))) yield* logEnd(ending, removed)
           return removed
         }
         // The text as checked when the post was sent or scheduled: its links tracked with the codes made then.
@@ -387,7 +468,16 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
             })))
           yield* targets.refreshStatus(postId)
           return { checks, sending }
-        })).pipe(transactionally)
+        })).pipe(
+        transactionally,
+        // What failed before anything was sent failed for good (an account to reconnect, a text refused).
+        Effect.tap(({ checks }) =>
+          Effect.forEach(checks, (checked) =>
+            checked._tag === "Refused"
+              ? logTargetFailed({ postId, socialAccountId: checked.account.id, provider: checked.account.provider }, checked.error)
+              : Effect.void, { discard: true })
+        )
+      )
 
     /**
      * Gives back what the targets waiting for a schedule hold, and forgets them (those sent before are failed
@@ -450,7 +540,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
           return { total, perAccount, available, sufficient: total <= available } satisfies Estimate
         }))
 
-    return { postNow, postNowAnswer, estimate, accountsOf, prepare, releaseWaiting, sendAgain, sendTo } as const
+    return { postNow, postNowAnswer, estimate, accountsOf, prepare, releaseWaiting, sendAgain, sendTo, giveUp } as const
   }),
   dependencies: [
     PostsRepo.Default,

@@ -784,6 +784,62 @@ export type Estimate = {
 };
 
 /**
+ * Attempts sort by when they started (startedAt); ties by id
+ */
+export type PublishAttemptSortField = 'createdAt';
+
+export type PublishAttemptList = {
+    data: Array<PublishAttempt>;
+    total: number;
+    nextCursor: Cursor | null;
+    prevCursor: Cursor | null;
+};
+
+/**
+ * One call of a provider to publish a post to an account, recorded before it is made and when it answers
+ */
+export type PublishAttempt = {
+    id: PublishAttemptId;
+    socialAccountId: SocialAccountId;
+    /**
+     * The account's provider when the attempt was made; null for attempts recorded before this was kept, whose account has since been removed
+     */
+    provider: SocialProvider | null;
+    /**
+     * Which call of this account's provider for this post it was: 1 for the first, counting every publish
+     */
+    attempt: number;
+    startedAt: Timestamp;
+    /**
+     * When its answer (or the lack of one) was recorded
+     */
+    finishedAt: Timestamp | null;
+    outcome: AttemptOutcome;
+    /**
+     * Why it failed; null unless it failed
+     */
+    category: ProviderErrorCategory | null;
+    /**
+     * The provider's id of the post, when published
+     */
+    externalId: string | null;
+    /**
+     * What the provider answered, in at most 500 characters (its HTTP status and words, or where it published the post), never credentials; null while pending
+     */
+    summary: string | null;
+};
+
+/**
+ * Publish attempt UUID
+ */
+export type PublishAttemptId = string;
+
+/**
+ * pending: sent, its answer not yet recorded (under way, or it timed out and waits for the recovery); published; failed: the provider refused or could not be reached; in_doubt: it ended without an answer (its send timed out or its server process stopped), so it may have been published: a later attempt with the same provider key tells
+ */
+export type AttemptOutcome = 'pending' | 'published' | 'failed' | 'in_doubt';
+
+/**
  * An organization's credits, in whole credits
  */
 export type CreditBalance = {
@@ -1098,6 +1154,93 @@ export type ImportAsset = {
 export type BadGateway = {
     message: string;
     _tag: 'BadGateway';
+};
+
+/**
+ * The organization's event webhook: one URL told of every post's end on every account of its teams, signed by the Standard Webhooks scheme with a secret shown only when it is made
+ */
+export type EventWebhook = {
+    organizationId: OrganizationId;
+    /**
+     * Where events are POSTed
+     */
+    url: string;
+    /**
+     * The events it receives: all of them
+     */
+    events: Array<EventType>;
+    /**
+     * When its signing secret was made: at creation, or at the last rotation
+     */
+    secretCreatedAt: string;
+    /**
+     * Events waiting to be delivered, or to be tried again
+     */
+    pendingDeliveries: number;
+    /**
+     * When the receiver last accepted an event (2xx)
+     */
+    lastDeliveredAt: Timestamp | null;
+    lastError: EventWebhookError | null;
+    createdAt: Timestamp;
+    updatedAt: Timestamp;
+};
+
+/**
+ * post.published: a post reached an account; post.failed: it failed there for good, or until it is published again (see error.retryable)
+ */
+export type EventType = 'post.published' | 'post.failed';
+
+/**
+ * The last delivery that failed, and why; null again once a delivery goes through
+ */
+export type EventWebhookError = {
+    message: string;
+    at: Timestamp;
+};
+
+export type SetEventWebhook = {
+    url: EventWebhookUrl;
+    /**
+     * Make a new signing secret (shown in the answer) in place of the current one; default false
+     */
+    rotateSecret?: boolean;
+};
+
+/**
+ * Where each event is POSTed: an absolute https URL of at most 2048 characters with no user name or password, on the public internet (http and private addresses only where the server's operator allows them with OUTBOUND_ALLOW_PRIVATE)
+ */
+export type EventWebhookUrl = unknown;
+
+export type SavedEventWebhook = {
+    organizationId: OrganizationId;
+    /**
+     * Where events are POSTed
+     */
+    url: string;
+    /**
+     * The events it receives: all of them
+     */
+    events: Array<EventType>;
+    /**
+     * When its signing secret was made: at creation, or at the last rotation
+     */
+    secretCreatedAt: string;
+    /**
+     * Events waiting to be delivered, or to be tried again
+     */
+    pendingDeliveries: number;
+    /**
+     * When the receiver last accepted an event (2xx)
+     */
+    lastDeliveredAt: Timestamp | null;
+    lastError: EventWebhookError | null;
+    createdAt: Timestamp;
+    updatedAt: Timestamp;
+    /**
+     * The Standard Webhooks signing secret (`whsec_…`), shown this once: when the webhook is created or its secret rotated; null otherwise (the secret is kept)
+     */
+    signingSecret: string | null;
 };
 
 /**
@@ -3463,6 +3606,79 @@ export type PostsEstimatePostResponses = {
 
 export type PostsEstimatePostResponse = PostsEstimatePostResponses[keyof PostsEstimatePostResponses];
 
+export type PostsListPublishAttemptsData = {
+    body?: never;
+    path: {
+        teamId: TeamId;
+        postId: PostId;
+    };
+    query?: {
+        /**
+         * Only the attempts at this account
+         */
+        socialAccountId?: string;
+        cursor?: Cursor;
+        limit?: PageLimit;
+        sortBy?: PublishAttemptSortField;
+        sortOrder?: SortOrder;
+    };
+    url: '/v1/teams/{teamId}/posts/{postId}/attempts';
+};
+
+export type PostsListPublishAttemptsErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type PostsListPublishAttemptsError = PostsListPublishAttemptsErrors[keyof PostsListPublishAttemptsErrors];
+
+export type PostsListPublishAttemptsResponses = {
+    /**
+     * PublishAttemptList
+     */
+    200: PublishAttemptList;
+};
+
+export type PostsListPublishAttemptsResponse = PostsListPublishAttemptsResponses[keyof PostsListPublishAttemptsResponses];
+
 export type CreditsGetCreditsData = {
     body?: never;
     path: {
@@ -4971,6 +5187,195 @@ export type AssetsImportAssetResponses = {
 };
 
 export type AssetsImportAssetResponse = AssetsImportAssetResponses[keyof AssetsImportAssetResponses];
+
+export type EventWebhooksDeleteEventWebhookData = {
+    body?: never;
+    path: {
+        organizationId: OrganizationId;
+    };
+    query?: never;
+    url: '/v1/organizations/{organizationId}/event-webhook';
+};
+
+export type EventWebhooksDeleteEventWebhookErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type EventWebhooksDeleteEventWebhookError = EventWebhooksDeleteEventWebhookErrors[keyof EventWebhooksDeleteEventWebhookErrors];
+
+export type EventWebhooksDeleteEventWebhookResponses = {
+    /**
+     * The organization's event webhook: one URL told of every post's end on every account of its teams, signed by the Standard Webhooks scheme with a secret shown only when it is made
+     */
+    200: EventWebhook;
+};
+
+export type EventWebhooksDeleteEventWebhookResponse = EventWebhooksDeleteEventWebhookResponses[keyof EventWebhooksDeleteEventWebhookResponses];
+
+export type EventWebhooksGetEventWebhookData = {
+    body?: never;
+    path: {
+        organizationId: OrganizationId;
+    };
+    query?: never;
+    url: '/v1/organizations/{organizationId}/event-webhook';
+};
+
+export type EventWebhooksGetEventWebhookErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type EventWebhooksGetEventWebhookError = EventWebhooksGetEventWebhookErrors[keyof EventWebhooksGetEventWebhookErrors];
+
+export type EventWebhooksGetEventWebhookResponses = {
+    /**
+     * The organization's event webhook: one URL told of every post's end on every account of its teams, signed by the Standard Webhooks scheme with a secret shown only when it is made
+     */
+    200: EventWebhook;
+};
+
+export type EventWebhooksGetEventWebhookResponse = EventWebhooksGetEventWebhookResponses[keyof EventWebhooksGetEventWebhookResponses];
+
+export type EventWebhooksSetEventWebhookData = {
+    body: SetEventWebhook;
+    path: {
+        organizationId: OrganizationId;
+    };
+    query?: never;
+    url: '/v1/organizations/{organizationId}/event-webhook';
+};
+
+export type EventWebhooksSetEventWebhookErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type EventWebhooksSetEventWebhookError = EventWebhooksSetEventWebhookErrors[keyof EventWebhooksSetEventWebhookErrors];
+
+export type EventWebhooksSetEventWebhookResponses = {
+    /**
+     * SavedEventWebhook
+     */
+    200: SavedEventWebhook;
+};
+
+export type EventWebhooksSetEventWebhookResponse = EventWebhooksSetEventWebhookResponses[keyof EventWebhooksSetEventWebhookResponses];
 
 export type AssetContentGetAssetContentData = {
     body?: never;
