@@ -35,6 +35,7 @@ import { buildPeers, peerDefs, peerScenarios, peerVersions } from "./lib/peers.m
 import { describeUploads, evaluateTargets, formatTargets, peersTable, rowErrors, table } from "./lib/report.mjs"
 import { makeBenchUser, populations, seedSql } from "./lib/seed.mjs"
 import { checkUpload, driveUploads, makeNoisePng, MiB } from "./lib/upload.mjs"
+import { measurePnpmStart } from "./lib/start.mjs"
 import { startNodeFlags } from "../apps/server/scripts/start-flags.mjs"
 
 const { values: flags } = parseArgs({
@@ -718,6 +719,13 @@ const embeddedPhase = async (results) => {
   const logFile = join(state.tmp, "server-embedded.log")
   const env = async () => serverEnv(await freePort(), { DATA_DIR: dataDir })
 
+  // `pnpm start` as a user types it: a first start, then warm ones (bench/lib/start.mjs).
+  const pnpmStart = await measurePnpmStart(root, config.warmStarts)
+  results.startup.pnpmStartFirstMs = pnpmStart.firstMs
+  results.startup.pnpmStartWarmRunsMs = pnpmStart.warmMs
+  results.startup.pnpmStartWarmMs = median(pnpmStart.warmMs)
+  log(`pnpm start: first ${pnpmStart.firstMs.toFixed(0)} ms, warm ${pnpmStart.warmMs.map((ms) => ms.toFixed(0)).join(", ")} ms`)
+
   // Cold: an empty folder, so the first start creates the database and migrates.
   let server = await startOurServer({ name: "server (embedded, cold)", env: await env(), logFile })
   results.startup.embeddedColdMs = server.startMs
@@ -1289,6 +1297,7 @@ const main = async () => {
   if (peaks.length) console.log(`peak RSS: ${peaks.join(", ")}`)
   const starts = [
     s.postgresStartMs !== undefined && `PostgreSQL ${s.postgresStartMs.toFixed(0)} ms (first start with migrations ${s.postgresFirstStartMs?.toFixed(0)} ms)`,
+    s.pnpmStartWarmMs !== undefined && `\`pnpm start\` ${s.pnpmStartWarmMs.toFixed(0)} ms warm (median of ${s.pnpmStartWarmRunsMs.length}), ${s.pnpmStartFirstMs.toFixed(0)} ms first (new data folder and compile cache)`,
     s.embeddedWarmMs !== undefined && `embedded ${s.embeddedWarmMs.toFixed(0)} ms warm (median of ${s.embeddedWarmRunsMs.length}), ${s.embeddedColdMs.toFixed(0)} ms cold (new data folder); embedded baseline ${s.embeddedBaselineWarmMs.toFixed(0)} ms warm`
   ].filter(Boolean)
   if (starts.length) console.log(`start to first answer: ${starts.join("; ")}`)

@@ -129,6 +129,10 @@ export const evaluateTargets = ({ rows, memory, startup }) => {
     add("peak RSS < 400 MB creating a new data folder (embedded, start to first answer)",
       `${memory.embeddedColdStartPeakMb.toFixed(0)} MB`, memory.embeddedColdStartPeakMb < 400)
   }
+  if (startup.pnpmStartWarmMs !== undefined) {
+    add("`pnpm start` to first answer <= 3 s (embedded, warm)", `${startup.pnpmStartWarmMs.toFixed(0)} ms`, startup.pnpmStartWarmMs <= 3000)
+    add("`pnpm start` to first answer <= 10 s (first start)", `${startup.pnpmStartFirstMs.toFixed(0)} ms`, startup.pnpmStartFirstMs <= 10_000)
+  }
   if (startup.embeddedWarmMs !== undefined) {
     add("start to first answer <= 1.5 s (embedded, warm data folder)", `${startup.embeddedWarmMs.toFixed(0)} ms`, startup.embeddedWarmMs <= 1500)
   }

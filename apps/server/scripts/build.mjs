@@ -1,6 +1,5 @@
 // Bundles the server and the admin command into one folder (default: dist).
 // Used by `pnpm build` and by the tests that run the server as a process.
-import { build } from "esbuild"
 import { execFileSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
@@ -55,6 +54,8 @@ const clean = (outdir) => {
  * one reaches, and the admin command would load the server's. Answers its lazily loaded chunks (lazyChunks).
  */
 const bundle = async (entry, outdir, out = basename(entry).replace(/\.ts$/, "")) => {
+  // Loaded here: `pnpm start` runs this script to learn that the build is current, and needs no bundler then.
+  const { build } = await import("esbuild")
   const { metafile } = await build({
     absWorkingDir: serverDir,
     entryPoints: [{ in: entry, out }],
