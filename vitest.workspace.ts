@@ -1,5 +1,5 @@
 import { createConnection } from "node:net"
-import { defineWorkspace } from "vitest/config"
+import { configDefaults, defineWorkspace } from "vitest/config"
 
 const postgresUrl = new URL(process.env.TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres")
 
@@ -19,6 +19,21 @@ if (!withPostgres) {
   console.warn(`\n${message}: SKIPPING the PostgreSQL half of the suite; only the embedded database is tested.\n`)
 }
 
+/**
+ * Tests that open no database of Postline's (the providers against their real or fake servers, the OpenAPI
+ * document, pure functions): the same on either, so they run once, with the embedded half.
+ */
+const databaseIndependent = [
+  "apps/server/test/providers/**",
+  "apps/server/test/openapi.test.ts",
+  "apps/server/test/openapi-parity.test.ts",
+  "apps/server/test/lazy-module.test.ts",
+  "apps/server/test/text-scaling.test.ts",
+  "apps/server/test/wall-clock.test.ts",
+  "apps/server/test/deployment-kit.test.ts",
+  "apps/server/test/client-package.test.ts"
+]
+
 const serverTests = {
   include: ["apps/server/test/**/*.test.ts"],
   globalSetup: ["apps/server/test/support/ServerBundle.setup.ts"],
@@ -28,5 +43,7 @@ const serverTests = {
 
 export default defineWorkspace([
   { test: { ...serverTests, name: "embedded", env: { TEST_DATABASE: "embedded" } } },
-  ...(withPostgres ? [{ test: { ...serverTests, name: "postgres", env: { TEST_DATABASE: "postgres" } } }] : [])
+  ...(withPostgres
+    ? [{ test: { ...serverTests, name: "postgres", exclude: [...configDefaults.exclude, ...databaseIndependent], env: { TEST_DATABASE: "postgres" } } }]
+    : [])
 ])

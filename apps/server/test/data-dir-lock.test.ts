@@ -54,7 +54,7 @@ describe.skipIf(testDatabaseKind !== "embedded")("the data folder's lock", () =>
         writeFileSync(file, content)
         const exit = yield* lockExit(dataDir)
         expect(exit).toEqual(Exit.fail(expect.objectContaining({
-          _tag: "DataDirLocked",
+          _tag: "StartupError",
           message: `The data folder ${dataDir} is in use by another Postline process (pid ${holder.pid}). ` +
             "Stop it first, or set DATABASE_URL."
         })))

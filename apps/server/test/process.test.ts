@@ -77,9 +77,8 @@ describe("the server process", () => {
         const lines = run.stdout.trim().split("\n").map((line) => JSON.parse(line))
         expect(lines).toEqual([
           expect.objectContaining({
-            message: "The server could not start",
-            logLevel: "FATAL",
-            cause: expect.stringContaining(`is in use by another Postline process (pid ${process.pid})`)
+            message: expect.stringContaining(`is in use by another Postline process (pid ${process.pid})`),
+            logLevel: "FATAL"
           })
         ])
       }),

@@ -1,9 +1,8 @@
-import { Data, Effect } from "effect"
+import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { StartupError } from "../StartupError.js"
 
-export class DataDirLocked extends Data.TaggedError("DataDirLocked")<{ readonly message: string }> {}
 
 const isAlive = (pid: number) => {
   try {
@@ -103,13 +102,13 @@ const lockOrRefuse = (dataDir: string, file: string): boolean | StartupError => 
 export const lockDataDir = (dataDir: string) => {
   const file = Path.join(dataDir, "postline.lock")
   return Effect.acquireRelease(
-    Effect.suspend((): Effect.Effect<void, StartupError | DataDirLocked> => {
+    Effect.suspend((): Effect.Effect<void, StartupError> => {
       const locked = lockOrRefuse(dataDir, file)
       if (locked instanceof StartupError) return Effect.fail(locked)
       return locked
         ? Effect.void
         : Effect.fail(
-          new DataDirLocked({
+          new StartupError({
             message: `The data folder ${Path.resolve(dataDir)} is in use by another Postline process ` +
               `(pid ${Fs.readFileSync(file, "utf8").trim().split(" ")[0]}). Stop it first, or set DATABASE_URL.`
           })
