@@ -115,8 +115,8 @@ const entryWithCompileCache = async (entry, outdir) => {
   return lazy
 }
 
-export const bundleServer = async (outdir = join(serverDir, "dist")) => {
-  clean(outdir)
+export const bundleServer = async (outdir = join(serverDir, "dist"), { keepEarlierChunks = false } = {}) => {
+  if (!keepEarlierChunks) clean(outdir)
   const lazy = [...await entryWithCompileCache("src/main.ts", outdir), ...await entryWithCompileCache("src/admin.ts", outdir)]
   writeFileSync(join(outdir, "lazy-chunks.json"), `${JSON.stringify(lazy, null, 2)}\n`)
   pgdataTemplate(outdir)
@@ -137,12 +137,19 @@ const buildInputs = [
   "apps/server/scripts/build.mjs",
   "apps/server/scripts/pgdata-template.mjs",
   "apps/server/package.json",
+  "apps/server/tsconfig.json",
   "packages/domain/package.json",
-  "pnpm-lock.yaml"
+  "packages/domain/tsconfig.json",
+  "tsconfig.base.json",
+  // What is installed, rather than what the lockfile asks for: a `pnpm start` after a `git pull` and before
+  // `pnpm install` bundles the packages that are there.
+  "node_modules/.pnpm/lock.yaml"
 ]
 
-const filesUnder = (path) =>
-  statSync(path).isDirectory() ? readdirSync(path).sort().flatMap((name) => filesUnder(join(path, name))) : [path]
+const filesUnder = (path) => {
+  if (!existsSync(path)) return []
+  return statSync(path).isDirectory() ? readdirSync(path).sort().flatMap((name) => filesUnder(join(path, name))) : [path]
+}
 
 /** A SHA-256 of the inputs' paths and contents: a few hundred small files, read in milliseconds. */
 const inputsFingerprint = () => {
@@ -165,7 +172,9 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
   const fingerprint = inputsFingerprint()
   if (!ifStale || !existsSync(stamp) || readFileSync(stamp, "utf8") !== fingerprint) {
     if (existsSync(stamp)) rmSync(stamp)
-    await bundleServer(outdir)
+    // A server still running from this folder loads some of its chunks later: a rebuild it did not ask for
+    // (`pnpm admin` after a change) leaves them in place. Their names are their contents' hashes.
+    await bundleServer(outdir, { keepEarlierChunks: ifStale })
     writeFileSync(stamp, fingerprint)
   }
 }

@@ -37,7 +37,9 @@ const databaseOf = (deployment: Deployment) =>
 const StartStopLogLive = Layer.scopedDiscard(Effect.gen(function*() {
   const { address } = yield* HttpServer.HttpServer
   const database = databaseOf(yield* CurrentDeployment)
-  const listening = address._tag === "TcpAddress" ? `${address.hostname}:${address.port}` : address.path
+  // An IPv6 address is written in brackets before its port, as in a URL.
+  const host = address._tag === "TcpAddress" && address.hostname.includes(":") ? `[${address.hostname}]` : undefined
+  const listening = address._tag === "TcpAddress" ? `${host ?? address.hostname}:${address.port}` : address.path
   yield* Effect.logInfo(`Postline ${serverVersion} is listening on http://${listening}, with ${database.words}`).pipe(
     Effect.annotateLogs({ address: listening, version: serverVersion, ...database.fields })
   )

@@ -22,6 +22,12 @@ const AdminTransportLive = Layer.unwrapScoped(Effect.gen(function*() {
   if (deployment._tag === "Embedded") {
     const running = adminSocketPath(deployment.dataDir)
     if (yield* socketAnswers(running)) return socketHttpClient(running)
+    // `./data` from another folder than the server's would be a new, empty installation, not the server's.
+    if (!Fs.existsSync(deployment.dataDir)) {
+      return yield* Effect.fail(
+        new Error(`There is no data folder at ${Path.resolve(deployment.dataDir)}: run this where the server runs, or set DATA_DIR`)
+      )
+    }
   }
   const folder = yield* Effect.acquireRelease(
     Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "postline-admin-"))),

@@ -198,6 +198,20 @@ describe("pnpm admin", () => {
   )
 
   it.scoped.skipIf(testDatabaseKind !== "embedded")(
+    "refuses a data folder that does not exist, rather than making an empty installation beside the server's",
+    () =>
+      Effect.gen(function*() {
+        const env = yield* freshDatabaseEnv
+        const elsewhere = Path.join(env.DATA_DIR!, "not-here")
+        const refused = yield* admin(["users", "create", "--email", "bob@example.com", "--name", "Bob"], { DATA_DIR: elsewhere })
+        expect(refused).toMatchObject({ code: 1, stdout: "" })
+        expect(refused.stderr).toContain(`There is no data folder at ${elsewhere}`)
+        expect(existsSync(elsewhere)).toBe(false)
+      }),
+    60_000
+  )
+
+  it.scoped.skipIf(testDatabaseKind !== "embedded")(
     "refuses while another process holds the embedded data folder",
     () =>
       Effect.gen(function*() {
@@ -309,7 +323,9 @@ describe("pnpm admin", () => {
         expect(hint).toContain("pnpm admin users create --email you@example.com --name You")
         expect(hint).toContain(`curl -H \\"Authorization: Bearer <token>\\" ${server.base}/v1/organizations`)
         if (testDatabaseKind === "embedded") {
-          expect(statSync(Path.join(env.DATA_DIR!, "admin.sock")).mode & 0o777).toBe(0o600)
+          // The socket's folder is the server's user's alone.
+          expect(statSync(Path.join(env.DATA_DIR!, "admin")).mode & 0o777).toBe(0o700)
+          expect(statSync(Path.join(env.DATA_DIR!, "admin", "postline.sock")).isSocket()).toBe(true)
         }
 
         const created = yield* admin(["users", "create", "--email", "op@example.com", "--name", "Op"], env)
@@ -353,7 +369,7 @@ describe("pnpm admin", () => {
 
         // With a user, a start says nothing of the first one.
         yield* stop(server)
-        if (testDatabaseKind === "embedded") expect(existsSync(Path.join(env.DATA_DIR!, "admin.sock"))).toBe(false)
+        if (testDatabaseKind === "embedded") expect(existsSync(Path.join(env.DATA_DIR!, "admin", "postline.sock"))).toBe(false)
         const again = yield* startServer({ ...env, LOG_LEVEL: "INFO" })
         expect(again.lines.some((line) => line.includes("No user yet"))).toBe(false)
       }),

@@ -92,12 +92,13 @@ const schedulingEnv = {
 const scheduleFrom = (server: ServerProcess, token: string, teamId: string) =>
 (postId: string, socialAccountIds: ReadonlyArray<string>, planned: number): Effect.Effect<any> =>
   Effect.promise(async () => {
-    for (;;) {
+    for (let tries = 1;; tries++) {
       const scheduledAt = new Date(Math.max(planned, Date.now() + (minLeadSeconds + 1) * 1000)).toISOString()
       const path = `/v1/teams/${teamId}/posts/${postId}/schedule`
       const { body, status } = await request(server, token)("POST", path, { socialAccountIds, scheduledAt })
       if (status < 300) return body
-      if (status !== 400 || !String(body.message).startsWith("scheduledAt must be at least")) {
+      // Ten refusals are not a busy machine.
+      if (tries === 10 || status !== 400 || !String(body.message).startsWith("scheduledAt must be at least")) {
         throw new Error(`POST ${path}: ${status} ${JSON.stringify(body)}`)
       }
     }

@@ -20,16 +20,24 @@ export const AdminSocketLive = Layer.scopedDiscard(Effect.gen(function*() {
     )
   }
   const cipher = yield* CredentialsCipher
-  yield* serveAdminApi(path).pipe(Effect.provideService(RotationKeys, Layer.succeed(CredentialsCipher, cipher)))
+  yield* serveAdminApi(path).pipe(
+    Effect.provideService(RotationKeys, Layer.succeed(CredentialsCipher, cipher)),
+    // The API does not depend on it: without the socket, `pnpm admin` needs the server stopped, as it did.
+    Effect.catchAll((error) =>
+      Effect.logWarning(`The admin socket ${path} could not be opened (${error.message}): stop the server to run \`pnpm admin\``)
+    )
+  )
 }))
 
 /** An installation without users says how to make the first one, and how to use its token, once it answers. */
 export const FirstRunHintLive = Layer.effectDiscard(Effect.gen(function*() {
   if (yield* (yield* AdminRepo).hasUsers) return
   const { address } = yield* HttpServer.HttpServer
-  const base = address._tag === "TcpAddress"
-    ? `http://${address.hostname === "0.0.0.0" || address.hostname === "::" ? "localhost" : address.hostname}:${address.port}`
-    : "http://localhost"
+  const anyInterface = address._tag === "TcpAddress" && ["0.0.0.0", "::"].includes(address.hostname)
+  const host = address._tag !== "TcpAddress" || anyInterface
+    ? "localhost"
+    : address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname
+  const base = address._tag === "TcpAddress" ? `http://${host}:${address.port}` : "http://localhost"
   yield* Effect.logInfo(
     "No user yet. Create the first (it prints a token, shown once): " +
       "pnpm admin users create --email you@example.com --name You ; then: " +

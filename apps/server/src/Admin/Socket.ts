@@ -7,23 +7,28 @@ import { connect } from "node:net"
 import * as Path from "node:path"
 import { AdminHttpLive } from "./Http.js"
 
-/** The embedded database's admin socket: inside the data folder, so only who may open the folder can use it. */
-export const adminSocketPath = (dataDir: string) => Path.resolve(dataDir, "admin.sock")
+/** The embedded database's admin socket, in a folder of the data folder that only the server's user may enter. */
+export const adminSocketPath = (dataDir: string) => Path.resolve(dataDir, "admin", "postline.sock")
 
-/** What a Unix socket's path may hold (sun_path, with its terminating NUL). */
-const maxSocketPathBytes = 107
+/** What a Unix socket's path may hold (sun_path, less its terminating NUL): 108 bytes on Linux, 104 elsewhere. */
+const maxSocketPathBytes = process.platform === "linux" ? 107 : 103
 
 export const fitsSocketPath = (path: string) => Buffer.byteLength(path) <= maxSocketPathBytes
 
 /**
- * Serves the admin API on a Unix socket at `path` for as long as the scope lasts, readable and writable by this
- * user alone. A socket left by a process that died is replaced: the caller holds what the socket serves (the
- * data folder's lock, or a folder of its own). The API is built on its own (`Layer.buildWithScope`), apart
- * from the public API's router, so that none of its routes can reach the public port.
+ * Serves the admin API on a Unix socket at `path` for as long as the scope lasts. The socket's folder is this
+ * user's alone (0700) before the socket exists, so that nobody else can reach it even for a moment. A socket
+ * left by a process that died is replaced: the caller holds what the socket serves (the data folder's lock, or
+ * a folder of its own). The API is built on its own (`Layer.buildWithScope`), apart from the public API's
+ * router, so that none of its routes can reach the public port.
  */
 export const serveAdminApi = (path: string) =>
   Effect.gen(function*() {
-    yield* Effect.sync(() => Fs.rmSync(path, { force: true }))
+    yield* Effect.sync(() => {
+      Fs.mkdirSync(Path.dirname(path), { recursive: true, mode: 0o700 })
+      Fs.chmodSync(Path.dirname(path), 0o700)
+      Fs.rmSync(path, { force: true })
+    })
     const scope = yield* Effect.scope
     const context = yield* Effect.context<Layer.Layer.Context<typeof AdminHttpLive>>()
     yield* Layer.buildWithScope(
@@ -34,7 +39,6 @@ export const serveAdminApi = (path: string) =>
       ),
       scope
     )
-    yield* Effect.sync(() => Fs.chmodSync(path, 0o600))
     yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(path, { force: true })))
   })
 

@@ -13,7 +13,7 @@ const batchSize = 8
 /** Deliveries of one event at most; then it is given up on. */
 export const maxDeliveryAttempts = 8
 
-/** 10 s, 30 s, 90 s … at most an hour: the wait after the `attempts`th failed delivery (about 2.5 hours in all). */
+/** 10 s, 30 s, 90 s … at most an hour: the wait after the `attempts`th failed delivery (about two hours in all). */
 export const redeliverySeconds = (attempts: number) => Math.min(3600, 10 * 3 ** (attempts - 1))
 
 // An event claimed is due again after this, should its process die while delivering it: more than a delivery takes.
@@ -88,8 +88,14 @@ export class EventDelivery extends Effect.Service<EventDelivery>()("EventDeliver
         if (status >= 200 && status <= 299) return yield* repo.delivered(delivery.id)
         return yield* fail(delivery, `The receiver answered ${status} ${statusText}`.trim())
       }).pipe(
-        // A bug of ours must not stop the others: the event is tried again once its lease ends.
-        Effect.catchAllCause((cause) => Effect.logError("Event webhook: an event could not be delivered", cause))
+        // A bug of ours must not stop the others, nor be tried forever: it counts as a failed delivery (and when
+        // even that cannot be written, the event is tried again once its lease ends).
+        Effect.catchAllCause((cause) =>
+          Effect.logError("Event webhook: an event could not be delivered", cause).pipe(
+            Effect.zipRight(fail(delivery, "The server could not deliver it: see its log")),
+            Effect.catchAllCause(() => Effect.void)
+          )
+        )
       )
 
     /** Claims a batch and delivers it; answers how many were claimed. */

@@ -30,11 +30,12 @@ export const publishingTeam = (credits = 0) =>
      */
     const scheduleSoon = (postId: string, socialAccountIds: ReadonlyArray<string>, seconds: number) =>
       Effect.gen(function*() {
-        for (;;) {
+        for (let tries = 1;; tries++) {
           const scheduledAt = inSeconds(seconds)
           const answer = yield* call("POST", `/posts/${postId}/schedule`, { socialAccountIds, scheduledAt })
-          const tooSoon = answer.status === 400 && String(answer.body.message).startsWith("scheduledAt must be at least")
-          if (!tooSoon) return { answer, scheduledAt }
+          const refused = answer.status === 400 && String(answer.body.message).startsWith("scheduledAt must be at least")
+          // Ten refusals are not a busy machine: the last answer goes to the test's assertions.
+          if (!refused || tries === 10) return { answer, scheduledAt }
         }
       })
     const draft = (content: string, socialAccountIds?: ReadonlyArray<string>) =>
