@@ -22,7 +22,7 @@ export const AdminSocketLive = Layer.scopedDiscard(Effect.gen(function*() {
   const cipher = yield* CredentialsCipher
   yield* serveAdminApi(path).pipe(
     Effect.provideService(RotationKeys, Layer.succeed(CredentialsCipher, cipher)),
-    // The API does not depend on it: without the socket, `pnpm admin` needs the server stopped, as it did.
+    // The public API does not need it: without the socket, `pnpm admin` needs the server stopped, as it did.
     Effect.catchAll((error) =>
       Effect.logWarning(`The admin socket ${path} could not be opened (${error.message}): stop the server to run \`pnpm admin\``)
     )

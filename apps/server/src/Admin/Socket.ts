@@ -24,7 +24,7 @@ export const fitsSocketPath = (path: string) => Buffer.byteLength(path) <= maxSo
  */
 export const serveAdminApi = (path: string) =>
   Effect.gen(function*() {
-    yield* Effect.sync(() => {
+    yield* Effect.try(() => {
       Fs.mkdirSync(Path.dirname(path), { recursive: true, mode: 0o700 })
       Fs.chmodSync(Path.dirname(path), 0o700)
       Fs.rmSync(path, { force: true })
@@ -50,6 +50,9 @@ export const socketAnswers = (path: string) =>
     socket.once("error", () => resume(Effect.succeed(false)))
   })
 
-/** An HTTP client whose every request goes to the Unix socket at `path`. */
+/**
+ * An HTTP client whose every request goes to the Unix socket at `path`. Node's agent passes its options on to each
+ * connection, `socketPath` included, though its type does not list it.
+ */
 export const socketHttpClient = (path: string) =>
   NodeHttpClient.layerWithoutAgent.pipe(Layer.provide(NodeHttpClient.makeAgentLayer({ socketPath: path } as never)))
