@@ -1,8 +1,8 @@
 import { type PostEvent, PostEventData } from "@postline/domain"
 import { Effect, Either, Layer, Schedule } from "effect"
-import { Webhook as StandardWebhook } from "standardwebhooks"
 import { Outbound } from "../Outbound/Outbound.js"
 import { CredentialsCipher } from "../Providers/CredentialsCipher.js"
+import { signedWebhookRequest } from "../Providers/SignedWebhook.js"
 import { DispatchSettings } from "../Publishing/Dispatcher.js"
 import { deliveryTimeoutMillis, EventsGuardLive } from "./Guard.js"
 import { type DueDelivery, EventWebhooksRepo } from "./Repo.js"
@@ -69,20 +69,8 @@ export class EventDelivery extends Effect.Service<EventDelivery>()("EventDeliver
         if (Either.isLeft(secret)) {
           return yield* fail(delivery, "The signing secret cannot be read by this server: rotate it (PUT with rotateSecret: true)")
         }
-        const id = messageIdOf(delivery)
-        const body = bodyOf(delivery)
-        const now = new Date()
-        const signature = yield* Effect.try(() => new StandardWebhook(secret.right).sign(id, now, body))
-        const answer = yield* Effect.either(outbound.request(delivery.url, {
-          method: "POST",
-          headers: {
-            "content-type": "application/json",
-            "webhook-id": id,
-            "webhook-timestamp": String(Math.floor(now.getTime() / 1000)),
-            "webhook-signature": signature
-          },
-          body
-        }))
+        const request = yield* Effect.try(() => signedWebhookRequest(secret.right, messageIdOf(delivery), bodyOf(delivery)))
+        const answer = yield* Effect.either(outbound.request(delivery.url, request))
         if (Either.isLeft(answer)) return yield* fail(delivery, answer.left.message)
         const { status, statusText } = answer.right
         if (status >= 200 && status <= 299) return yield* repo.delivered(delivery.id)

@@ -1,8 +1,8 @@
 import { Effect, Option, Redacted, Schema } from "effect"
 import { createHash, randomBytes } from "node:crypto"
-import { Webhook as StandardWebhook } from "standardwebhooks"
 import { Outbound } from "../Outbound/Outbound.js"
 import { fromOutbound, fromStatus } from "./Errors.js"
+import { signedWebhookRequest } from "./SignedWebhook.js"
 import type { ContentLimits, SocialProvider } from "./SocialProvider.js"
 import { lengthProblems, graphemeLength } from "./TextLength.js"
 
@@ -122,18 +122,9 @@ export class Webhook extends Effect.Service<Webhook>()("Webhook", {
               }))
             }
           }
-          const payload = JSON.stringify(event)
-          const signature = new StandardWebhook(Redacted.value(account.credentials.signingSecret)).sign(id, now, payload)
-          const response = yield* outbound.request(account.credentials.url, {
-            method: "POST",
-            headers: {
-              "content-type": "application/json",
-              "webhook-id": id,
-              "webhook-timestamp": String(Math.floor(now.getTime() / 1000)),
-              "webhook-signature": signature
-            },
-            body: payload
-          }).pipe(Effect.mapError((error) => fromOutbound("webhook", error)))
+          const request = signedWebhookRequest(Redacted.value(account.credentials.signingSecret), id, JSON.stringify(event), now)
+          const response = yield* outbound.request(account.credentials.url, request)
+            .pipe(Effect.mapError((error) => fromOutbound("webhook", error)))
           if (response.status < 200 || response.status > 299) {
             return yield* fromStatus({
               provider: "webhook",
