@@ -1,5 +1,5 @@
 import { HttpApiClient, HttpClient, HttpClientRequest } from "@effect/platform"
-import { Redacted } from "effect"
+import { type Effect, Redacted } from "effect"
 import { PostlineApi } from "./Api.js"
 
 /**
@@ -12,3 +12,6 @@ export const makeClient = (options: { readonly baseUrl?: string; readonly token:
     baseUrl: options.baseUrl,
     transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(options.token))
   })
+
+/** The typed client of the whole API, as `makeClient` (or `HttpApiClient.make(PostlineApi)`) gives it. */
+export type PostlineClient = Effect.Effect.Success<ReturnType<typeof makeClient>>
