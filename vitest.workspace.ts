@@ -21,10 +21,12 @@ if (!withPostgres) {
 
 /**
  * Tests that open no database of Postline's (the providers against their real or fake servers, the OpenAPI
- * document, pure functions): the same on either, so they run once, with the embedded half.
+ * document, pure functions) or test a client of the API (whose rules are tested on both databases): the same on
+ * either, so they run once, with the embedded half.
  */
 const databaseIndependent = [
   "apps/server/test/providers/**",
+  "apps/server/test/clients/**",
   "apps/server/test/openapi.test.ts",
   "apps/server/test/openapi-parity.test.ts",
   "apps/server/test/lazy-module.test.ts",
