@@ -15,7 +15,7 @@ python=/usr/bin/python3 # Debian's, which has Swift's modules (not a pyenv or ve
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"
   elif command -v sudo >/dev/null 2>&1; then sudo "$@"
-  else echo "swift-s3.sh: installing Swift needs root (or sudo)" >&2; exit 1; fi
+  else echo "swift-s3.sh: configuring Swift needs root (or sudo)" >&2; exit 1; fi
 }
 
 installed() {
@@ -25,16 +25,7 @@ installed() {
 
 if ! installed; then
   echo "swift-s3.sh: installing Swift from Debian's packages"
-  packages=(swift swift-proxy swift-object swift-container swift-account python3-swift)
-  # Keep the packages' init scripts from starting services with their stock configuration.
-  policy=/usr/sbin/policy-rc.d own_policy=""
-  if [ ! -e "$policy" ]; then
-    as_root sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod +x $policy" && own_policy=1
-  fi
-  install=(env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${packages[@]}")
-  # Package lists may be stale or missing on a fresh machine: update only when the install cannot do without.
-  as_root "${install[@]}" || { as_root apt-get update -q && as_root "${install[@]}"; }
-  [ -z "$own_policy" ] || as_root rm -f "$policy"
+  bash "$(dirname "$0")/apt-install.sh" swift swift-proxy swift-object swift-container swift-account python3-swift
   installed || { echo "swift-s3.sh: Swift is still not usable after the install" >&2; exit 1; }
 fi
 
