@@ -1,1 +1,5 @@
-export {}
+export * from "./DeviceLogin.js"
+export * from "./Errors.js"
+export * from "./Postline.js"
+export * from "./Retry.js"
+export * from "./TokenStore.js"
