@@ -1,0 +1,55 @@
+import { Effect } from "effect"
+import * as Readline from "node:readline/promises"
+import { Cancelled, UsageError } from "./Errors.js"
+
+/** A yes or no question on the terminal; anything but y or yes is no (the default). */
+const askOnTerminal = (question: string) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => Readline.createInterface({ input: process.stdin, output: process.stderr })),
+    (terminal) =>
+      Effect.async<boolean>((resume) => {
+        // Ctrl-C or Ctrl-D closes the terminal's input: that is a no too.
+        terminal.once("close", () => resume(Effect.succeed(false)))
+        terminal.question(question).then(
+          (answer) => resume(Effect.succeed(/^\s*y(es)?\s*$/i.test(answer))),
+          () => resume(Effect.succeed(false))
+        )
+      }),
+    (terminal) => Effect.sync(() => terminal.close())
+  )
+
+/**
+ * Asks before a command spends credits or removes or undoes something. `--yes` answers for the user; without it
+ * the question needs a terminal on standard input, and a command that cannot ask refuses (exit 2) rather than
+ * deciding for the user. The preview and the question go to standard error: standard output is the answer's.
+ */
+export class Confirmation extends Effect.Service<Confirmation>()("postline/Confirmation", {
+  sync: () => ({
+    canAsk: process.stdin.isTTY === true,
+    ask: askOnTerminal
+  })
+}) {}
+
+/**
+ * Runs nothing unless confirmed: with `yes`, at once (without computing the preview); otherwise after
+ * `preview` is shown and the user answers yes. `action` says what would be done, for the refusals' words.
+ */
+export const confirmed = <E, R>(options: {
+  readonly yes: boolean
+  readonly action: string
+  readonly preview: Effect.Effect<string, E, R>
+}) =>
+  Effect.gen(function*() {
+    if (options.yes) return
+    const confirmation = yield* Confirmation
+    if (!confirmation.canAsk) {
+      return yield* new UsageError({
+        message: `Not ${options.action} without confirmation: standard input is not a terminal, so pass --yes to proceed without asking`
+      })
+    }
+    const preview = yield* options.preview
+    yield* Effect.sync(() => process.stderr.write(`${preview}\n`))
+    if (!(yield* confirmation.ask("Proceed? [y/N] "))) {
+      return yield* new Cancelled({ message: `Cancelled: nothing was done (not ${options.action})` })
+    }
+  })

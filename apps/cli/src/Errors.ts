@@ -1,0 +1,10 @@
+import { Schema } from "effect"
+
+/** The command line asks for something the CLI will not do as given: a missing choice, a refused confirmation without a terminal. */
+export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", { message: Schema.String }) {}
+
+/** The user answered no to a confirmation: nothing was done. */
+export class Cancelled extends Schema.TaggedError<Cancelled>()("Cancelled", { message: Schema.String }) {}
+
+/** A file the command reads could not be read. */
+export class FileUnreadable extends Schema.TaggedError<FileUnreadable>()("FileUnreadable", { message: Schema.String }) {}

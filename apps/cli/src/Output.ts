@@ -1,0 +1,46 @@
+import { Console, Context, Effect, Layer, Predicate, Schema } from "effect"
+
+/** What a failed command reports: the error's `_tag` (its exit status follows from it) and its message. */
+export interface Failure {
+  readonly _tag: string
+  readonly message: string
+}
+
+/** Any error as a Failure: tagged errors keep their tag, anything else is an `Error`. */
+export const failureOf = (error: unknown): Failure => ({
+  _tag: Predicate.hasProperty(error, "_tag") && typeof error._tag === "string" ? error._tag : "Error",
+  message: Predicate.hasProperty(error, "message") && typeof error.message === "string" && error.message !== ""
+    ? error.message
+    : String(error)
+})
+
+/** `Error (NotFound): Post not found`: how a failure reads for people, on standard error. */
+export const describeFailure = (failure: Failure) => `Error (${failure._tag}): ${failure.message}`
+
+/** With --json, a failure is the one JSON document on standard output, so that a script reads it like an answer. */
+export const failureDocument = (failure: Failure) => JSON.stringify({ error: { _tag: failure._tag, message: failure.message } })
+
+/**
+ * Where a command's words go. Standard output carries its answer alone: with `--json` exactly one JSON document
+ * (the API's answer, or `{"error": {_tag, message}}`), otherwise tables and fields for people. Everything else
+ * (instructions, previews, progress) goes to standard error.
+ */
+export class Output extends Context.Tag("postline/Output")<Output, {
+  readonly json: boolean
+  /** The command's answer: `value` encoded by `schema` as JSON, or `text(value)` for people. */
+  readonly answer: <A, I>(schema: Schema.Schema<A, I>, value: A, text: (value: A) => string) => Effect.Effect<void>
+  /** A line for people on standard error, in either mode. */
+  readonly note: (text: string) => Effect.Effect<void>
+  readonly failure: (failure: Failure) => Effect.Effect<void>
+}>() {
+  static readonly layer = (json: boolean) =>
+    Layer.succeed(this, {
+      json,
+      answer: (schema, value, text) =>
+        json
+          ? Schema.encode(schema)(value).pipe(Effect.orDie, Effect.flatMap((encoded) => Console.log(JSON.stringify(encoded))))
+          : Console.log(text(value)),
+      note: (text) => Console.error(text),
+      failure: (failure) => json ? Console.log(failureDocument(failure)) : Console.error(describeFailure(failure))
+    })
+}

@@ -1,0 +1,34 @@
+import { Postline } from "@postline/sdk"
+import { Data, Effect, Option } from "effect"
+import type { ServerOptions } from "./CommonOptions.js"
+import { exitCodeOf } from "./ExitCodes.js"
+import { failureOf, Output } from "./Output.js"
+
+/** A command ended in failure, which it has reported in its output mode: the process exits with `exitCode`. */
+export class Reported extends Data.TaggedError("Reported")<{ readonly exitCode: number }> {}
+
+/** Reports a command's failure in its output mode, once, and ends it with its failure's exit status. */
+export const reported = <A, E, R>(body: Effect.Effect<A, E, R>) =>
+  body.pipe(
+    Effect.catchAll((error) => {
+      const failure = failureOf(error)
+      return Effect.zipRight(
+        Effect.flatMap(Output, (output) => output.failure(failure)),
+        Effect.fail(new Reported({ exitCode: exitCodeOf(failure._tag) }))
+      )
+    })
+  )
+
+/** Runs a command's body in its output mode, with no server (login makes its own calls). */
+export const offline = (options: Pick<ServerOptions, "json">) => <A, E, R>(body: Effect.Effect<A, E, R>) =>
+  body.pipe(reported, Effect.provide(Output.layer(options.json)))
+
+/**
+ * Runs a command's body against the server: `--url`, else POSTLINE_URL, else the stored login's, with the
+ * credentials the SDK finds (POSTLINE_API_KEY, POSTLINE_TOKEN, else the stored login, refreshed as needed).
+ */
+export const online = (options: ServerOptions) => <A, E, R>(body: Effect.Effect<A, E, R>) =>
+  body.pipe(
+    Effect.provide(Postline.layerNode(Option.match(options.url, { onNone: () => ({}), onSome: (baseUrl) => ({ baseUrl }) }))),
+    offline(options)
+  )

@@ -1,0 +1,138 @@
+import { Command, Options, Prompt } from "@effect/cli"
+import {
+  ConnectBluesky,
+  ConnectedSocialAccount,
+  ConnectMastodon,
+  ConnectWebhook,
+  SocialAccount,
+  SocialAccountId,
+  SocialAccountList,
+  WebsiteUrl
+} from "@postline/domain"
+import { Postline } from "@postline/sdk"
+import { Effect, Option, ParseResult, Redacted, Schema } from "effect"
+import { decodedArg, decodedOption, serverOptions, team } from "../CommonOptions.js"
+import { UsageError } from "../Errors.js"
+import { commandGroup } from "../Group.js"
+import { Output } from "../Output.js"
+import { pageOptions, pageParams, pageText } from "../Pages.js"
+import { online } from "../Session.js"
+import { fields, orDash, table } from "../Table.js"
+import { teamOf } from "../Workspace.js"
+
+const accountFields = (account: SocialAccount) =>
+  fields([
+    ["Id", account.id],
+    ["Provider", account.provider],
+    ["Handle", account.handle],
+    ["Name", orDash(account.displayName)],
+    ["Status", account.status],
+    ["Last error", account.lastError === null ? "-" : `${account.lastError.category}: ${account.lastError.message} (${account.lastError.at})`]
+  ])
+
+const list = Command.make("list", { ...serverOptions, ...pageOptions, team }, (options) =>
+  Effect.gen(function*() {
+    const postline = yield* Postline
+    const teamId = yield* teamOf(options.team)
+    const accounts = yield* postline.client.socialAccounts.listSocialAccounts({ path: { teamId }, urlParams: pageParams(options) })
+    yield* (yield* Output).answer(SocialAccountList, accounts, (page) =>
+      pageText(
+        table([
+          { header: "id", value: (account) => account.id },
+          { header: "provider", value: (account) => account.provider },
+          { header: "handle", value: (account) => account.handle },
+          { header: "status", value: (account) => account.status },
+          { header: "last error", value: (account) => orDash(account.lastError?.category) }
+        ], page.data),
+        page
+      ))
+  }).pipe(online(options))).pipe(Command.withDescription("The team's social accounts"))
+
+/** A secret from the terminal (typed unseen) or, when standard input is not one, its first line. */
+const secretInput = (label: string) =>
+  process.stdin.isTTY === true
+    ? Prompt.password({ message: label })
+    : Effect.promise(async () => {
+      const chunks: Array<Buffer> = []
+      for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+      return Redacted.make(Buffer.concat(chunks).toString("utf8").split(/\r?\n/)[0] ?? "")
+    })
+
+/** Credentials checked by the domain's schema before they are sent, refused in its words. */
+const credentials = <A, I>(schema: Schema.Schema<A, I>, input: unknown) =>
+  Schema.decodeUnknown(schema)(input).pipe(
+    Effect.mapError((error) =>
+      new UsageError({
+        message: ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => `${issue.path.join(".")} ${issue.message}`).join("; ")
+      })
+    )
+  )
+
+/** Which account to connect: one provider's option, with its address or handle. */
+const provider = decodedOption("webhook", WebsiteUrl, "address").pipe(
+  Options.withDescription("A webhook of your own at this address: each publish is POSTed to it as a signed JSON event"),
+  Options.map((url) => ({ provider: "webhook", url }) as const),
+  Options.orElse(Options.text("bluesky").pipe(
+    Options.withPseudoName("handle"),
+    Options.withDescription("A Bluesky account by the handle (alice.bsky.social), email or DID it logs in with"),
+    Options.map((handle) => ({ provider: "bluesky", handle }) as const)
+  )),
+  Options.orElse(decodedOption("mastodon", WebsiteUrl, "instance").pipe(
+    Options.withDescription("A Mastodon account on this instance, e.g. https://mastodon.social"),
+    Options.map((instanceUrl) => ({ provider: "mastodon", instanceUrl }) as const)
+  ))
+)
+
+const connect = Command.make("connect", {
+  ...serverOptions,
+  team,
+  provider,
+  serviceUrl: decodedOption("service-url", WebsiteUrl, "url").pipe(
+    Options.optional,
+    Options.withDescription("With --bluesky: its PDS (default https://bsky.social)")
+  )
+}, (options) =>
+  Effect.gen(function*() {
+    const { client } = yield* Postline
+    const teamId = yield* teamOf(options.team)
+    const chosen = options.provider
+    const connected = yield* (chosen.provider === "webhook"
+      ? Effect.flatMap(credentials(ConnectWebhook, chosen), (payload) =>
+        client.socialAccounts.connectSocialAccount({ path: { teamId }, payload }))
+      : chosen.provider === "bluesky"
+      ? secretInput("App password (xxxx-xxxx-xxxx-xxxx)").pipe(
+        Effect.flatMap((appPassword) =>
+          credentials(ConnectBluesky, {
+            ...chosen,
+            appPassword: Redacted.value(appPassword),
+            ...Option.match(options.serviceUrl, { onNone: () => ({}), onSome: (serviceUrl) => ({ serviceUrl }) })
+          })),
+        Effect.flatMap((payload) => client.socialAccounts.connectSocialAccount({ path: { teamId }, payload }))
+      )
+      : secretInput("Access token").pipe(
+        Effect.flatMap((accessToken) => credentials(ConnectMastodon, { ...chosen, accessToken: Redacted.value(accessToken) })),
+        Effect.flatMap((payload) => client.socialAccounts.connectSocialAccount({ path: { teamId }, payload }))
+      ))
+    yield* (yield* Output).answer(ConnectedSocialAccount, connected, (account) =>
+      account.signingSecret === null
+        ? accountFields(account)
+        : `${accountFields(account)}\n\nSigning secret (shown this once: keep it to verify the webhook's calls): ${account.signingSecret}`)
+  }).pipe(online(options))).pipe(
+    Command.withDescription(
+      "Connects an account to the team: --webhook <address>, --bluesky <handle> (its app password read from the terminal or the " +
+        "first line of standard input) or --mastodon <instance> (an access token with the scopes read:accounts, write:statuses " +
+        "and write:media, read alike). The provider checks the credentials first"
+    )
+  )
+
+const verify = Command.make("verify", { ...serverOptions, team, account: decodedArg("accountId", SocialAccountId) }, (options) =>
+  Effect.gen(function*() {
+    const postline = yield* Postline
+    const teamId = yield* teamOf(options.team)
+    const account = yield* postline.client.socialAccounts.verifySocialAccount({ path: { teamId, socialAccountId: options.account } })
+    yield* (yield* Output).answer(SocialAccount, account, accountFields)
+  }).pipe(online(options))).pipe(
+    Command.withDescription("Checks an account's credentials with its provider now")
+  )
+
+export const accountsCommand = commandGroup("accounts", "The team's social accounts: list, connect, verify", [list, connect, verify])

@@ -1,0 +1,90 @@
+import { Command } from "@effect/cli"
+import { NodeHttpClient } from "@effect/platform-node"
+import { User } from "@postline/domain"
+import { defaultBaseUrl, deviceLogin, makePlainClient, normalizeBaseUrl, Postline, TokenStore } from "@postline/sdk"
+import { Config, Effect, Layer, Option, Schema } from "effect"
+import { serverOptions } from "../CommonOptions.js"
+import { Output } from "../Output.js"
+import { offline } from "../Session.js"
+import { fields } from "../Table.js"
+
+/** How the CLI names itself to the server: the approval page and the login's record show it. */
+export const cliClientId = "postline-cli"
+
+const LoginAnswer = Schema.Struct({
+  baseUrl: Schema.String,
+  user: Schema.NullOr(User),
+  credentialsFile: Schema.String,
+  accessTokenExpiresAt: Schema.Date
+})
+
+const LogoutAnswer = Schema.Struct({ baseUrl: Schema.NullOr(Schema.String), loggedOut: Schema.Boolean })
+
+/** The server to log in to: `--url`, else POSTLINE_URL, else the stored login's, else the SDK's default. */
+const loginServer = (url: Option.Option<string>) =>
+  Effect.gen(function*() {
+    const fromEnv = yield* Config.option(Config.nonEmptyString("POSTLINE_URL"))
+    const stored = Option.map(yield* Effect.flatMap(TokenStore, (store) => store.load), (login) => login.baseUrl)
+    return normalizeBaseUrl(url.pipe(Option.orElse(() => fromEnv), Option.orElse(() => stored), Option.getOrElse(() => defaultBaseUrl)))
+  })
+
+const nodeLogin = Layer.merge(NodeHttpClient.layer, TokenStore.layerNode())
+
+const login = Command.make("login", serverOptions, (options) =>
+  Effect.gen(function*() {
+    const output = yield* Output
+    const baseUrl = yield* loginServer(options.url)
+    const stored = yield* deviceLogin({
+      baseUrl,
+      clientId: cliClientId,
+      // Nothing is opened: the user may be on another machine than this terminal.
+      onCode: (code) =>
+        output.note(
+          [
+            `To log in to ${baseUrl}, open ${code.verification_uri} and enter the code: ${code.user_code}`,
+            `(or open ${code.verification_uri_complete})`,
+            `Waiting for approval; the code expires in ${Math.round(code.expires_in / 60)} minutes…`
+          ].join("\n")
+        )
+    })
+    const context = yield* Effect.flatMap(Postline, (postline) => postline.client.agent.getContext()).pipe(
+      Effect.provide(Postline.layerNode({ baseUrl }))
+    )
+    const store = yield* TokenStore
+    yield* output.answer(LoginAnswer, {
+      baseUrl: stored.baseUrl,
+      user: context.user,
+      credentialsFile: store.path,
+      accessTokenExpiresAt: stored.accessTokenExpiresAt
+    }, (answer) =>
+      fields([
+        ["Logged in to", answer.baseUrl],
+        ["As", answer.user === null ? "-" : `${answer.user.name} <${answer.user.email}>`],
+        ["Credentials", answer.credentialsFile]
+      ]))
+  }).pipe(Effect.provide(nodeLogin), offline(options))).pipe(
+    Command.withDescription(
+      "Logs in with a code you approve in a browser (on any device): prints the address and the code, waits for your approval, and stores the login (readable by you alone)"
+    )
+  )
+
+const logout = Command.make("logout", { json: serverOptions.json }, (options) =>
+  Effect.gen(function*() {
+    const store = yield* TokenStore
+    const stored = yield* store.load
+    if (Option.isSome(stored)) {
+      // Revoking the refresh token ends the whole login on the server; an ended one answers 200 too.
+      const plain = yield* makePlainClient(normalizeBaseUrl(stored.value.baseUrl))
+      yield* plain.auth.revoke({ payload: { token: stored.value.refreshToken, token_type_hint: "refresh_token" } })
+      yield* store.clear
+    }
+    yield* (yield* Output).answer(
+      LogoutAnswer,
+      { baseUrl: Option.getOrNull(Option.map(stored, (login) => login.baseUrl)), loggedOut: Option.isSome(stored) },
+      (answer) => answer.baseUrl === null ? "Not logged in: nothing to do" : `Logged out of ${answer.baseUrl}`
+    )
+  }).pipe(Effect.provide(nodeLogin), offline(options))).pipe(
+    Command.withDescription("Ends the stored login on its server and removes it from this machine")
+  )
+
+export const loginCommands = [login, logout] as const

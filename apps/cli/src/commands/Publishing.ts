@@ -1,0 +1,220 @@
+import { Command, Options } from "@effect/cli"
+import {
+  Estimate,
+  IdempotencyKey,
+  PaymentRequired,
+  Post,
+  PostId,
+  PostNowResponse,
+  type PublishError,
+  ScheduleRequest,
+  ScheduleResponse,
+  type SocialAccountId,
+  type TeamId
+} from "@postline/domain"
+import { Postline } from "@postline/sdk"
+import { Effect, Option } from "effect"
+import { accounts, decodedArg, decodedOption, serverOptions, team, yes } from "../CommonOptions.js"
+import { confirmed } from "../Confirmation.js"
+import { UsageError } from "../Errors.js"
+import { exitCodeOf } from "../ExitCodes.js"
+import { failureOf, Output } from "../Output.js"
+import { online } from "../Session.js"
+import { withSpinner } from "../Spinner.js"
+import { fields, orDash, table } from "../Table.js"
+import { teamOf } from "../Workspace.js"
+import { postText } from "./Posts.js"
+
+const postId = decodedArg("postId", PostId)
+
+const targets = accounts.pipe(
+  Options.withDescription("An account to publish to; repeat it for several (default: the post's accounts, else all the team's connected ones)")
+)
+
+const idempotencyKey = decodedOption("idempotency-key", IdempotencyKey, "key").pipe(
+  Options.optional,
+  Options.withDescription("Sent as Idempotency-Key (default: a new UUID): the same key again gets the first answer instead of publishing twice")
+)
+
+/** The accounts a publish goes to: those given, else the post's own, else every connected account of the team. */
+const targetsOf = (teamId: TeamId, postId: PostId, given: ReadonlyArray<SocialAccountId>) =>
+  Effect.gen(function*() {
+    if (given.length > 0) return given
+    const { client } = yield* Postline
+    const post = yield* client.posts.getPost({ path: { teamId, postId } })
+    if (post.socialAccountIds.length > 0) return post.socialAccountIds
+    const connected = yield* client.socialAccounts.listSocialAccounts({ path: { teamId }, urlParams: { status: "connected", limit: 100 } })
+    if (connected.data.length === 0) {
+      return yield* new UsageError({ message: "The team has no connected account: connect one (postline accounts connect) or pass --account" })
+    }
+    return connected.data.map((account) => account.id)
+  })
+
+const credits = (n: number) => `${n} credit${n === 1 ? "" : "s"}`
+
+/** What publishing would cost per account and in all, and what the organization has; changes nothing. */
+const estimateText = (estimate: Estimate, labels: ReadonlyMap<string, string>) =>
+  [
+    table([
+      { header: "account", value: (item) => item.socialAccountId },
+      { header: "handle", value: (item) => labels.get(item.socialAccountId) ?? "-" },
+      { header: "credits", value: (item) => String(item.credits) }
+    ], estimate.perAccount),
+    "",
+    fields([
+      ["Cost", credits(estimate.total)],
+      ["Available", `${credits(estimate.available)}${estimate.sufficient ? "" : " (not enough)"}`]
+    ])
+  ].join("\n")
+
+/** `provider handle` of the team's accounts, to name them in a preview. */
+const accountLabels = (teamId: TeamId) =>
+  Effect.flatMap(Postline, ({ client }) =>
+    client.socialAccounts.listSocialAccounts({ path: { teamId }, urlParams: { limit: 100 } })).pipe(
+      Effect.map((page) => new Map(page.data.map((account) => [account.id, `${account.provider} ${account.handle}`])))
+    )
+
+const estimateOf = (teamId: TeamId, postId: PostId, socialAccountIds: ReadonlyArray<SocialAccountId>) =>
+  Effect.flatMap(Postline, ({ client }) => client.posts.estimatePost({ path: { teamId, postId }, payload: { socialAccountIds } }))
+
+/**
+ * The preview of a paid command: the estimate and the organization's credits. Credits short of the cost end
+ * the command here, as the server would (402), instead of asking a question whose yes cannot succeed.
+ */
+const costPreview = (heading: string, teamId: TeamId, postId: PostId, socialAccountIds: ReadonlyArray<SocialAccountId>) =>
+  Effect.gen(function*() {
+    const estimate = yield* estimateOf(teamId, postId, socialAccountIds)
+    if (!estimate.sufficient) {
+      return yield* new PaymentRequired({
+        message: `Not enough credits: publishing costs ${credits(estimate.total)}, the organization has ${credits(estimate.available)} available`
+      })
+    }
+    return `${heading}\n${estimateText(estimate, yield* accountLabels(teamId))}`
+  })
+
+const errorText = (error: PublishError | null) => error === null ? "-" : `${error.category}: ${error.message}`
+
+const estimate = Command.make("estimate", { ...serverOptions, team, postId, accounts: targets }, (options) =>
+  Effect.gen(function*() {
+    const teamId = yield* teamOf(options.team)
+    const socialAccountIds = yield* targetsOf(teamId, options.postId, options.accounts)
+    const answer = yield* estimateOf(teamId, options.postId, socialAccountIds)
+    const labels = yield* accountLabels(teamId)
+    yield* (yield* Output).answer(Estimate, answer, (value) => estimateText(value, labels))
+  }).pipe(online(options))).pipe(
+    Command.withDescription("What publishing a post now would cost, per account, and the organization's available credits; changes nothing")
+  )
+
+/**
+ * After a publish that ended without a definite answer (the server unreachable, timing out or failing), says how
+ * to repeat it so that the repetition cannot publish twice. A refusal (exit 2 to 7) needs no such advice.
+ */
+const keyForRetry = (key: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.tapError(effect, (error) =>
+    exitCodeOf(failureOf(error)._tag) === 1
+      ? Effect.flatMap(Output, (output) => output.note(`To try again without publishing twice, repeat the command with --idempotency-key ${key}`))
+      : Effect.void)
+
+const postNow = Command.make("post-now", { ...serverOptions, team, postId, accounts: targets, idempotencyKey, yes }, (options) =>
+  Effect.gen(function*() {
+    const postline = yield* Postline
+    const teamId = yield* teamOf(options.team)
+    const socialAccountIds = yield* targetsOf(teamId, options.postId, options.accounts)
+    const accountsText = `${socialAccountIds.length} account${socialAccountIds.length === 1 ? "" : "s"}`
+    yield* confirmed({
+      yes: options.yes,
+      action: "publishing",
+      preview: costPreview(`Publish post ${options.postId} now to ${accountsText}:`, teamId, options.postId, socialAccountIds)
+    })
+    const key = Option.getOrElse(options.idempotencyKey, () => crypto.randomUUID())
+    const { response } = yield* postline.postNow({
+      teamId,
+      postId: options.postId,
+      payload: { socialAccountIds },
+      idempotencyKey: key
+    }).pipe(withSpinner(`Publishing to ${accountsText}…`), keyForRetry(key))
+    yield* (yield* Output).answer(PostNowResponse, response, (answer) =>
+      [
+        table([
+          { header: "account", value: (result) => result.socialAccountId },
+          { header: "status", value: (result) => result.status },
+          { header: "credits", value: (result) => String(result.creditsSpent) },
+          { header: "url", value: (result) => orDash(result.url) },
+          { header: "error", value: (result) => errorText(result.error) }
+        ], answer.results),
+        "",
+        `Outcome: ${answer.outcome}`
+      ].join("\n"))
+  }).pipe(online(options))).pipe(
+    Command.withDescription("Publishes a post now (asks first, showing its cost and your credits); --yes to skip")
+  )
+
+const ScheduledAt = ScheduleRequest.members[0].fields.scheduledAt
+
+/** When a schedule publishes: the part of the request that is not its accounts. */
+type When = { readonly slot: "next" } | { readonly scheduledAt: string }
+
+const schedule = Command.make("schedule", {
+  ...serverOptions,
+  team,
+  postId,
+  accounts: targets,
+  at: decodedOption("at", ScheduledAt, "instant").pipe(
+    Options.optional,
+    Options.withDescription("When to publish: an ISO 8601 instant with an offset, e.g. 2027-01-31T09:00:00+01:00")
+  ),
+  nextSlot: Options.boolean("next-slot").pipe(Options.withDescription("In the team's next free posting slot (postline slots)")),
+  idempotencyKey,
+  yes
+}, (options) =>
+  Effect.gen(function*() {
+    const when: Option.Option<When> = Option.match(options.at, {
+      onNone: () => (options.nextSlot ? Option.some({ slot: "next" }) : Option.none()),
+      onSome: (scheduledAt) => (options.nextSlot ? Option.none() : Option.some({ scheduledAt }))
+    })
+    if (Option.isNone(when)) return yield* new UsageError({ message: "Pass either --at <instant> or --next-slot" })
+    const postline = yield* Postline
+    const teamId = yield* teamOf(options.team)
+    const socialAccountIds = yield* targetsOf(teamId, options.postId, options.accounts)
+    const whenText = "slot" in when.value ? "in the team's next free posting slot" : `at ${when.value.scheduledAt}`
+    yield* confirmed({
+      yes: options.yes,
+      action: "scheduling",
+      preview: costPreview(`Schedule post ${options.postId} ${whenText} to ${socialAccountIds.length} account(s):`, teamId, options.postId, socialAccountIds)
+    })
+    const key = Option.getOrElse(options.idempotencyKey, () => crypto.randomUUID())
+    const { response } = yield* postline.schedulePost({
+      teamId,
+      postId: options.postId,
+      payload: { socialAccountIds, ...when.value },
+      idempotencyKey: key
+    }).pipe(keyForRetry(key))
+    yield* (yield* Output).answer(ScheduleResponse, response, (answer) =>
+      [
+        fields([["Scheduled at", answer.scheduledAt], ["Outcome", answer.outcome]]),
+        "",
+        table([
+          { header: "account", value: (result) => result.socialAccountId },
+          { header: "status", value: (result) => result.status },
+          { header: "error", value: (result) => errorText(result.error) }
+        ], answer.results)
+      ].join("\n"))
+  }).pipe(online(options))).pipe(
+    Command.withDescription("Schedules a post --at an instant or in the --next-slot (asks first, showing its cost and your credits)")
+  )
+
+const unschedule = Command.make("unschedule", { ...serverOptions, team, postId, yes }, (options) =>
+  Effect.gen(function*() {
+    const { client } = yield* Postline
+    const path = { teamId: yield* teamOf(options.team), postId: options.postId }
+    yield* confirmed({
+      yes: options.yes,
+      action: "unscheduling",
+      preview: Effect.map(client.posts.getPost({ path }), (post) =>
+        `Unschedule post ${post.id} (scheduled at ${orDash(post.scheduledAt)}): it becomes a draft again and its held credits are released`)
+    })
+    const post = yield* client.posts.unschedulePost({ path })
+    yield* (yield* Output).answer(Post, post, postText)
+  }).pipe(online(options))).pipe(Command.withDescription("Returns a scheduled post to draft, releasing its credits (asks first)"))
+
+export const publishingCommands = [estimate, postNow, schedule, unschedule] as const
