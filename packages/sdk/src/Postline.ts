@@ -118,8 +118,8 @@ const sameSecret = (a: Redacted.Redacted, b: Redacted.Redacted) => Redacted.valu
 /**
  * A login's tokens: refreshed `refreshBefore` their expiry or when the server refuses the access token, one refresh
  * at a time (the others wait for it and use its token), each rotated pair saved to the store before it is used.
- * A process that shares the store may have rotated the login first: its tokens are taken from the store rather
- * than refreshing with a used refresh token, which would end the login.
+ * A process that shares the store may have rotated the login first: its newer tokens are taken from the store
+ * rather than refreshing with a used refresh token, which would end the login.
  */
 const loginBearer = (initial: StoredLogin, store: TokenStoreShape, plain: PlainClient, refreshBefore: Duration.Duration) =>
   Effect.gen(function*() {
@@ -165,7 +165,8 @@ const loginBearer = (initial: StoredLogin, store: TokenStoreShape, plain: PlainC
         const stored = yield* store.load
         if (
           Option.isSome(stored) && normalizeBaseUrl(stored.value.baseUrl) === normalizeBaseUrl(current.baseUrl) &&
-          stored.value.clientId === current.clientId && !sameSecret(stored.value.refreshToken, current.refreshToken)
+          stored.value.clientId === current.clientId && !sameSecret(stored.value.refreshToken, current.refreshToken) &&
+          stored.value.accessTokenExpiresAt.getTime() > current.accessTokenExpiresAt.getTime()
         ) {
           basis = stored.value
           yield* Ref.set(state, basis)

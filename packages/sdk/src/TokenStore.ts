@@ -1,7 +1,8 @@
 import { FileSystem, Path } from "@effect/platform"
 import type { PlatformError } from "@effect/platform/Error"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
-import { Effect, Layer, Option, ParseResult, Ref, Schema } from "effect"
+import { Effect, Layer, Option, type ParseResult, Ref, Schema } from "effect"
+import { homedir } from "node:os"
 
 /**
  * A device login as the token store keeps it: the server it was made on, the client it was issued to, and its
@@ -29,14 +30,15 @@ const processEnv = (): Record<string, string | undefined> =>
   (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env ?? {}
 
 /**
- * `$XDG_CONFIG_HOME/postline/credentials.json`, else `$HOME/.config/postline/credentials.json`. A relative
+ * `$XDG_CONFIG_HOME/postline/credentials.json`, else `$HOME/.config/postline/credentials.json` (the user's home
+ * folder when HOME is not set). A relative
  * XDG_CONFIG_HOME is ignored, as the XDG Base Directory specification says.
  */
 export const credentialsPath = (path: Path.Path, env: Record<string, string | undefined> = processEnv()): string => {
   const xdg = env.XDG_CONFIG_HOME
   const configHome = xdg !== undefined && xdg !== "" && path.isAbsolute(xdg)
     ? xdg
-    : path.join(env.HOME ?? env.USERPROFILE ?? "", ".config")
+    : path.join(env.HOME || env.USERPROFILE || homedir(), ".config")
   return path.join(configHome, "postline", "credentials.json")
 }
 
