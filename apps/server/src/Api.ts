@@ -12,6 +12,7 @@ import { EventWebhooksHttpLive } from "./EventWebhooks/Http.js"
 import { HealthHttpLive } from "./Health/Http.js"
 import { LinksHttpLive } from "./Links/Http.js"
 import { LinkRedirectLive } from "./Links/Redirect.js"
+import { McpHttpLive } from "./Mcp/Http.js"
 import { MembersHttpLive } from "./Members/Http.js"
 import { OrganizationsHttpLive } from "./Organizations/Http.js"
 import { PostingSlotsHttpLive } from "./PostingSlots/Http.js"
@@ -59,6 +60,7 @@ export const makeHttpLive = (options: { readonly accessLog: boolean }) =>
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
     Layer.provide(DocsLive),
     Layer.provide(DevicePageLive),
+    Layer.provide(McpHttpLive),
     Layer.provide(LinkRedirectLive),
     Layer.provide(ApiLive)
   )

@@ -1,0 +1,78 @@
+import type { HttpClientResponse } from "@effect/platform"
+import { type PostlineClient, replayedHeader } from "@postline/domain"
+import { Effect } from "effect"
+import { ToolCaller } from "./ToolCaller.js"
+import { ToolError, toToolError } from "./ToolError.js"
+import { PostlineToolkit } from "./Tools.js"
+
+interface IdempotencyHeaders {
+  readonly "idempotency-key": string
+}
+
+/**
+ * A publish's answer with its idempotency key and whether the API replayed it. The key is the agent's, or one
+ * made here: either way the API gets it as Idempotency-Key, and the result gives it back for a retry.
+ */
+const idempotently = <A, E, R>(
+  idempotencyKey: string | undefined,
+  publish: (headers: IdempotencyHeaders) => Effect.Effect<readonly [A, HttpClientResponse.HttpClientResponse], E, R>
+) => {
+  const key = idempotencyKey ?? crypto.randomUUID()
+  return Effect.map(publish({ "idempotency-key": key }), ([answer, response]) => ({
+    ...answer,
+    idempotencyKey: key,
+    replayed: response.headers[replayedHeader] === "true"
+  }))
+}
+
+/** The handlers of every tool: each calls the API as its caller, whose access rules, limits and idempotency apply. */
+export const PostlineToolHandlers = PostlineToolkit.toLayer(Effect.gen(function*() {
+  const caller = yield* ToolCaller
+
+  const withClient = <A, E>(call: (client: PostlineClient) => Effect.Effect<A, E>) =>
+    caller.client.pipe(
+      Effect.flatMap(call),
+      Effect.catchAll((error) => Effect.flatMap(toToolError(error), Effect.fail))
+    )
+
+  return PostlineToolkit.of({
+    get_agent_context: () => withClient((client) => client.agent.getContext()),
+    list_organizations: (urlParams) => withClient((client) => client.organizations.listOrganizations({ urlParams })),
+    list_teams: (urlParams) => withClient((client) => client.teams.listTeams({ urlParams })),
+    list_social_accounts: ({ teamId, ...urlParams }) =>
+      withClient((client) => client.socialAccounts.listSocialAccounts({ path: { teamId }, urlParams })),
+    create_post: ({ teamId, ...payload }) => withClient((client) => client.posts.createPost({ path: { teamId }, payload })),
+    update_post: ({ postId, teamId, ...payload }) =>
+      withClient((client) => client.posts.updatePost({ path: { teamId, postId }, payload })),
+    get_post: (path) => withClient((client) => client.posts.getPost({ path })),
+    list_posts: ({ teamId, ...urlParams }) => withClient((client) => client.posts.listPosts({ path: { teamId }, urlParams })),
+    estimate_post: ({ postId, socialAccountIds, teamId }) =>
+      withClient((client) => client.posts.estimatePost({ path: { teamId, postId }, payload: { socialAccountIds } })),
+    post_now: ({ idempotencyKey, postId, socialAccountIds, teamId }) =>
+      withClient((client) =>
+        idempotently(idempotencyKey, (headers) =>
+          client.posts.postNow({ path: { teamId, postId }, headers, payload: { socialAccountIds }, withResponse: true }))
+      ),
+    schedule_post: ({ idempotencyKey, postId, scheduledAt, slot, socialAccountIds, teamId }) => {
+      const path = { teamId, postId }
+      // The API takes one or the other: a time, or the next slot.
+      const request = scheduledAt !== undefined && slot === undefined
+        ? (headers: IdempotencyHeaders) => ({ path, headers, payload: { socialAccountIds, scheduledAt }, withResponse: true as const })
+        : slot !== undefined && scheduledAt === undefined
+        ? (headers: IdempotencyHeaders) => ({ path, headers, payload: { socialAccountIds, slot }, withResponse: true as const })
+        : undefined
+      if (request === undefined) {
+        return Effect.fail(new ToolError({ _tag: "InvalidArguments", message: "Give exactly one of scheduledAt or slot" }))
+      }
+      return withClient((client) =>
+        idempotently(idempotencyKey, (headers) => client.posts.schedulePost(request(headers)))
+      )
+    },
+    unschedule_post: (path) => withClient((client) => client.posts.unschedulePost({ path })),
+    get_credits: (path) => withClient((client) => client.credits.getCredits({ path })),
+    list_posting_slots: (path) => withClient((client) => client.postingSlots.getPostingSlots({ path })),
+    import_asset_from_url: ({ teamId, ...payload }) =>
+      withClient((client) => client.assets.importAsset({ path: { teamId }, payload })),
+    list_assets: ({ teamId, ...urlParams }) => withClient((client) => client.assets.listAssets({ path: { teamId }, urlParams }))
+  })
+}))
