@@ -10,6 +10,7 @@ import {
   type TargetAccounts,
   type TeamId
 } from "@postline/domain"
+import type { PlatformError } from "@effect/platform/Error"
 import { Clock, Duration, Effect, Layer, Option, Redacted, Ref } from "effect"
 import { LoginRequired, loginAgain, NotConfigured } from "./Errors.js"
 import { idempotencyKeyHeader, type RetryOptions, withRetries } from "./Retry.js"
@@ -90,12 +91,12 @@ const chooseCredentials = (
   return Effect.succeed({ source: "login", login })
 }
 
-/** A client of the API without a bearer: the OAuth endpoints of the device login and the health check. */
-export const makePlainClient = (baseUrl: string, retry?: RetryOptions) =>
+/** A client of the API without a bearer, with retries: for the OAuth endpoints of the device login and the health check. */
+export const makePlainClient = (baseUrl: string, retry?: RetryOptions): Effect.Effect<PostlineClient, never, HttpClient.HttpClient> =>
   Effect.flatMap(HttpClient.HttpClient, (http) =>
     HttpApiClient.makeWith(PostlineApi, { httpClient: withRetries(retry)(http), baseUrl }))
 
-type PlainClient = Effect.Effect.Success<ReturnType<typeof makePlainClient>>
+type PlainClient = PostlineClient
 
 /** The bearer of every request: a fixed token, or a login's access token, refreshed when due or refused. */
 interface Bearer {
@@ -105,7 +106,8 @@ interface Bearer {
   readonly login: Effect.Effect<Option.Option<StoredLogin>>
 }
 
-type RefreshError = Effect.Effect.Error<ReturnType<PlainClient["auth"]["token"]>> | LoginRequired
+/** What refreshing a login can fail with: `LoginRequired` when the login has ended, else the token request's errors. */
+export type RefreshError = Effect.Effect.Error<ReturnType<PostlineClient["auth"]["token"]>> | LoginRequired
 
 const fixedBearer = (token: Redacted.Redacted): Bearer => ({
   current: Effect.succeed(token),
@@ -228,7 +230,56 @@ const bearerClient = (
     Effect.succeed
   )
 
-const make = (options: PostlineOptions = {}) =>
+export interface PostNowRequest {
+  readonly teamId: TeamId
+  readonly postId: PostId
+  readonly payload: TargetAccounts
+  /** Sent as the Idempotency-Key; default a new UUID for each run of the effect. */
+  readonly idempotencyKey?: string | undefined
+}
+
+export interface SchedulePostRequest {
+  readonly teamId: TeamId
+  readonly postId: PostId
+  readonly payload: ScheduleRequest
+  /** Sent as the Idempotency-Key; default a new UUID for each run of the effect. */
+  readonly idempotencyKey?: string | undefined
+}
+
+export type PostNowError = Effect.Effect.Error<ReturnType<PostlineClient["posts"]["postNow"]>>
+export type SchedulePostError = Effect.Effect.Error<ReturnType<PostlineClient["posts"]["schedulePost"]>>
+export type LogoutError = Effect.Effect.Error<ReturnType<PostlineClient["auth"]["revoke"]>> | PlatformError
+
+/** The Postline service's value. */
+export interface PostlineShape {
+  /** The server, without a trailing slash. */
+  readonly baseUrl: string
+  /** Where the bearer came from: an API key or access token (given or from the environment), or the stored login. */
+  readonly credentials: CredentialsSource
+  /** The domain's typed client with the bearer added, a login's tokens refreshed and safe requests retried. */
+  readonly client: PostlineClient
+  /** Publishes a post now under an Idempotency-Key (the one given, else a new one), which its retries reuse. */
+  readonly postNow: (request: PostNowRequest) => Effect.Effect<
+    { readonly idempotencyKey: string; readonly response: PostNowResponse },
+    PostNowError
+  >
+  /** Schedules a post under an Idempotency-Key (the one given, else a new one), which its retries reuse. */
+  readonly schedulePost: (request: SchedulePostRequest) => Effect.Effect<
+    { readonly idempotencyKey: string; readonly response: ScheduleResponse },
+    SchedulePostError
+  >
+  /**
+   * Ends the stored login on its server (this service's own login, when it uses one) at /v1/auth/revoke, then
+   * removes it from the store; nothing stored is nothing to do. When the server cannot be told, the store keeps it.
+   */
+  readonly logout: Effect.Effect<void, LogoutError>
+}
+
+const make = (options: PostlineOptions = {}): Effect.Effect<
+  PostlineShape,
+  NotConfigured | RefreshError,
+  HttpClient.HttpClient | TokenStore
+> =>
   Effect.gen(function*() {
     const env = options.env ?? processEnv()
     const store = yield* TokenStore
@@ -253,12 +304,7 @@ const make = (options: PostlineOptions = {}) =>
       baseUrl
     })
 
-    const postNow = (request: {
-      readonly teamId: TeamId
-      readonly postId: PostId
-      readonly payload: TargetAccounts
-      readonly idempotencyKey?: string | undefined
-    }) =>
+    const postNow = (request: PostNowRequest) =>
       Effect.suspend(() => {
         const idempotencyKey = request.idempotencyKey ?? crypto.randomUUID()
         return Effect.map(
@@ -271,12 +317,7 @@ const make = (options: PostlineOptions = {}) =>
         )
       })
 
-    const schedulePost = (request: {
-      readonly teamId: TeamId
-      readonly postId: PostId
-      readonly payload: ScheduleRequest
-      readonly idempotencyKey?: string | undefined
-    }) =>
+    const schedulePost = (request: SchedulePostRequest) =>
       Effect.suspend(() => {
         const idempotencyKey = request.idempotencyKey ?? crypto.randomUUID()
         return Effect.map(
@@ -290,10 +331,9 @@ const make = (options: PostlineOptions = {}) =>
         )
       })
 
-    /** Ends the stored login (this service's own, when it uses one) on the server, then removes it from the store. */
     const logout = Effect.gen(function*() {
-      const login = Option.orElse(yield* bearer.login, () => Option.none<StoredLogin>())
-      const target = Option.isSome(login) ? login : yield* store.load
+      const own = yield* bearer.login
+      const target = Option.isSome(own) ? own : yield* store.load
       if (Option.isNone(target)) return
       const revoker = normalizeBaseUrl(target.value.baseUrl) === baseUrl
         ? plain
@@ -304,7 +344,7 @@ const make = (options: PostlineOptions = {}) =>
 
     return {
       baseUrl,
-      credentials: chosen.source as CredentialsSource,
+      credentials: chosen.source,
       client,
       postNow,
       schedulePost,
