@@ -13,6 +13,8 @@ export class ToolError extends Schema.Class<ToolError>("ToolError")({
   issues: optional(Schema.Array(DecodeIssue).annotations({ description: "Each argument that is wrong, and how" }))
 }) {}
 
+const isIssues = Schema.is(Schema.Array(DecodeIssue))
+
 const issuesOf = (error: ParseResult.ParseError) =>
   ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) =>
     new DecodeIssue({ path: issue.path.map(String), message: issue.message })
@@ -62,7 +64,7 @@ export const toToolError = (error: unknown): Effect.Effect<ToolError> => {
     return Effect.succeed(unexpected(`The Postline API's answer does not match these tools' schemas: ${error.message}`))
   }
   if (isApiError(error)) {
-    const issues = "issues" in error && Schema.is(Schema.Array(DecodeIssue))(error.issues) ? { issues: error.issues } : {}
+    const issues = "issues" in error && isIssues(error.issues) ? { issues: error.issues } : {}
     return Effect.succeed(new ToolError({ _tag: error._tag, message: error.message, ...issues }))
   }
   return Effect.die(error)

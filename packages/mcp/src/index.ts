@@ -1,7 +1,6 @@
-export { PostlineToolHandlers } from "./Handlers.js"
 export { PostlineToolsLive } from "./Registration.js"
 export { serverInfo } from "./ServerInfo.js"
 export { layerStdio } from "./Stdio.js"
 export { ToolCaller } from "./ToolCaller.js"
-export { invalidArguments, ToolError, toToolError } from "./ToolError.js"
+export { ToolError } from "./ToolError.js"
 export * from "./Tools.js"
