@@ -39,7 +39,7 @@ export interface PostlineOptions {
 /** Where the bearer came from. */
 export type CredentialsSource = "api-key" | "access-token" | "login"
 
-export const processEnv = (): Record<string, string | undefined> =>
+const processEnv = (): Record<string, string | undefined> =>
   (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env ?? {}
 
 const nonEmpty = (value: string | undefined) => (value === undefined || value.trim() === "" ? undefined : value.trim())
@@ -211,6 +211,8 @@ const bearerClient = (
           const token = yield* bearer.current
           const response = yield* retrying.execute(HttpClientRequest.bearerToken(request, token))
           if (response.status !== 401 || Option.isNone(bearer.renew)) return response
+          // Read, so that its connection is free for the next request.
+          yield* Effect.ignore(response.arrayBuffer)
           const renewed = yield* bearer.renew.value(token)
           return yield* retrying.execute(HttpClientRequest.bearerToken(request, renewed))
         }).pipe(

@@ -4,12 +4,13 @@ import { describe, expect, it } from "@effect/vitest"
 import { type DeviceAuthorizationResponse, PostId, SocialAccountId, TeamId } from "@postline/domain"
 import {
   deviceLogin,
+  parseRetryAfter,
   Postline,
   type PostlineOptions,
   type StoredLogin,
   TokenStore
 } from "@postline/sdk"
-import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Context, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import * as Path from "node:path"
 import { makeWebhookReceiver, type ReceivedEvent } from "../support/Publishing.js"
@@ -216,6 +217,17 @@ describe("@postline/sdk", () => {
       }))
   })
 
+  it("reads Retry-After as delay-seconds or an HTTP-date", () => {
+    const now = Date.parse("2030-01-01T00:00:00Z")
+    expect(parseRetryAfter("2", now)).toEqual(Option.some(Duration.seconds(2)))
+    expect(parseRetryAfter(" 120 ", now)).toEqual(Option.some(Duration.seconds(120)))
+    expect(parseRetryAfter("Tue, 01 Jan 2030 00:00:05 GMT", now)).toEqual(Option.some(Duration.millis(5000)))
+    expect(parseRetryAfter("Mon, 31 Dec 2029 23:59:00 GMT", now)).toEqual(Option.some(Duration.millis(0)))
+    expect(parseRetryAfter("soon", now)).toEqual(Option.none())
+    expect(parseRetryAfter("", now)).toEqual(Option.none())
+    expect(parseRetryAfter(undefined, now)).toEqual(Option.none())
+  })
+
   describe("against a server", () => {
     it.scopedLive("device login: polls until approved, saves the login, and the stored login works; a denial is DeviceLoginFailed", () =>
       Effect.gen(function*() {
@@ -404,6 +416,13 @@ describe("@postline/sdk", () => {
         expect(read.status).toBe("draft")
         expect(proxy.requests).toHaveLength(2)
 
+        // A 429 that asks for a longer wait than the client takes is the call's answer at once.
+        proxy.setPlan(() => answer(429, { "retry-after": "3600" }))
+        const limitedForLong = yield* Effect.flip(postline.client.posts.getPost({ path: { teamId, postId: Schema.decodeSync(PostId)(down) } }))
+        expect(limitedForLong._tag).toBe("TooManyRequests")
+        expect(proxy.requests).toHaveLength(1)
+        proxy.setPlan(() => forward)
+
         // A keyed publish whose try outlasts the timeout (the receiver takes 1.5 s, a try 1 s) is asked again with
         // its key: 409 while the first still runs, then the first's answer, replayed. Published once.
         const patient = yield* build(withStore(
@@ -412,7 +431,6 @@ describe("@postline/sdk", () => {
         ))
         receiver.answerWith((_event, response) => void setTimeout(() => response.writeHead(204).end(), 1500))
         const slow = yield* draft("Slower than a try")
-        proxy.setPlan(() => forward)
         const timedOut = yield* patient.postNow({ teamId, postId: slow, payload: { socialAccountIds: accounts } })
         expect(timedOut.response.outcome).toBe("none_failed")
         expect(postNows().length).toBeGreaterThanOrEqual(2)
