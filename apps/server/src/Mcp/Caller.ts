@@ -1,8 +1,8 @@
 import { McpSchema } from "@effect/ai"
-import { FetchHttpClient, HttpClient, HttpServer } from "@effect/platform"
-import { makeClient } from "@postline/domain"
+import { FetchHttpClient, HttpApiClient, HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
+import { PostlineApi } from "@postline/domain"
 import { ToolCaller, ToolError } from "@postline/mcp"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { McpTransport } from "./Transport.js"
 
 const anyAddress = new Set(["0.0.0.0", "::", ""])
@@ -21,6 +21,9 @@ const loopbackUrl = (address: HttpServer.TcpAddress) => {
  * The tools of `/mcp` call this server's own API, over the loopback, with the bearer token of the request that
  * called them: every call is then an API request of that caller like any other, with the same authentication,
  * access rules, rate limits, idempotency, access log and error bodies, and no second way in to keep in step.
+ *
+ * One client serves every caller (deriving one from the API takes tens of milliseconds): each of its requests
+ * carries the token of the MCP client whose tool call is making it, found by the id that the call's fiber carries.
  */
 export const LoopbackToolCallerLive = Layer.effect(
   ToolCaller,
@@ -28,18 +31,26 @@ export const LoopbackToolCallerLive = Layer.effect(
     const transport = yield* McpTransport
     const { address } = yield* HttpServer.HttpServer
     if (address._tag === "UnixAddress") return yield* Effect.dieMessage("The MCP tools call the API over TCP: listen on HOST and PORT")
-    const baseUrl = loopbackUrl(address)
-    const httpClient = yield* HttpClient.HttpClient
+
+    const callerToken = Effect.map(
+      Effect.serviceOption(McpSchema.McpServerClient),
+      Option.flatMap(({ clientId }) => transport.tokenOf(clientId))
+    )
+    const asCaller = HttpClient.mapRequestEffect(yield* HttpClient.HttpClient, (request) =>
+      Effect.map(callerToken, Option.match({
+        // Without a token the API answers 401, which the tool says.
+        onNone: () => request,
+        onSome: (token) => HttpClientRequest.bearerToken(request, token)
+      })))
+    const client = yield* HttpApiClient.make(PostlineApi, { baseUrl: loopbackUrl(address) }).pipe(
+      Effect.provideService(HttpClient.HttpClient, asCaller)
+    )
+
     return ToolCaller.of({
-      client: Effect.gen(function*() {
-        const { clientId } = yield* McpSchema.McpServerClient
-        const token = yield* transport.tokenOf(clientId).pipe(
-          Effect.orElseFail(() =>
-            new ToolError({ _tag: "Unauthorized", message: "This MCP request carried no bearer token" })
-          )
-        )
-        return yield* makeClient({ baseUrl, token }).pipe(Effect.provideService(HttpClient.HttpClient, httpClient))
-      })
+      client: Effect.flatMap(McpSchema.McpServerClient, ({ clientId }) =>
+        Option.isSome(transport.tokenOf(clientId))
+          ? Effect.succeed(client)
+          : Effect.fail(new ToolError({ _tag: "Unauthorized", message: "This MCP request carried no bearer token" })))
     })
   })
 ).pipe(Layer.provide(FetchHttpClient.layer))
