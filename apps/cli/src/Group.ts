@@ -9,9 +9,9 @@ export const commandGroup = <const Name extends string, const Children extends r
   name: Name,
   description: string,
   children: Children,
-  path = name
+  commandLine = `postline ${name}`
 ) =>
   Command.make(name, {}, () =>
     new UsageError({
-      message: `postline ${path} needs a command: ${children.map((child) => Array.from(Command.getNames(child))[0]).join(", ")} (postline ${path} --help)`
+      message: `${commandLine} needs a command: ${children.map((child) => Array.from(Command.getNames(child))[0]).join(", ")} (${commandLine} --help)`
     })).pipe(Command.withDescription(description), Command.withSubcommands(children))

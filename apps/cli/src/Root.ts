@@ -22,7 +22,8 @@ export const postlineCommand = commandGroup(
     ...organizationCommands,
     mediaCommand,
     mcpCommand
-  ]
+  ],
+  "postline"
 )
 
 /** The end of `postline --help`: what the exit status of every command means. */

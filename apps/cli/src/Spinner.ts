@@ -1,4 +1,4 @@
-import { Effect, Fiber } from "effect"
+import { Effect } from "effect"
 
 const frames = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
 
@@ -19,8 +19,9 @@ const spin = (label: string) =>
 export const withSpinner = (label: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   process.stderr.isTTY !== true
     ? effect
-    : Effect.acquireUseRelease(
-      Effect.forkDaemon(spin(label)),
-      () => effect,
-      (spinner) => Fiber.interrupt(spinner).pipe(Effect.zipRight(Effect.sync(() => process.stderr.write("\r\u001b[2K"))))
-    )
+    : Effect.scoped(Effect.gen(function*() {
+      // Finalizers run last first: the spinner stops, then its line is erased.
+      yield* Effect.addFinalizer(() => Effect.sync(() => process.stderr.write("\r\u001b[2K")))
+      yield* Effect.forkScoped(spin(label))
+      return yield* effect
+    }))

@@ -1,8 +1,9 @@
 import { Command, Options } from "@effect/cli"
-import { AgentContext, OrganizationId, OrganizationList, TeamList } from "@postline/domain"
+import { AgentContext, AgentDefaultsChoice, OrganizationId, OrganizationList, TeamId, TeamList } from "@postline/domain"
 import { Postline } from "@postline/sdk"
 import { Effect, Option } from "effect"
 import { decodedOption, serverOptions } from "../CommonOptions.js"
+import { UsageError } from "../Errors.js"
 import { Output } from "../Output.js"
 import { pageOptions, pageParams, pageText } from "../Pages.js"
 import { online } from "../Session.js"
@@ -36,6 +37,32 @@ const whoami = Command.make("whoami", serverOptions, (options) =>
 
 const defaultMark = (id: string, defaultId: string | null) => (id === defaultId ? "*" : "")
 
+/** Saves the defaults the other commands use: a team (and its organization), or an organization and no team. */
+const use = Command.make("use", {
+  ...serverOptions,
+  team: decodedOption("team", TeamId, "id").pipe(Options.optional, Options.withDescription("The team to use by default (and its organization)")),
+  organization: decodedOption("org", OrganizationId, "id").pipe(
+    Options.optional,
+    Options.withDescription("The organization to use by default, when no --team is given (its oldest team is then offered)")
+  )
+}, (options) =>
+  Effect.gen(function*() {
+    const { client } = yield* Postline
+    const choice = yield* Option.match(options.team, {
+      onSome: (teamId) => Effect.map(client.teams.getTeam({ path: { teamId } }), (team) => ({ organizationId: team.organizationId, teamId })),
+      onNone: () =>
+        Option.match(options.organization, {
+          onSome: (organizationId) => Effect.succeed({ organizationId, teamId: null }),
+          onNone: () => new UsageError({ message: "Pass --team <id> or --org <id> (postline context lists yours)" })
+        })
+    })
+    const saved = yield* client.agent.setDefaults({ payload: choice })
+    yield* (yield* Output).answer(AgentDefaultsChoice, saved, (value) =>
+      fields([["Organization", value.organizationId], ["Team", value.teamId ?? "(its oldest)"]]))
+  }).pipe(online(options))).pipe(
+    Command.withDescription("Saves your default team (or organization): commands use it when --team or --org is not given")
+  )
+
 const contextCommand = Command.make("context", serverOptions, (options) =>
   Effect.gen(function*() {
     const postline = yield* Postline
@@ -59,7 +86,8 @@ const contextCommand = Command.make("context", serverOptions, (options) =>
         ], value.teams.data)
       ].join("\n"))
   }).pipe(online(options))).pipe(
-    Command.withDescription("Your organizations and teams, and the defaults commands use when --org or --team is not given")
+    Command.withDescription("Your organizations and teams, and the defaults commands use when --org or --team is not given"),
+    Command.withSubcommands([use])
   )
 
 const orgs = Command.make("orgs", { ...serverOptions, ...pageOptions }, (options) =>

@@ -1,0 +1,45 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { answerOf, cliEnv, cliInTmux, publishing, tmuxAvailable, userWithTeam } from "../support/CliProcess.js"
+
+const tmuxMissing = !tmuxAvailable
+if (tmuxMissing && !process.env.CI) {
+  console.warn("\ntmux is not installed: SKIPPING the CLI's interactive confirmation tests (CI runs them).\n")
+}
+
+describe.skipIf(tmuxMissing && !process.env.CI)("postline's confirmation on a terminal (tmux)", () => {
+  it.scopedLive("shows the cost and the credits, publishes on y and sends nothing on n", () =>
+    Effect.gen(function*() {
+      if (tmuxMissing) throw new Error("tmux is not installed: CI must run the CLI's interactive tests")
+      const { env, home, receiver, server } = yield* publishing()
+      const { call, organizationId, token } = yield* userWithTeam(env, server, 5)
+      const cli = cliEnv(home, server.base, { POSTLINE_TOKEN: token })
+      const account = yield* answerOf(["accounts", "connect", "--webhook", receiver.url], cli)
+      const first = yield* answerOf(["posts", "create", "--text", "Confirmed"], cli)
+      const second = yield* answerOf(["posts", "create", "--text", "Declined"], cli)
+
+      const yes = yield* cliInTmux(["post-now", first.id], cli)
+      const preview = yield* yes.waitFor("the question", (pane) => pane.includes("Proceed? [y/N]"))
+      expect(preview).toContain(`Publish post ${first.id} now to 1 account:`)
+      expect(preview).toContain(`${account.id}  webhook ${new URL(receiver.url).host}  1`)
+      expect(preview).toMatch(/\nCost: {7}1 credit\nAvailable: {2}5 credits\nProceed\? \[y\/N\] *\n/)
+      expect(receiver.received).toHaveLength(0)
+      yield* yes.sendKeys("y", "Enter")
+      const done = yield* yes.waitFor("its end", (pane) => pane.includes("EXIT:"))
+      expect(done).toContain("EXIT:0")
+      expect(done).toMatch(new RegExp(`${account.id}  published  1 `))
+      expect(done).toContain("Outcome: none_failed")
+      expect(receiver.received).toHaveLength(1)
+      expect(JSON.parse(receiver.received[0]!.body).data.postId).toBe(first.id)
+
+      const no = yield* cliInTmux(["post-now", second.id], cli)
+      expect(yield* no.waitFor("the question", (pane) => pane.includes("Proceed? [y/N]"))).toContain("Available:  4 credits")
+      yield* no.sendKeys("n", "Enter")
+      const declined = yield* no.waitFor("its end", (pane) => pane.includes("EXIT:"))
+      expect(declined).toContain("Error (Cancelled): Cancelled: nothing was done (not publishing)")
+      expect(declined).toContain("EXIT:1")
+      expect(receiver.received).toHaveLength(1)
+      expect((yield* call("GET", `/v1/organizations/${organizationId}/credits`)).body).toEqual({ balance: 4, reserved: 0, available: 4 })
+      expect((yield* call("GET", `/v1/teams/${second.teamId}/posts/${second.id}`)).body.status).toBe("draft")
+    }), 240_000)
+})
