@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import * as Readline from "node:readline/promises"
 import { Cancelled, UsageError } from "./Errors.js"
+import { Output } from "./Output.js"
 
 /** A yes or no question on the terminal; anything but y or yes is no (the default). */
 const askOnTerminal = (question: string) =>
@@ -8,7 +9,11 @@ const askOnTerminal = (question: string) =>
     Effect.sync(() => Readline.createInterface({ input: process.stdin, output: process.stderr })),
     (terminal) =>
       Effect.async<boolean>((resume) => {
-        // Ctrl-C or Ctrl-D closes the terminal's input: that is a no too.
+        // Ctrl-C (which readline takes from the terminal, rather than the process's signal) and Ctrl-D are a no too.
+        terminal.once("SIGINT", () => {
+          process.stderr.write("\n")
+          terminal.close()
+        })
         terminal.once("close", () => resume(Effect.succeed(false)))
         terminal.question(question).then(
           (answer) => resume(Effect.succeed(/^\s*y(es)?\s*$/i.test(answer))),
@@ -47,8 +52,7 @@ export const confirmed = <E, R>(options: {
         message: `Not ${options.action} without confirmation: standard input is not a terminal, so pass --yes to proceed without asking`
       })
     }
-    const preview = yield* options.preview
-    yield* Effect.sync(() => process.stderr.write(`${preview}\n`))
+    yield* (yield* Output).note(yield* options.preview)
     if (!(yield* confirmation.ask("Proceed? [y/N] "))) {
       return yield* new Cancelled({ message: `Cancelled: nothing was done (not ${options.action})` })
     }

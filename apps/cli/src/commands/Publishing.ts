@@ -9,6 +9,7 @@ import {
   type PublishError,
   ScheduleRequest,
   ScheduleResponse,
+  type SocialAccount,
   type SocialAccountId,
   type TeamId
 } from "@postline/domain"
@@ -53,11 +54,12 @@ const targetsOf = (teamId: TeamId, postId: PostId, given: ReadonlyArray<SocialAc
 const credits = (n: number) => `${n} credit${n === 1 ? "" : "s"}`
 
 /** What publishing would cost per account and in all, and what the organization has; changes nothing. */
-const estimateText = (estimate: Estimate, labels: ReadonlyMap<string, string>) =>
+const estimateText = (estimate: Estimate, byId: ReadonlyMap<string, SocialAccount>) =>
   [
     table([
       { header: "account", value: (item) => item.socialAccountId },
-      { header: "handle", value: (item) => labels.get(item.socialAccountId) ?? "-" },
+      { header: "provider", value: (item) => byId.get(item.socialAccountId)?.provider ?? "-" },
+      { header: "handle", value: (item) => byId.get(item.socialAccountId)?.handle ?? "-" },
       { header: "credits", value: (item) => String(item.credits) }
     ], estimate.perAccount),
     "",
@@ -67,11 +69,11 @@ const estimateText = (estimate: Estimate, labels: ReadonlyMap<string, string>) =
     ])
   ].join("\n")
 
-/** `provider handle` of the team's accounts, to name them in a preview. */
-const accountLabels = (teamId: TeamId) =>
+/** The team's accounts by id, to name them in an estimate. */
+const accountsById = (teamId: TeamId) =>
   Effect.flatMap(Postline, ({ client }) =>
     client.socialAccounts.listSocialAccounts({ path: { teamId }, urlParams: { limit: 100 } })).pipe(
-      Effect.map((page) => new Map(page.data.map((account) => [account.id, `${account.provider} ${account.handle}`])))
+      Effect.map((page) => new Map(page.data.map((account) => [account.id, account])))
     )
 
 const estimateOf = (teamId: TeamId, postId: PostId, socialAccountIds: ReadonlyArray<SocialAccountId>) =>
@@ -89,7 +91,7 @@ const costPreview = (heading: string, teamId: TeamId, postId: PostId, socialAcco
         message: `Not enough credits: publishing costs ${credits(estimate.total)}, the organization has ${credits(estimate.available)} available`
       })
     }
-    return `${heading}\n${estimateText(estimate, yield* accountLabels(teamId))}`
+    return `${heading}\n${estimateText(estimate, yield* accountsById(teamId))}`
   })
 
 const errorText = (error: PublishError | null) => error === null ? "-" : `${error.category}: ${error.message}`
@@ -99,8 +101,8 @@ const estimate = Command.make("estimate", { ...serverOptions, team, postId, acco
     const teamId = yield* teamOf(options.team)
     const socialAccountIds = yield* targetsOf(teamId, options.postId, options.accounts)
     const answer = yield* estimateOf(teamId, options.postId, socialAccountIds)
-    const labels = yield* accountLabels(teamId)
-    yield* (yield* Output).answer(Estimate, answer, (value) => estimateText(value, labels))
+    const teamAccounts = yield* accountsById(teamId)
+    yield* (yield* Output).answer(Estimate, answer, (value) => estimateText(value, teamAccounts))
   }).pipe(online(options))).pipe(
     Command.withDescription("What publishing a post now would cost, per account, and the organization's available credits; changes nothing")
   )

@@ -21,7 +21,7 @@ describe.skipIf(tmuxMissing && !process.env.CI)("postline's confirmation on a te
       const yes = yield* cliInTmux(["post-now", first.id], cli)
       const preview = yield* yes.waitFor("the question", (pane) => pane.includes("Proceed? [y/N]"))
       expect(preview).toContain(`Publish post ${first.id} now to 1 account:`)
-      expect(preview).toContain(`${account.id}  webhook ${new URL(receiver.url).host}  1`)
+      expect(preview).toContain(`${account.id}  webhook   ${new URL(receiver.url).host}  1`)
       expect(preview).toMatch(/\nCost: {7}1 credit\nAvailable: {2}5 credits\nProceed\? \[y\/N\] *\n/)
       expect(receiver.received).toHaveLength(0)
       yield* yes.sendKeys("y", "Enter")
