@@ -50,7 +50,7 @@ const ApiLive = HttpApiBuilder.api(PostlineApi).pipe(
 
 /**
  * The whole HTTP application: the API, its error bodies, `/openapi.json`,
- * `/docs`, the device approval page and the short links' redirects, with an access log line per request
+ * `/docs`, the device approval page, the MCP tools at `/mcp` and the short links' redirects, with an access log line per request
  * or without. Needs an `HttpServer`, a `SqlClient`, the `CredentialsCipher` and the
  * `SocialProviders` (with the outbound guard), which the edge configures.
  */

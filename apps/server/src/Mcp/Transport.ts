@@ -2,7 +2,7 @@ import { McpServer } from "@effect/ai"
 import { RpcSerialization, RpcServer } from "@effect/rpc"
 import { Effect, Mailbox, Option, Redacted } from "effect"
 
-// The route checked the scheme before the request reached the protocol (see Route.ts).
+// Authentication checked the scheme before the request reached the protocol (see Http.ts).
 const bearerToken = /^bearer +(\S+) *$/i
 
 /** The token of a request message's Authorization header, as the HTTP protocol copied it there. */
