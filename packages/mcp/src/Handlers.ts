@@ -5,9 +5,8 @@ import { ToolCaller } from "./ToolCaller.js"
 import { ToolError, toToolError } from "./ToolError.js"
 import { PostlineToolkit } from "./Tools.js"
 
-interface IdempotencyHeaders {
-  readonly "idempotency-key": string
-}
+/** The Idempotency-Key header of the API's publishing endpoints, as the domain's client takes it. */
+type IdempotencyHeaders = Parameters<PostlineClient["posts"]["postNow"]>[0]["headers"]
 
 /**
  * A publish's answer with its idempotency key and whether the API replayed it. The key is the agent's, or one

@@ -1,7 +1,7 @@
 import { McpServer } from "@effect/ai"
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { RpcServer } from "@effect/rpc"
-import { Authentication, CallerRateLimit, CurrentCaller } from "@postline/domain"
+import { Authentication, BadRequest, CallerRateLimit, CurrentCaller } from "@postline/domain"
 import { PostlineToolsLive, serverInfo } from "@postline/mcp"
 import { Effect, Layer } from "effect"
 import { RateLimitMiddlewareLive } from "../RateLimits/Middleware.js"
@@ -38,17 +38,26 @@ const isRequest = (message: unknown) =>
   typeof message === "object" && message !== null && "method" in message && "id" in message && message.id !== null
 
 /**
- * `POST /mcp`: JSON-RPC messages, answered by the transport. A body that is not JSON gets the API's 400; one of
- * notifications and responses alone gets 202 and no body, as streamable HTTP has it.
+ * A JSON-RPC batch would be one request, counted once against the rate limit, whose messages (thousands in a
+ * body) all run at once: MCP 2025-06-18, the version McpServer negotiates, has no batches ("the body of the
+ * POST request MUST be a single JSON-RPC request, notification, or response"). Like any input it cannot accept,
+ * it is refused with a 400, whose body is the API's, as for a body that is not JSON.
  */
-const serveMessages = (httpApp: McpTransport["httpApp"]) =>
+const batchRefused =
+  "The MCP endpoint takes one JSON-RPC message per request, not a batch (an array): MCP 2025-06-18 has no batching"
+
+/**
+ * `POST /mcp`: one JSON-RPC message, answered by the transport. A body that is not JSON, or a batch, gets the
+ * API's 400; a notification or a response gets 202 and no body, as streamable HTTP has it.
+ */
+const serveMessage = (httpApp: McpTransport["httpApp"]) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     // Unreadable JSON is a defect that the error bodies answer with 400 BadRequest, as for the API's endpoints.
     const body = yield* Effect.orDie(request.json)
+    if (Array.isArray(body)) return yield* new BadRequest({ message: batchRefused })
     const answer = yield* httpApp
-    const requests = Array.isArray(body) ? body.some(isRequest) : isRequest(body)
-    return requests ? answer : HttpServerResponse.empty({ status: 202 })
+    return isRequest(body) ? answer : HttpServerResponse.empty({ status: 202 })
   })
 
 /** `/mcp` on the API's router, beside the API and not in its OpenAPI document. */
@@ -56,7 +65,7 @@ const McpRouteLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const transport = yield* McpTransport
     const guarded = yield* asCaller
-    yield* router.post(mcpPath, guarded(serveMessages(transport.httpApp)))
+    yield* router.post(mcpPath, guarded(serveMessage(transport.httpApp)))
     yield* router.get(mcpPath, guarded(Effect.succeed(postOnly)))
     yield* router.del(mcpPath, guarded(Effect.succeed(postOnly)))
   })

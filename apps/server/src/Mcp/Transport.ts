@@ -1,17 +1,17 @@
 import { McpServer } from "@effect/ai"
 import { RpcSerialization, RpcServer } from "@effect/rpc"
-import { Effect, Mailbox, Option, Redacted } from "effect"
+import { Effect, Mailbox, Option, type Redacted } from "effect"
+import { bearerTokenOf } from "../Users/Authentication.js"
 
-// Authentication checked the scheme before the request reached the protocol (see Http.ts).
-const bearerToken = /^bearer +(\S+) *$/i
-
-/** The token of a request message's Authorization header, as the HTTP protocol copied it there. */
+/**
+ * The token of a request message's Authorization header, as the HTTP protocol copied it there (Authentication
+ * accepted it before the request reached the protocol, see Http.ts).
+ */
 const tokenIn = (headers: ReadonlyArray<unknown> | undefined) => {
   const authorization = headers?.find((header): header is readonly [string, string] =>
     Array.isArray(header) && header[0] === "authorization" && typeof header[1] === "string"
   )
-  const token = authorization === undefined ? undefined : bearerToken.exec(authorization[1])?.[1]
-  return token === undefined ? Option.none() : Option.some(Redacted.make(token))
+  return authorization === undefined ? Option.none() : bearerTokenOf(authorization[1])
 }
 
 /**

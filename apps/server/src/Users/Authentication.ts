@@ -6,8 +6,13 @@ import { UsersRepo } from "./Repo.js"
 import { secretPrefixes } from "./Secrets.js"
 
 // RFC 6750: the scheme word is case-insensitive, the token a b64token.
-const bearerScheme = /^bearer $/i
-const b64token = /^ *([A-Za-z0-9\-._~+/]+=*) *$/
+const bearerCredentials = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
+
+/** The token of an Authorization header that says `Bearer <token>`; none for any other scheme or shape. */
+export const bearerTokenOf = (header: string): Option.Option<Redacted.Redacted> => {
+  const token = bearerCredentials.exec(header)?.[1]
+  return token === undefined ? Option.none() : Option.some(Redacted.make(token))
+}
 
 const unauthorized = (message: string) => new Unauthorized({ message })
 
@@ -42,20 +47,21 @@ export const AuthenticationLive = Layer.scoped(
       })
 
     return {
-      // The security decoder drops the header's first seven characters whatever they are: they must say Bearer.
-      bearerAuth: (credential: Redacted.Redacted) =>
+      // The security decoder's credential is the header less its first seven characters, whatever they are:
+      // the header itself is read, and must say Bearer.
+      bearerAuth: () =>
         Effect.gen(function*() {
           const header = (yield* HttpServerRequest.HttpServerRequest).headers.authorization
           if (header === undefined) {
             return yield* unauthorized("Missing Authorization header: send `Authorization: Bearer <token>`")
           }
-          const token = b64token.exec(Redacted.value(credential))?.[1]
-          if (!bearerScheme.test(header.slice(0, 7)) || token === undefined) {
+          const token = bearerTokenOf(header)
+          if (Option.isNone(token)) {
             return yield* unauthorized("Malformed Authorization header: expected `Bearer <token>`")
           }
-          return yield* token.startsWith(secretPrefixes.apiKey)
-            ? asApiKey(Redacted.make(token))
-            : asUser(Redacted.make(token))
+          return yield* Redacted.value(token.value).startsWith(secretPrefixes.apiKey)
+            ? asApiKey(token.value)
+            : asUser(token.value)
         })
     }
   })

@@ -2,159 +2,180 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import * as Path from "node:path"
-import { inject } from "vitest"
-import { accountOf, grantCredits, readUntil } from "../support/ProcessPublishing.js"
-import { makeWebhookReceiver } from "../support/Publishing.js"
-import { callsAs, createUserWithToken, type ProcessResponse, type ServerProcess, startServer } from "../support/ServerProcess.js"
-import { freshDatabaseEnv, scopedTempDir } from "../support/TestDatabase.js"
+import { spawn } from "node:child_process"
+import { cliPath } from "../support/CliProcess.js"
+import { makeLocalServer } from "../support/LocalServer.js"
+import {
+  call,
+  type ConnectAs,
+  crossOrganizationRefused,
+  everyToolOnce,
+  invalidArgumentsRefused,
+  type McpServerSetup,
+  mcpServerSetup,
+  organizationWithKey,
+  toolNames
+} from "../support/McpFlow.js"
+import { readUntil } from "../support/ProcessPublishing.js"
+import { scopedTempDir } from "../support/TestDatabase.js"
 
-/** `postline mcp` from this run's CLI bundle, as an agent starts it, with the official SDK's client on its stdio. */
-const startMcp = (env: Record<string, string>) =>
-  Effect.acquireRelease(
-    Effect.promise(async () => {
-      const transport = new StdioClientTransport({
-        command: process.execPath,
-        args: [Path.join(inject("cliBundle"), "postline.js"), "mcp"],
-        env,
-        stderr: "pipe"
-      })
-      // A line on standard output that is not JSON-RPC (a log, a banner) is reported here.
-      const transportErrors: Array<Error> = []
-      transport.onerror = (error) => void transportErrors.push(error)
-      let stderr = ""
-      transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk))
-      const client = new Client({ name: "mcp-stdio-test", version: "1.0.0" })
-      await client.connect(transport)
-      return { client, transportErrors, stderr: () => stderr }
-    }),
-    ({ client }) => Effect.promise(() => client.close())
-  )
-
-/** A tool's result: whether it is an error, and its structured content, which its text says in JSON too. */
-const call = (client: Client, name: string, args: Record<string, unknown>) =>
-  Effect.promise(async () => {
-    const result = await client.callTool({ name, arguments: args })
-    const content = result.content as Array<{ type: string; text: string }>
-    expect(JSON.parse(content[0]!.text)).toEqual(result.structuredContent)
-    return { isError: result.isError === true, value: result.structuredContent as any }
-  })
-
-const success = (client: Client, name: string, args: Record<string, unknown>) =>
-  Effect.map(call(client, name, args), (result) => {
-    expect(result.isError, JSON.stringify(result.value)).toBe(false)
-    return result.value
-  })
-
-const created = (answer: ProcessResponse) => {
-  if (answer.status !== 201) throw new Error(`setup failed: ${answer.status} ${answer.text}`)
-  return answer.body
-}
-
-class Setup extends Context.Tag("Setup")<Setup, {
-  readonly server: ServerProcess
-  readonly receiver: Effect.Effect.Success<typeof makeWebhookReceiver>
-  readonly organizationId: string
-  readonly teamId: string
-  readonly accountId: string
-  readonly apiKey: string
-  /** The environment of `postline mcp`: a home of its own (no stored login), the server and the API key. */
-  readonly mcpEnv: Record<string, string>
+class Setup extends Context.Tag("Setup")<Setup, McpServerSetup & {
+  /** The environment of `postline mcp` with this API key: a home of its own (no stored login) and the server. */
+  readonly mcpEnv: (apiKey: string) => Record<string, string>
 }>() {}
 
-/** A server, an organization with an API key, a team with a webhook account on a local receiver, and credits. */
 const SetupLive = Layer.scoped(
   Setup,
   Effect.gen(function*() {
-    const env = { ...(yield* freshDatabaseEnv), OUTBOUND_ALLOW_PRIVATE: "true", CREDIT_COSTS: JSON.stringify({ webhook: 1 }) }
-    const receiver = yield* makeWebhookReceiver
-    const server = yield* startServer(env)
-    const asUser = callsAs(server, (yield* createUserWithToken(env)).token)
-    const organization = created(yield* asUser("POST", "/v1/organizations", { name: "Stdio Co" }))
-    const team = created(yield* asUser("POST", "/v1/teams", { organizationId: organization.id, name: "Social" }))
-    const apiKey = created(yield* asUser("POST", `/v1/organizations/${organization.id}/api-keys`, { name: "Agent" })).key
-    const account = created(yield* asUser("POST", `/v1/teams/${team.id}/social-accounts`, { provider: "webhook", url: `${receiver.url}/stdio` }))
-    yield* grantCredits(env, organization.id, 3)
-    const mcpEnv = {
+    const setup = yield* mcpServerSetup
+    const home = yield* scopedTempDir("postline-mcp-home-")
+    const mcpEnv = (apiKey: string) => ({
       PATH: process.env.PATH ?? "",
-      HOME: yield* scopedTempDir("postline-mcp-home-"),
-      POSTLINE_URL: server.base,
+      HOME: home,
+      POSTLINE_URL: setup.server.base,
       POSTLINE_API_KEY: apiKey
-    }
-    return { server, receiver, organizationId: organization.id, teamId: team.id, accountId: account.id, apiKey, mcpEnv }
+    })
+    return { ...setup, mcpEnv }
   })
 )
 
-layer(SetupLive, { excludeTestServices: true, timeout: 120_000 })("postline mcp over stdio", (it) => {
-  it.scoped("lists the 16 tools, reads, publishes to a webhook once (a retry with its key replays), and says errors as tool errors", () =>
-    Effect.gen(function*() {
-      const { accountId, mcpEnv, organizationId, receiver, teamId } = yield* Setup
-      const { client, stderr, transportErrors } = yield* startMcp(mcpEnv)
+/**
+ * `postline mcp` from this run's CLI bundle, as an agent starts it, with the official SDK's client on its stdio.
+ * A line on standard output that is not JSON-RPC (a log, a banner) is a transport error, kept in `outputErrors`.
+ */
+const startMcp = (env: Record<string, string>, outputErrors: Array<Error>) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const transport = new StdioClientTransport({ command: process.execPath, args: [cliPath(), "mcp"], env, stderr: "pipe" })
+      transport.onerror = (error) => void outputErrors.push(error)
+      const client = new Client({ name: "mcp-stdio-test", version: "1.0.0" })
+      await client.connect(transport)
+      return client
+    }),
+    (client) => Effect.promise(() => client.close())
+  )
 
-      const { tools } = yield* Effect.promise(() => client.listTools())
-      expect(tools).toHaveLength(16)
-      expect(tools.map((tool) => tool.name)).toContain("post_now")
-      expect(client.getServerVersion()).toEqual({ name: "postline", version: "0.1.0" })
+/** Connects `postline mcp` as the holder of an API key, and checks that its standard output carried the protocol alone. */
+const overStdio = <A, E, R>(flow: (setup: McpServerSetup, connectAs: ConnectAs) => Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const setup = yield* Setup
+    const outputErrors: Array<Error> = []
+    yield* flow(setup, (apiKey) => startMcp(setup.mcpEnv(apiKey), outputErrors))
+    expect(outputErrors).toEqual([])
+  })
 
-      const context = yield* success(client, "get_agent_context", {})
-      expect(context.organizations.data.map((org: { id: string }) => org.id)).toEqual([organizationId])
-      expect(yield* success(client, "get_credits", { organizationId })).toEqual({ balance: 3, reserved: 0, available: 3 })
+interface Exited {
+  readonly code: number | null
+  /** Each line of standard output, parsed. */
+  readonly messages: ReadonlyArray<any>
+  readonly stderr: string
+}
 
-      const draft = yield* success(client, "create_post", { teamId, content: "Sent through stdio" })
-      const published = yield* success(client, "post_now", {
-        teamId,
-        postId: draft.id,
-        socialAccountIds: [accountId],
-        idempotencyKey: "stdio-first-publish"
-      })
-      expect(published).toMatchObject({
-        postId: draft.id,
-        outcome: "none_failed",
-        results: [{ socialAccountId: accountId, status: "published" }],
-        idempotencyKey: "stdio-first-publish",
-        replayed: false
-      })
-      const delivered = yield* readUntil(
-        Effect.sync(() => receiver.received.filter((event) => accountOf(event) === accountId).length),
-        (count) => count >= 1,
-        20
+/** `postline mcp` on pipes written to directly, killed with the scope if it is still running. */
+const spawnMcp = (env: Record<string, string>) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const child = spawn(process.execPath, [cliPath(), "mcp"], { env })
+      let stdout = ""
+      let stderr = ""
+      child.stdout.on("data", (chunk: Buffer) => (stdout += chunk))
+      child.stderr.on("data", (chunk: Buffer) => (stderr += chunk))
+      const exited = new Promise<Exited>((resolve) =>
+        child.once("exit", (code) =>
+          resolve({ code, messages: stdout.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line)), stderr })
+        )
       )
-      expect(delivered).toBe(1)
-      const replay = yield* success(client, "post_now", {
-        teamId,
-        postId: draft.id,
-        socialAccountIds: [accountId],
-        idempotencyKey: "stdio-first-publish"
-      })
-      expect(replay).toEqual({ ...published, replayed: true })
-      expect(receiver.received.filter((event) => accountOf(event) === accountId)).toHaveLength(1)
+      const send = (messages: ReadonlyArray<unknown>) => child.stdin.write(messages.map((m) => `${JSON.stringify(m)}\n`).join(""))
+      return { child, send, exited }
+    }),
+    ({ child }) => Effect.sync(() => child.exitCode === null && child.signalCode === null && child.kill("SIGKILL"))
+  )
 
-      const missing = crypto.randomUUID()
-      expect(yield* call(client, "get_post", { teamId: missing, postId: draft.id }))
-        .toEqual({ isError: true, value: { _tag: "NotFound", message: `Team ${missing} not found` } })
-      const again = yield* call(client, "post_now", { teamId, postId: draft.id, socialAccountIds: [accountId] })
-      expect(again.isError).toBe(true)
-      expect(again.value._tag).toBe("Conflict")
-      const invalid = yield* call(client, "list_posts", { teamId, limit: 0 })
-      expect(invalid).toEqual({
-        isError: true,
-        value: {
-          _tag: "InvalidArguments",
-          message: "Invalid arguments: limit: must be a positive integer",
-          issues: [{ path: ["limit"], message: "must be a positive integer" }]
-        }
-      })
+/** What `postline mcp` wrote until it exited, which it must within 60 seconds. */
+const untilExit = (exited: Promise<Exited>) =>
+  Effect.promise(() => exited).pipe(
+    Effect.timeoutFail({ duration: "60 seconds", onTimeout: () => new Error("postline mcp did not exit within 60 s") }),
+    Effect.orDie
+  )
 
-      // Standard output carried the protocol alone.
-      expect(transportErrors, stderr()).toEqual([])
+const initialize = [
+  {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } }
+  },
+  { jsonrpc: "2.0", method: "notifications/initialized" }
+]
+
+const toolCall = (id: number, name: string, args: Record<string, unknown>) =>
+  ({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } })
+
+layer(SetupLive, { excludeTestServices: true, timeout: 120_000 })("postline mcp over stdio", (it) => {
+  it.scoped("lists the 16 tools and introduces itself as postline", () =>
+    Effect.gen(function*() {
+      const { env, mcpEnv, server } = yield* Setup
+      const outputErrors: Array<Error> = []
+      const client = yield* startMcp(mcpEnv((yield* organizationWithKey(server, env, "Listing Co")).apiKey), outputErrors)
+      const { tools } = yield* Effect.promise(() => client.listTools())
+      expect(tools.map((tool) => tool.name)).toEqual(toolNames)
+      expect(client.getServerVersion()).toEqual({ name: "postline", version: "0.1.0" })
+      expect(outputErrors).toEqual([])
     }))
+
+  it.scoped("every tool once, as an organization's API key: a draft published to a webhook, replayed, scheduled, unscheduled", () =>
+    overStdio(everyToolOnce))
+
+  it.scoped("another organization's real team: each tool error carries the API's 404 NotFound and its message", () =>
+    overStdio(crossOrganizationRefused))
+
+  it.scoped("arguments the schemas refuse: a tool error naming each field, and nothing sent to the API", () =>
+    overStdio(invalidArgumentsRefused))
 
   it.scoped("an API key the server refuses: the tools answer its 401 as a tool error", () =>
     Effect.gen(function*() {
-      const { mcpEnv, teamId } = yield* Setup
-      const { client, transportErrors } = yield* startMcp({ ...mcpEnv, POSTLINE_API_KEY: "plk_revoked-or-never-made" })
+      const { env, mcpEnv, server } = yield* Setup
+      const { teamId } = yield* organizationWithKey(server, env, "Refused Co")
+      const outputErrors: Array<Error> = []
+      const client = yield* startMcp(mcpEnv("plk_revoked-or-never-made"), outputErrors)
       const refused = yield* call(client, "list_posts", { teamId })
       expect(refused).toEqual({ isError: true, value: { _tag: "Unauthorized", message: "Invalid, revoked or expired API key" } })
-      expect(transportErrors).toEqual([])
+      expect(outputErrors).toEqual([])
+    }))
+
+  it.scoped("standard input closed while a call runs: the call finishes and is answered before the server exits", () =>
+    Effect.gen(function*() {
+      const { env, mcpEnv, server } = yield* Setup
+      const closing = yield* organizationWithKey(server, env, "Closing Co")
+      const mcp = yield* spawnMcp(mcpEnv(closing.apiKey))
+      mcp.send([...initialize, toolCall(2, "create_post", { teamId: closing.teamId, content: "The last word" })])
+      mcp.child.stdin.end()
+      const exited = yield* untilExit(mcp.exited)
+      expect(exited.code, exited.stderr).toBe(0)
+      expect(exited.messages.map((message) => message.id)).toEqual([1, 2])
+      const answer = exited.messages[1]
+      expect(answer.error).toBeUndefined()
+      expect(answer.result).toMatchObject({ isError: false, structuredContent: { teamId: closing.teamId, content: "The last word" } })
+      const posts = (yield* closing.asKey("GET", `/v1/teams/${closing.teamId}/posts`)).body
+      expect(posts.data.map((post: { id: string }) => post.id)).toEqual([answer.result.structuredContent.id])
+    }))
+
+  it.scoped("stopped while a call runs: the call is answered with a JSON-RPC error in a sentence", () =>
+    Effect.gen(function*() {
+      const { env, mcpEnv, server } = yield* Setup
+      const stopping = yield* organizationWithKey(server, env, "Stopping Co")
+      // A media host that never answers: the import's call of the API runs until the server stops.
+      let asked = false
+      const silentHost = yield* makeLocalServer(() => void (asked = true))
+      const mcp = yield* spawnMcp(mcpEnv(stopping.apiKey))
+      mcp.send([...initialize, toolCall(2, "import_asset_from_url", { teamId: stopping.teamId, url: `${silentHost}/slow.png` })])
+      expect(yield* readUntil(Effect.sync(() => asked), (seen) => seen, 30)).toBe(true)
+      mcp.child.kill("SIGTERM")
+      const exited = yield* untilExit(mcp.exited)
+      expect(exited.messages.map((message) => message.id)).toEqual([1, 2])
+      expect(exited.messages[1].error).toMatchObject({
+        code: -32603,
+        message: "The call was stopped before it finished: the MCP server is stopping, or the call was cancelled"
+      })
     }))
 })
