@@ -1,6 +1,6 @@
-import { Args, HelpDoc, Options, ValidationError } from "@effect/cli"
-import { OrganizationId, SocialAccountId, TeamId, WebsiteUrl } from "@postline/domain"
-import { Effect, Option, ParseResult, Schema } from "effect"
+import { Args, type Command, HelpDoc, Options, ValidationError } from "@effect/cli"
+import { OrganizationId, PostId, SocialAccountId, TeamId, WebsiteUrl } from "@postline/domain"
+import { Effect, ParseResult, Schema } from "effect"
 
 /** A value decoded by a schema of the domain, refused in the schema's words: `--team must be a UUID …`. */
 export const decodeAs = <A, I>(label: string, schema: Schema.Schema<A, I>) => (value: string) =>
@@ -35,10 +35,7 @@ export const serverOptions = {
   )
 }
 
-export type ServerOptions = {
-  readonly url: Option.Option<string>
-  readonly json: boolean
-}
+export type ServerOptions = Command.Command.ParseConfig<typeof serverOptions>
 
 export const yes = Options.boolean("yes").pipe(
   Options.withAlias("y"),
@@ -58,3 +55,5 @@ export const organization = decodedOption("org", OrganizationId, "id").pipe(
 export const accounts = decodedRepeatedOption("account", SocialAccountId, "id").pipe(
   Options.withDescription("A social account's id; repeat it for several")
 )
+
+export const postId = decodedArg("postId", PostId)

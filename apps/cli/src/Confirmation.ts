@@ -24,7 +24,8 @@ const askOnTerminal = (question: string) =>
   )
 
 /**
- * Asks before a command spends credits or removes or undoes something. `--yes` answers for the user; without it
+ * Asks before a command changes anything (on the server, or the stored login): the contract's clients preview
+ * what they will do, and its cost, before mutating or paid operations. `--yes` answers for the user; without it
  * the question needs a terminal on standard input, and a command that cannot ask refuses (exit 2) rather than
  * deciding for the user. The preview and the question go to standard error: standard output is the answer's.
  */
@@ -57,3 +58,6 @@ export const confirmed = <E, R>(options: {
       return yield* new Cancelled({ message: `Cancelled: nothing was done (not ${options.action})` })
     }
   })
+
+/** The end of a preview of a command that spends no credits. */
+export const costsNothing = (preview: string) => `${preview}\nCost: none`

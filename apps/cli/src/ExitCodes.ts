@@ -1,14 +1,25 @@
 /**
  * The exit status of every command, by the `_tag` of the error it ended with: the API's errors, the SDK's, the
  * CLI's own and @effect/cli's refusals of the command line. Scripts branch on these, so they are part of the CLI's
- * contract: the README and `postline --help` print this table.
+ * contract: `postline --help` prints this table, and the README's copy is checked against it.
  */
 export const exitCodes = [
-  { code: 0, meaning: "ok", tags: [] },
+  { code: 0, meaning: "ok (a publish's answer, whatever its outcome: read it)", tags: [] },
   {
     code: 2,
-    meaning: "usage: options or arguments refused (by the CLI or the server's 400), a confirmation needed without a terminal",
-    tags: ["ValidationError", "UsageError", "HttpApiDecodeError", "BadRequest", "PayloadTooLarge", "UnsupportedMediaType", "FileUnreadable"]
+    meaning: "usage: options, arguments, a file or standard input refused (by the CLI, by the API's schemas before " +
+      "sending, or by the server: 400, 413, 415), a confirmation needed without a terminal",
+    tags: [
+      "ValidationError",
+      "UsageError",
+      "FileUnreadable",
+      "ParseError",
+      "HttpApiDecodeError",
+      "BadRequest",
+      "OAuthError",
+      "PayloadTooLarge",
+      "UnsupportedMediaType"
+    ]
   },
   {
     code: 3,
@@ -19,7 +30,12 @@ export const exitCodes = [
   { code: 5, meaning: "conflict (409): already published or publishing, not a draft, storage quota", tags: ["Conflict", "QuotaExceeded"] },
   { code: 6, meaning: "payment required (402): not enough credits, nothing sent", tags: ["PaymentRequired"] },
   { code: 7, meaning: "rate limited (429): try again later", tags: ["TooManyRequests"] },
-  { code: 1, meaning: "anything else: the server unreachable or failing, a confirmation answered no", tags: [] }
+  {
+    code: 1,
+    meaning: "anything else: the server unreachable or failing, a publish whose outcome is unknown (repeat it with " +
+      "the --idempotency-key printed), a request too slow (408) or with headers too large (431), a confirmation answered no",
+    tags: ["PublishInDoubt", "RequestTimeout", "RequestHeaderFieldsTooLarge", "Cancelled"]
+  }
 ] as const
 
 const byTag = new Map<string, number>(exitCodes.flatMap(({ code, tags }) => tags.map((tag) => [tag, code] as const)))
@@ -29,5 +45,7 @@ export const usageExitCode = 2
 /** The exit status for an error with this `_tag`; 1 for any other. */
 export const exitCodeOf = (tag: string): number => byTag.get(tag) ?? 1
 
-/** The table as text, for `--help` and the README. */
-export const exitCodeLines = exitCodes.map(({ code, meaning }) => `${code}  ${meaning}`)
+/** The table as text, for `--help`: each status, what it means, and the `_tag`s (as `--json` prints them) it stands for. */
+export const exitCodeLines = exitCodes.map(({ code, meaning, tags }) =>
+  tags.length === 0 ? `${code}  ${meaning}` : `${code}  ${meaning} [${tags.join(", ")}]`
+)

@@ -1,4 +1,4 @@
-import { Console, Context, Effect, Layer, Predicate, Schema } from "effect"
+import { Console, Effect, ParseResult, Predicate, Schema } from "effect"
 
 /** What a failed command reports: the error's `_tag` (its exit status follows from it) and its message. */
 export interface Failure {
@@ -6,13 +6,20 @@ export interface Failure {
   readonly message: string
 }
 
+/** A schema's refusal in one line per issue, `path message`, rather than the tree of the schemas involved. */
+const parseIssues = (error: ParseResult.ParseError) =>
+  ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => [...issue.path, issue.message].join(" ")).join("; ")
+
 /** Any error as a Failure: tagged errors keep their tag, anything else is an `Error`. */
-export const failureOf = (error: unknown): Failure => ({
-  _tag: Predicate.hasProperty(error, "_tag") && typeof error._tag === "string" ? error._tag : "Error",
-  message: Predicate.hasProperty(error, "message") && typeof error.message === "string" && error.message !== ""
-    ? error.message
-    : String(error)
-})
+export const failureOf = (error: unknown): Failure =>
+  ParseResult.isParseError(error)
+    ? { _tag: error._tag, message: parseIssues(error) }
+    : {
+      _tag: Predicate.hasProperty(error, "_tag") && typeof error._tag === "string" ? error._tag : "Error",
+      message: Predicate.hasProperty(error, "message") && typeof error.message === "string" && error.message !== ""
+        ? error.message
+        : String(error)
+    }
 
 /** `Error (NotFound): Post not found`: how a failure reads for people, on standard error. */
 export const describeFailure = (failure: Failure) => `Error (${failure._tag}): ${failure.message}`
@@ -23,24 +30,19 @@ export const failureDocument = (failure: Failure) => JSON.stringify({ error: { _
 /**
  * Where a command's words go. Standard output carries its answer alone: with `--json` exactly one JSON document
  * (the API's answer, or `{"error": {_tag, message}}`), otherwise tables and fields for people. Everything else
- * (instructions, previews, progress) goes to standard error.
+ * (instructions, previews, progress) goes to standard error. `Output.Default(json)` for the command's mode.
  */
-export class Output extends Context.Tag("postline/Output")<Output, {
-  readonly json: boolean
-  /** The command's answer: `value` encoded by `schema` as JSON, or `text(value)` for people. */
-  readonly answer: <A, I>(schema: Schema.Schema<A, I>, value: A, text: (value: A) => string) => Effect.Effect<void>
-  /** A line for people on standard error, in either mode. */
-  readonly note: (text: string) => Effect.Effect<void>
-  readonly failure: (failure: Failure) => Effect.Effect<void>
-}>() {
-  static readonly layer = (json: boolean) =>
-    Layer.succeed(this, {
-      json,
-      answer: (schema, value, text) =>
-        json
-          ? Schema.encode(schema)(value).pipe(Effect.orDie, Effect.flatMap((encoded) => Console.log(JSON.stringify(encoded))))
-          : Console.log(text(value)),
-      note: (text) => Console.error(text),
-      failure: (failure) => json ? Console.log(failureDocument(failure)) : Console.error(describeFailure(failure))
-    })
-}
+export class Output extends Effect.Service<Output>()("postline/Output", {
+  effect: (json: boolean) => Effect.succeed({
+    json,
+    /** The command's answer: `value` encoded by `schema` as JSON, or `text(value)` for people. */
+    answer: <A, I>(schema: Schema.Schema<A, I>, value: A, text: (value: A) => string): Effect.Effect<void> =>
+      json
+        ? Schema.encode(schema)(value).pipe(Effect.orDie, Effect.flatMap((encoded) => Console.log(JSON.stringify(encoded))))
+        : Console.log(text(value)),
+    /** A line for people on standard error, in either mode. */
+    note: (text: string): Effect.Effect<void> => Console.error(text),
+    failure: (failure: Failure): Effect.Effect<void> =>
+      json ? Console.log(failureDocument(failure)) : Console.error(describeFailure(failure))
+  })
+}) {}

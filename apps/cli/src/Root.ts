@@ -32,7 +32,10 @@ export const helpFooter = HelpDoc.blocks([
   ...exitCodeLines.map((line) => HelpDoc.p(line)),
   HelpDoc.h1("CONFIRMATION"),
   HelpDoc.p(
-    "post-now and schedule (which spend credits), unschedule and posts delete show what they would do and ask " +
-      "Proceed? [y/N] on the terminal; --yes skips the question, and without a terminal they refuse unless --yes is given."
+    "Every command that changes something (posts create and delete, post-now, schedule, unschedule, accounts connect " +
+      "and verify, media upload, context use, logout) shows what it would do and what it costs (for a publish, each " +
+      "account's credits and the organization's available credits; Cost: none otherwise) and asks Proceed? [y/N] on the " +
+      "terminal; --yes skips the question, and without a terminal it refuses (exit 2) unless --yes is given. login is " +
+      "approved in a browser instead, and mcp leaves asking to the agent."
   )
 ])

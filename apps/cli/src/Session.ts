@@ -1,4 +1,4 @@
-import { Postline } from "@postline/sdk"
+import { Postline, type PostlineOptions } from "@postline/sdk"
 import { Data, Effect, Option } from "effect"
 import type { ServerOptions } from "./CommonOptions.js"
 import { exitCodeOf } from "./ExitCodes.js"
@@ -21,7 +21,11 @@ export const reported = <A, E, R>(body: Effect.Effect<A, E, R>) =>
 
 /** Runs a command's body in its output mode, with no server (login makes its own calls). */
 export const offline = (options: Pick<ServerOptions, "json">) => <A, E, R>(body: Effect.Effect<A, E, R>) =>
-  body.pipe(reported, Effect.provide(Output.layer(options.json)))
+  body.pipe(reported, Effect.provide(Output.Default(options.json)))
+
+/** The server `--url` names, when it names one: the SDK looks further (POSTLINE_URL, the stored login's) otherwise. */
+export const serverAt = (url: Option.Option<string>): PostlineOptions =>
+  Option.match(url, { onNone: () => ({}), onSome: (baseUrl) => ({ baseUrl }) })
 
 /**
  * Runs a command's body against the server: `--url`, else POSTLINE_URL, else the stored login's, with the
@@ -29,6 +33,6 @@ export const offline = (options: Pick<ServerOptions, "json">) => <A, E, R>(body:
  */
 export const online = (options: ServerOptions) => <A, E, R>(body: Effect.Effect<A, E, R>) =>
   body.pipe(
-    Effect.provide(Postline.layerNode(Option.match(options.url, { onNone: () => ({}), onSome: (baseUrl) => ({ baseUrl }) }))),
+    Effect.provide(Postline.layerNode(serverAt(options.url))),
     offline(options)
   )

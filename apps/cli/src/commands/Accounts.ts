@@ -1,4 +1,5 @@
 import { Command, Options, Prompt } from "@effect/cli"
+import type { Terminal } from "@effect/platform"
 import {
   ConnectBluesky,
   ConnectedSocialAccount,
@@ -11,7 +12,9 @@ import {
 } from "@postline/domain"
 import { Postline } from "@postline/sdk"
 import { Effect, Option, ParseResult, Redacted, Schema } from "effect"
-import { decodedArg, decodedOption, serverOptions, team } from "../CommonOptions.js"
+import { firstLineOfInput } from "../BoundedInput.js"
+import { decodedArg, decodedOption, serverOptions, team, yes } from "../CommonOptions.js"
+import { confirmed, costsNothing } from "../Confirmation.js"
 import { UsageError } from "../Errors.js"
 import { commandGroup } from "../Group.js"
 import { Output } from "../Output.js"
@@ -48,15 +51,12 @@ const list = Command.make("list", { ...serverOptions, ...pageOptions, team }, (o
       ))
   }).pipe(online(options))).pipe(Command.withDescription("The team's social accounts"))
 
+/** More than any provider's secret (the schemas take up to 1024 characters); a longer first line is refused. */
+const maxSecretBytes = 4096
+
 /** A secret from the terminal (typed unseen) or, when standard input is not one, its first line. */
-const secretInput = (label: string) =>
-  process.stdin.isTTY === true
-    ? Prompt.password({ message: label })
-    : Effect.promise(async () => {
-      const chunks: Array<Buffer> = []
-      for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
-      return Redacted.make(Buffer.concat(chunks).toString("utf8").split(/\r?\n/)[0] ?? "")
-    })
+const secretInput = (label: string): Effect.Effect<Redacted.Redacted, UsageError | Terminal.QuitException, Terminal.Terminal> =>
+  process.stdin.isTTY === true ? Prompt.password({ message: label }) : firstLineOfInput(label, maxSecretBytes)
 
 /** Credentials checked by the domain's schema before they are sent, refused in its words. */
 const credentials = <A, I>(schema: Schema.Schema<A, I>, input: unknown) =>
@@ -90,12 +90,23 @@ const connect = Command.make("connect", {
   serviceUrl: decodedOption("service-url", WebsiteUrl, "url").pipe(
     Options.optional,
     Options.withDescription("With --bluesky: its PDS (default https://bsky.social)")
-  )
+  ),
+  yes
 }, (options) =>
   Effect.gen(function*() {
     const { client } = yield* Postline
     const teamId = yield* teamOf(options.team)
     const chosen = options.provider
+    const what = chosen.provider === "webhook"
+      ? `a webhook at ${chosen.url} (each publish is POSTed to it as a signed event)`
+      : chosen.provider === "bluesky"
+      ? `the Bluesky account ${chosen.handle} (its app password is read next)`
+      : `an account on the Mastodon instance ${chosen.instanceUrl} (its access token is read next)`
+    yield* confirmed({
+      yes: options.yes,
+      action: "connecting the account",
+      preview: Effect.succeed(costsNothing(`Connect ${what} to team ${teamId}: the provider checks the credentials first`))
+    })
     const connected = yield* (chosen.provider === "webhook"
       ? Effect.flatMap(credentials(ConnectWebhook, chosen), (payload) =>
         client.socialAccounts.connectSocialAccount({ path: { teamId }, payload }))
@@ -119,20 +130,29 @@ const connect = Command.make("connect", {
         : `${accountFields(account)}\n\nSigning secret (shown this once: keep it to verify the webhook's calls): ${account.signingSecret}`)
   }).pipe(online(options))).pipe(
     Command.withDescription(
-      "Connects an account to the team: --webhook <address>, --bluesky <handle> (its app password read from the terminal or the " +
-        "first line of standard input) or --mastodon <instance> (an access token with the scopes read:accounts, write:statuses " +
-        "and write:media, read alike). The provider checks the credentials first"
+      "Connects an account to the team (asks first): --webhook <address>, --bluesky <handle> (its app password read from the " +
+        "terminal or the first line of standard input) or --mastodon <instance> (an access token with the scopes " +
+        "read:accounts, write:statuses and write:media, read alike). The provider checks the credentials first"
     )
   )
 
-const verify = Command.make("verify", { ...serverOptions, team, account: decodedArg("accountId", SocialAccountId) }, (options) =>
+const verify = Command.make("verify", { ...serverOptions, team, account: decodedArg("accountId", SocialAccountId), yes }, (options) =>
   Effect.gen(function*() {
-    const postline = yield* Postline
-    const teamId = yield* teamOf(options.team)
-    const account = yield* postline.client.socialAccounts.verifySocialAccount({ path: { teamId, socialAccountId: options.account } })
+    const { client } = yield* Postline
+    const path = { teamId: yield* teamOf(options.team), socialAccountId: options.account }
+    yield* confirmed({
+      yes: options.yes,
+      action: "verifying the account",
+      preview: Effect.map(client.socialAccounts.getSocialAccount({ path }), (account) =>
+        costsNothing(
+          `Verify the ${account.provider} account ${account.handle} (${account.id}, ${account.status}) with its provider now: ` +
+            "its status becomes what the provider answers"
+        ))
+    })
+    const account = yield* client.socialAccounts.verifySocialAccount({ path })
     yield* (yield* Output).answer(SocialAccount, account, accountFields)
   }).pipe(online(options))).pipe(
-    Command.withDescription("Checks an account's credentials with its provider now")
+    Command.withDescription("Checks an account's credentials with its provider now, which sets its status (asks first)")
   )
 
 export const accountsCommand = commandGroup("accounts", "The team's social accounts: list, connect, verify", [list, connect, verify])

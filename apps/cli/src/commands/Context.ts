@@ -2,7 +2,8 @@ import { Command, Options } from "@effect/cli"
 import { AgentContext, AgentDefaultsChoice, OrganizationId, OrganizationList, TeamId, TeamList } from "@postline/domain"
 import { Postline } from "@postline/sdk"
 import { Effect, Option } from "effect"
-import { decodedOption, serverOptions } from "../CommonOptions.js"
+import { decodedOption, serverOptions, yes } from "../CommonOptions.js"
+import { confirmed, costsNothing } from "../Confirmation.js"
 import { UsageError } from "../Errors.js"
 import { Output } from "../Output.js"
 import { pageOptions, pageParams, pageText } from "../Pages.js"
@@ -44,7 +45,8 @@ const use = Command.make("use", {
   organization: decodedOption("org", OrganizationId, "id").pipe(
     Options.optional,
     Options.withDescription("The organization to use by default, when no --team is given (its oldest team is then offered)")
-  )
+  ),
+  yes
 }, (options) =>
   Effect.gen(function*() {
     const { client } = yield* Postline
@@ -56,11 +58,20 @@ const use = Command.make("use", {
           onNone: () => new UsageError({ message: "Pass --team <id> or --org <id> (postline context lists yours)" })
         })
     })
+    yield* confirmed({
+      yes: options.yes,
+      action: "changing your defaults",
+      preview: Effect.succeed(costsNothing(
+        choice.teamId === null
+          ? `Use the organization ${choice.organizationId} by default (and its oldest team)`
+          : `Use the team ${choice.teamId} (of the organization ${choice.organizationId}) by default`
+      ))
+    })
     const saved = yield* client.agent.setDefaults({ payload: choice })
     yield* (yield* Output).answer(AgentDefaultsChoice, saved, (value) =>
       fields([["Organization", value.organizationId], ["Team", value.teamId ?? "(its oldest)"]]))
   }).pipe(online(options))).pipe(
-    Command.withDescription("Saves your default team (or organization): commands use it when --team or --org is not given")
+    Command.withDescription("Saves your default team (or organization): commands use it when --team or --org is not given (asks first)")
   )
 
 const contextCommand = Command.make("context", serverOptions, (options) =>

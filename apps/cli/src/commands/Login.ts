@@ -1,9 +1,10 @@
 import { Command } from "@effect/cli"
 import { NodeHttpClient } from "@effect/platform-node"
 import { User } from "@postline/domain"
-import { defaultBaseUrl, deviceLogin, makePlainClient, normalizeBaseUrl, Postline, TokenStore } from "@postline/sdk"
+import { defaultBaseUrl, deviceLogin, logout, normalizeBaseUrl, Postline, TokenStore } from "@postline/sdk"
 import { Config, Effect, Layer, Option, Schema } from "effect"
-import { serverOptions } from "../CommonOptions.js"
+import { serverOptions, yes } from "../CommonOptions.js"
+import { confirmed, costsNothing } from "../Confirmation.js"
 import { Output } from "../Output.js"
 import { offline } from "../Session.js"
 import { fields } from "../Table.js"
@@ -47,8 +48,9 @@ const login = Command.make("login", serverOptions, (options) =>
           ].join("\n")
         )
     })
+    // As the login just approved: not POSTLINE_API_KEY or POSTLINE_TOKEN, which the environment may also hold.
     const context = yield* Effect.flatMap(Postline, (postline) => postline.client.agent.getContext()).pipe(
-      Effect.provide(Postline.layerNode({ baseUrl }))
+      Effect.provide(Postline.layer({ baseUrl, token: stored.accessToken, env: {} }))
     )
     const store = yield* TokenStore
     yield* output.answer(LoginAnswer, {
@@ -68,15 +70,17 @@ const login = Command.make("login", serverOptions, (options) =>
     )
   )
 
-const logout = Command.make("logout", { json: serverOptions.json }, (options) =>
+const logoutCommand = Command.make("logout", { json: serverOptions.json, yes }, (options) =>
   Effect.gen(function*() {
     const store = yield* TokenStore
     const stored = yield* store.load
     if (Option.isSome(stored)) {
-      // Revoking the refresh token ends the whole login on the server; an ended one answers 200 too.
-      const plain = yield* makePlainClient(normalizeBaseUrl(stored.value.baseUrl))
-      yield* plain.auth.revoke({ payload: { token: stored.value.refreshToken, token_type_hint: "refresh_token" } })
-      yield* store.clear
+      yield* confirmed({
+        yes: options.yes,
+        action: "logging out",
+        preview: Effect.succeed(costsNothing(`Log out of ${stored.value.baseUrl}: the login ends on the server, and ${store.path} is removed`))
+      })
+      yield* logout()
     }
     yield* (yield* Output).answer(
       LogoutAnswer,
@@ -84,7 +88,7 @@ const logout = Command.make("logout", { json: serverOptions.json }, (options) =>
       (answer) => answer.baseUrl === null ? "Not logged in: nothing to do" : `Logged out of ${answer.baseUrl}`
     )
   }).pipe(Effect.provide(nodeLogin), offline(options))).pipe(
-    Command.withDescription("Ends the stored login on its server and removes it from this machine")
+    Command.withDescription("Ends the stored login on its server and removes it from this machine (asks first)")
   )
 
-export const loginCommands = [login, logout] as const
+export const loginCommands = [login, logoutCommand] as const

@@ -4,7 +4,8 @@ import { Postline } from "@postline/sdk"
 import { Effect, Option } from "effect"
 import { openAsBlob } from "node:fs"
 import * as Path from "node:path"
-import { decodedOption, serverOptions, team } from "../CommonOptions.js"
+import { decodedOption, serverOptions, team, yes } from "../CommonOptions.js"
+import { confirmed, costsNothing } from "../Confirmation.js"
 import { FileUnreadable } from "../Errors.js"
 import { commandGroup } from "../Group.js"
 import { Output } from "../Output.js"
@@ -41,20 +42,30 @@ const upload = Command.make("upload", {
   file: Args.file({ name: "file", exists: "yes" }).pipe(Args.withDescription("An image or video: JPEG, PNG, WebP, GIF, HEIC or MP4")),
   name: decodedOption("name", FolderName).pipe(Options.optional, Options.withDescription("Its name (default: the file's)")),
   altText: decodedOption("alt", AltText).pipe(Options.optional, Options.withDescription("Its alt text, sent with it to providers")),
-  folder: decodedOption("folder", FolderId, "id").pipe(Options.optional, Options.withDescription("The folder to put it in (default: the top)"))
+  folder: decodedOption("folder", FolderId, "id").pipe(Options.optional, Options.withDescription("The folder to put it in (default: the top)")),
+  yes
 }, (options) =>
   Effect.gen(function*() {
     const { client } = yield* Postline
     const teamId = yield* teamOf(options.team)
+    const file = yield* fileBlob(options.file)
+    yield* confirmed({
+      yes: options.yes,
+      action: "uploading the file",
+      preview: Effect.succeed(costsNothing(
+        `Upload ${options.file} (${size(file.size)}) to the media library of team ${teamId}: ` +
+          "it counts against the organization's storage quota"
+      ))
+    })
     const form = new FormData()
-    form.append("file", yield* fileBlob(options.file), Path.basename(options.file))
+    form.append("file", file, Path.basename(options.file))
     for (const [field, value] of [["name", options.name], ["altText", options.altText], ["folderId", options.folder]] as const) {
       if (Option.isSome(value)) form.append(field, value.value)
     }
     const asset = yield* client.assetUploads.uploadAsset({ path: { teamId }, payload: form })
     yield* (yield* Output).answer(Asset, asset, assetText)
   }).pipe(online(options))).pipe(
-    Command.withDescription("Uploads an image or video to the team's media library (the same bytes again give the asset it has)")
+    Command.withDescription("Uploads an image or video to the team's media library (the same bytes again give the asset it has); asks first")
   )
 
 const list = Command.make("list", {

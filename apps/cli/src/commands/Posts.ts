@@ -1,9 +1,10 @@
-import { Command, Options, ValidationError } from "@effect/cli"
-import { AssetId, Post, PostContent, PostId, PostList, PostStatus } from "@postline/domain"
+import { Command, HelpDoc, Options, ValidationError } from "@effect/cli"
+import { AssetId, maxPostLength, Post, PostContent, PostList, PostStatus } from "@postline/domain"
 import { Postline } from "@postline/sdk"
-import { Effect, Option } from "effect"
-import { accounts, decodeAs, decodedArg, decodedOption, decodedRepeatedOption, serverOptions, team, yes } from "../CommonOptions.js"
-import { confirmed } from "../Confirmation.js"
+import { Effect, Either, Option } from "effect"
+import { readTextAtMost } from "../BoundedInput.js"
+import { accounts, decodeAs, decodedOption, decodedRepeatedOption, postId, serverOptions, team, yes } from "../CommonOptions.js"
+import { confirmed, costsNothing } from "../Confirmation.js"
 import { commandGroup } from "../Group.js"
 import { Output } from "../Output.js"
 import { pageOptions, pageParams, pageText } from "../Pages.js"
@@ -37,15 +38,29 @@ export const postText = (post: Post) =>
     ], post.targets)
   ].join("\n")
 
+/**
+ * The most bytes a file of the longest post can hold: each character up to 4 bytes of UTF-8, and the line break
+ * (CRLF at most) that ends its last line. A longer file is refused unread.
+ */
+const maxFileBytes = maxPostLength * 4 + 2
+
 /** The text of a file, without the line break that ends its last line. */
-const fromFile = Options.fileText("file").pipe(
-  Options.map(([, content]) => content.replace(/\r?\n$/, "")),
-  Options.withDescription("Read the post's text from this file")
-)
+const fileText = (path: string) =>
+  readTextAtMost(path, maxFileBytes).pipe(
+    Effect.map((text) => text.replace(/\r?\n$/, "")),
+    Effect.mapError((error) =>
+      ValidationError.invalidValue(HelpDoc.p(
+        error._tag === "UsageError" ? `--file: ${error.message} (a post's text is at most ${maxPostLength} characters)` : error.message
+      ))
+    )
+  )
 
 const content = Options.text("text").pipe(
   Options.withDescription("The post's text"),
-  Options.orElse(fromFile),
+  Options.orElseEither(Options.file("file", { exists: "yes" }).pipe(
+    Options.withDescription(`Read the post's text from this file (at most ${maxFileBytes} bytes)`)
+  )),
+  Options.mapEffect(Either.match({ onLeft: Effect.succeed, onRight: fileText })),
   Options.mapEffect((text) => Effect.mapError(decodeAs("The post's text", PostContent)(text), ValidationError.invalidValue))
 )
 
@@ -56,11 +71,25 @@ const create = Command.make("create", {
   accounts: accounts.pipe(Options.withDescription("An account the post is meant for (post-now and schedule default to them); repeat it for several")),
   media: decodedRepeatedOption("media", AssetId, "id").pipe(
     Options.withDescription("An asset of the team's media library to send with it, in order (postline media list); repeat it for several")
-  )
+  ),
+  yes
 }, (options) =>
   Effect.gen(function*() {
     const postline = yield* Postline
     const teamId = yield* teamOf(options.team)
+    yield* confirmed({
+      yes: options.yes,
+      action: "creating the draft",
+      preview: Effect.succeed(costsNothing(
+        [
+          `Create a draft in team ${teamId}: ${excerpt(options.content, 60)}`,
+          fields([
+            ["Accounts", options.accounts.length === 0 ? "-" : options.accounts.join(", ")],
+            ["Media", options.media.length === 0 ? "-" : options.media.join(", ")]
+          ])
+        ].join("\n")
+      ))
+    })
     const post = yield* postline.client.posts.createPost({
       path: { teamId },
       payload: {
@@ -70,7 +99,7 @@ const create = Command.make("create", {
       }
     })
     yield* (yield* Output).answer(Post, post, postText)
-  }).pipe(online(options))).pipe(Command.withDescription("Creates a draft from --text or --file"))
+  }).pipe(online(options))).pipe(Command.withDescription("Creates a draft from --text or --file (asks first)"))
 
 const list = Command.make("list", {
   ...serverOptions,
@@ -100,8 +129,6 @@ const list = Command.make("list", {
       ))
   }).pipe(online(options))).pipe(Command.withDescription("The team's posts, newest first"))
 
-const postId = decodedArg("postId", PostId)
-
 const show = Command.make("show", { ...serverOptions, team, postId }, (options) =>
   Effect.gen(function*() {
     const postline = yield* Postline
@@ -117,7 +144,7 @@ const remove = Command.make("delete", { ...serverOptions, team, postId, yes }, (
     yield* confirmed({
       yes: options.yes,
       action: "deleting the draft",
-      preview: Effect.map(postline.client.posts.getPost({ path }), (post) => `Delete the draft ${post.id}: ${excerpt(post.content, 60)}`)
+      preview: Effect.map(postline.client.posts.getPost({ path }), (post) => costsNothing(`Delete the draft ${post.id}: ${excerpt(post.content, 60)}`))
     })
     const deleted = yield* postline.client.posts.deletePost({ path })
     yield* (yield* Output).answer(Post, deleted, (post) => `Deleted the draft ${post.id}`)

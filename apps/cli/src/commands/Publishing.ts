@@ -2,9 +2,10 @@ import { Command, Options } from "@effect/cli"
 import {
   Estimate,
   IdempotencyKey,
+  maxTargetsPerPublish,
   PaymentRequired,
   Post,
-  PostId,
+  type PostId,
   PostNowResponse,
   type PublishError,
   ScheduleRequest,
@@ -13,10 +14,10 @@ import {
   type SocialAccountId,
   type TeamId
 } from "@postline/domain"
-import { Postline } from "@postline/sdk"
+import { Postline, PublishInDoubt } from "@postline/sdk"
 import { Effect, Option } from "effect"
-import { accounts, decodedArg, decodedOption, serverOptions, team, yes } from "../CommonOptions.js"
-import { confirmed } from "../Confirmation.js"
+import { accounts, decodedOption, postId, serverOptions, team, yes } from "../CommonOptions.js"
+import { confirmed, costsNothing } from "../Confirmation.js"
 import { UsageError } from "../Errors.js"
 import { exitCodeOf } from "../ExitCodes.js"
 import { failureOf, Output } from "../Output.js"
@@ -25,8 +26,6 @@ import { withSpinner } from "../Spinner.js"
 import { fields, orDash, table } from "../Table.js"
 import { teamOf } from "../Workspace.js"
 import { postText } from "./Posts.js"
-
-const postId = decodedArg("postId", PostId)
 
 const targets = accounts.pipe(
   Options.withDescription("An account to publish to; repeat it for several (default: the post's accounts, else all the team's connected ones)")
@@ -37,16 +36,28 @@ const idempotencyKey = decodedOption("idempotency-key", IdempotencyKey, "key").p
   Options.withDescription("Sent as Idempotency-Key (default: a new UUID): the same key again gets the first answer instead of publishing twice")
 )
 
-/** The accounts a publish goes to: those given, else the post's own, else every connected account of the team. */
+/**
+ * The accounts a publish goes to: those given, else the post's own, else every connected account of the team,
+ * which must then be no more than a publish takes (one more is asked for, to tell).
+ */
 const targetsOf = (teamId: TeamId, postId: PostId, given: ReadonlyArray<SocialAccountId>) =>
   Effect.gen(function*() {
     if (given.length > 0) return given
     const { client } = yield* Postline
     const post = yield* client.posts.getPost({ path: { teamId, postId } })
     if (post.socialAccountIds.length > 0) return post.socialAccountIds
-    const connected = yield* client.socialAccounts.listSocialAccounts({ path: { teamId }, urlParams: { status: "connected", limit: 100 } })
+    const connected = yield* client.socialAccounts.listSocialAccounts({
+      path: { teamId },
+      urlParams: { status: "connected", limit: maxTargetsPerPublish + 1 }
+    })
     if (connected.data.length === 0) {
       return yield* new UsageError({ message: "The team has no connected account: connect one (postline accounts connect) or pass --account" })
+    }
+    if (connected.data.length > maxTargetsPerPublish) {
+      return yield* new UsageError({
+        message: `The team has more than ${maxTargetsPerPublish} connected accounts, more than one publish takes: ` +
+          `pass --account for each account to publish to (at most ${maxTargetsPerPublish})`
+      })
     }
     return connected.data.map((account) => account.id)
   })
@@ -108,12 +119,18 @@ const estimate = Command.make("estimate", { ...serverOptions, team, postId, acco
   )
 
 /**
- * After a publish that ended without a definite answer (the server unreachable, timing out or failing), says how
- * to repeat it so that the repetition cannot publish twice. A refusal (exit 2 to 7) needs no such advice.
+ * After a publish that ended without a definite answer (the server unreachable, timing out or failing, or still
+ * running it when the SDK stopped waiting), says how to repeat it so that the repetition cannot publish twice. A
+ * refusal (exit 2 to 7) needs no such advice.
  */
 const keyForRetry = (key: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.tapError(effect, (error) =>
-    exitCodeOf(failureOf(error)._tag) === 1
+    error instanceof PublishInDoubt
+      ? Effect.flatMap(Output, (output) =>
+        output.note(
+          `The server is still publishing it and may yet succeed: to learn its answer without publishing twice, repeat the command later with --idempotency-key ${error.idempotencyKey}`
+        ))
+      : exitCodeOf(failureOf(error)._tag) === 1
       ? Effect.flatMap(Output, (output) => output.note(`To try again without publishing twice, repeat the command with --idempotency-key ${key}`))
       : Effect.void)
 
@@ -151,17 +168,17 @@ const postNow = Command.make("post-now", { ...serverOptions, team, postId, accou
     Command.withDescription("Publishes a post now (asks first, showing its cost and your credits); --yes to skip")
   )
 
-const ScheduledAt = ScheduleRequest.members[0].fields.scheduledAt
+const [AtInstant, InNextSlot] = ScheduleRequest.members
 
-/** When a schedule publishes: the part of the request that is not its accounts. */
-type When = { readonly slot: "next" } | { readonly scheduledAt: string }
+/** When a schedule publishes: a member of the request without its accounts. */
+type When = Omit<typeof AtInstant.Type, "socialAccountIds"> | Omit<typeof InNextSlot.Type, "socialAccountIds">
 
 const schedule = Command.make("schedule", {
   ...serverOptions,
   team,
   postId,
   accounts: targets,
-  at: decodedOption("at", ScheduledAt, "instant").pipe(
+  at: decodedOption("at", AtInstant.fields.scheduledAt, "instant").pipe(
     Options.optional,
     Options.withDescription("When to publish: an ISO 8601 instant with an offset, e.g. 2027-01-31T09:00:00+01:00")
   ),
@@ -213,7 +230,9 @@ const unschedule = Command.make("unschedule", { ...serverOptions, team, postId, 
       yes: options.yes,
       action: "unscheduling",
       preview: Effect.map(client.posts.getPost({ path }), (post) =>
-        `Unschedule post ${post.id} (scheduled at ${orDash(post.scheduledAt)}): it becomes a draft again and its held credits are released`)
+        costsNothing(
+          `Unschedule post ${post.id} (scheduled at ${orDash(post.scheduledAt)}): it becomes a draft again and its held credits are released`
+        ))
     })
     const post = yield* client.posts.unschedulePost({ path })
     yield* (yield* Output).answer(Post, post, postText)

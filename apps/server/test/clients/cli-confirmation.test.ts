@@ -8,15 +8,25 @@ if (tmuxMissing && !process.env.CI) {
 }
 
 describe.skipIf(tmuxMissing && !process.env.CI)("postline's confirmation on a terminal (tmux)", () => {
-  it.scopedLive("shows the cost and the credits, publishes on y and sends nothing on n", () =>
+  it.scopedLive("shows the cost and the credits, publishes on y and sends nothing on n; a free change says Cost: none", () =>
     Effect.gen(function*() {
       if (tmuxMissing) throw new Error("tmux is not installed: CI must run the CLI's interactive tests")
       const { env, home, receiver, server } = yield* publishing()
       const { call, organizationId, token } = yield* userWithTeam(env, server, 5)
       const cli = cliEnv(home, server.base, { POSTLINE_TOKEN: token })
-      const account = yield* answerOf(["accounts", "connect", "--webhook", receiver.url], cli)
-      const first = yield* answerOf(["posts", "create", "--text", "Confirmed"], cli)
-      const second = yield* answerOf(["posts", "create", "--text", "Declined"], cli)
+      const account = yield* answerOf(["accounts", "connect", "--webhook", receiver.url, "--yes"], cli)
+      const first = yield* answerOf(["posts", "create", "--text", "Confirmed", "--yes"], cli)
+
+      // A change that spends nothing asks too, and says so.
+      const draft = yield* cliInTmux(["posts", "create", "--text", "Declined", "--account", account.id, "--json"], cli)
+      const draftPreview = yield* draft.waitFor("the question", (pane) => pane.includes("Proceed? [y/N]"))
+      expect(draftPreview).toContain(`Create a draft in team ${first.teamId}: Declined\nAccounts:  ${account.id}\nMedia:     -\nCost: none\nProceed? [y/N]`)
+      yield* draft.sendKeys("y", "Enter")
+      const drafted = yield* draft.waitFor("its end", (pane) => pane.includes("EXIT:"))
+      expect(drafted).toContain("EXIT:0")
+      const second = (yield* call("GET", `/v1/teams/${first.teamId}/posts?status=draft`)).body.data
+        .find((post: { content: string }) => post.content === "Declined")
+      expect(second).toMatchObject({ status: "draft", socialAccountIds: [account.id] })
 
       const yes = yield* cliInTmux(["post-now", first.id], cli)
       const preview = yield* yes.waitFor("the question", (pane) => pane.includes("Proceed? [y/N]"))
@@ -41,5 +51,5 @@ describe.skipIf(tmuxMissing && !process.env.CI)("postline's confirmation on a te
       expect(receiver.received).toHaveLength(1)
       expect((yield* call("GET", `/v1/organizations/${organizationId}/credits`)).body).toEqual({ balance: 4, reserved: 0, available: 4 })
       expect((yield* call("GET", `/v1/teams/${second.teamId}/posts/${second.id}`)).body.status).toBe("draft")
-    }), 240_000)
+    }), 300_000)
 })

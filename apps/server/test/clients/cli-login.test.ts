@@ -17,7 +17,8 @@ describe("postline login", () => {
       const configHome = Path.join(home, "config")
       const cli = cliEnv(home, server.base, { XDG_CONFIG_HOME: configHome })
 
-      const login = yield* startCli(["login"], cli)
+      // An API key in the environment does not hide who approved the login: "As" is the login's user.
+      const login = yield* startCli(["login"], { ...cli, POSTLINE_API_KEY: "plk_not_a_key" })
       const instructions = yield* waitUntil("the user code", login.stderr, (text) => /enter the code: [A-Z]{4}-[A-Z]{4}/.test(text))
       const userCode = /enter the code: ([A-Z]{4}-[A-Z]{4})/.exec(instructions)![1]!
       expect(instructions).toContain(`open ${server.base}/device and enter the code: ${userCode}`)
@@ -55,7 +56,12 @@ describe("postline login", () => {
       expect(JSON.parse(messages[1].result.content[0].text).user).toEqual(whoami.user)
       mcp.child.stdin.end()
 
-      const logout = yield* answerOf(["logout"], cli)
+      // Without a terminal, logging out needs --yes: the login is kept.
+      const unconfirmed = yield* runCli(["logout"], cli)
+      expect(unconfirmed.code).toBe(2)
+      expect(unconfirmed.stderr).toMatch(/^Error \(UsageError\): Not logging out without confirmation: .*pass --yes/)
+      expect(statSync(credentials).mode & 0o777).toBe(0o600)
+      const logout = yield* answerOf(["logout", "--yes"], cli)
       expect(logout).toEqual({ baseUrl: server.base, loggedOut: true })
       expect(() => statSync(credentials)).toThrow()
       // Revoked on the server: the refresh token no longer works.
@@ -76,5 +82,5 @@ describe("postline login", () => {
       expect(afterJson.code).toBe(3)
       expect(jsonOf(afterJson)).toEqual({ error: { _tag: "NotConfigured", message: expect.stringContaining("postline login") } })
       expect(jsonOf(yield* runCli(["logout", "--json"], cli))).toEqual({ baseUrl: null, loggedOut: false })
-    }), 240_000)
+    }), 300_000)
 })

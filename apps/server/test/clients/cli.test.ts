@@ -17,7 +17,7 @@ describe("postline, publishing to a webhook receiver", () => {
       const cli = cliEnv(home, server.base, { POSTLINE_TOKEN: token })
 
       // No --team: the user's only team, from the agent context.
-      const account = yield* answerOf(["accounts", "connect", "--webhook", `${receiver.url}/cli`], cli)
+      const account = yield* answerOf(["accounts", "connect", "--webhook", `${receiver.url}/cli`, "--yes"], cli)
       expect(account).toMatchObject({ teamId, provider: "webhook", handle: new URL(receiver.url).host, status: "connected", lastError: null })
       expect(account.id).toMatch(uuidShape)
       expect(account.signingSecret).toMatch(/^whsec_/)
@@ -25,11 +25,11 @@ describe("postline, publishing to a webhook receiver", () => {
       const image = Path.join(home, "red.png")
       writeFileSync(image, yield* Effect.promise(() =>
         sharp({ create: { width: 40, height: 30, channels: 3, background: "#cc3333" } }).png().toBuffer()))
-      const asset = yield* answerOf(["media", "upload", image, "--alt", "A red square"], cli)
+      const asset = yield* answerOf(["media", "upload", image, "--alt", "A red square", "--yes"], cli)
       expect(asset).toMatchObject({ teamId, name: "red.png", kind: "image", contentType: "image/png", width: 40, height: 30, altText: "A red square" })
       expect((yield* answerOf(["media", "list"], cli)).data.map((item: { id: string }) => item.id)).toEqual([asset.id])
 
-      const post = yield* answerOf(["posts", "create", "--text", "Hello from the CLI", "--media", asset.id], cli)
+      const post = yield* answerOf(["posts", "create", "--text", "Hello from the CLI", "--media", asset.id, "--yes"], cli)
       expect(post).toMatchObject({
         teamId,
         content: "Hello from the CLI",
@@ -85,5 +85,5 @@ describe("postline, publishing to a webhook receiver", () => {
       expect(again.code).toBe(5)
       expect(jsonOf(again)).toEqual({ error: { _tag: "Conflict", message: expect.stringContaining("already published") } })
       expect(receiver.received).toHaveLength(1)
-    }), 240_000)
+    }), 300_000)
 })
