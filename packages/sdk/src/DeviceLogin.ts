@@ -1,9 +1,8 @@
-import { HttpApiClient, HttpClient } from "@effect/platform"
-import { type DeviceAuthorizationResponse, deviceCodeGrantType, PostlineApi, type TokenResponse } from "@postline/domain"
+import { type DeviceAuthorizationResponse, deviceCodeGrantType, type TokenResponse } from "@postline/domain"
 import { Clock, Duration, Effect, Redacted } from "effect"
+import { defaultBaseUrl, defaultClientId, normalizeBaseUrl } from "./Credentials.js"
 import { DeviceLoginFailed } from "./Errors.js"
-import { defaultBaseUrl, defaultClientId, normalizeBaseUrl } from "./Postline.js"
-import { type RetryOptions, withRetries } from "./Retry.js"
+import { makePlainClient, type RetryOptions } from "./Retry.js"
 import { type StoredLogin, TokenStore } from "./TokenStore.js"
 
 export interface DeviceLoginOptions<E = never, R = never> {
@@ -20,17 +19,16 @@ export interface DeviceLoginOptions<E = never, R = never> {
 
 /**
  * The device login (RFC 8628): asks the server for a code, hands it to `onCode`, then polls the token endpoint
- * every `interval` seconds (5 more after each `slow_down`) until the user approves, denies or the code expires.
- * The approved login is saved to the token store and returned; a denied, expired or refused one fails with
- * `DeviceLoginFailed`.
+ * every `interval` seconds (5 more after each `slow_down`) until the user approves or denies, or the code expires:
+ * the server says so, or `expires_in` seconds pass, whichever comes first. The approved login is saved to the
+ * token store and returned; a denied, expired or refused one fails with `DeviceLoginFailed`.
  */
 export const deviceLogin = <E = never, R = never>(options: DeviceLoginOptions<E, R>) =>
   Effect.gen(function*() {
     const baseUrl = normalizeBaseUrl(options.baseUrl ?? defaultBaseUrl)
     const clientId = options.clientId ?? defaultClientId
     const store = yield* TokenStore
-    const http = yield* HttpClient.HttpClient
-    const client = yield* HttpApiClient.makeWith(PostlineApi, { httpClient: withRetries(options.retry)(http), baseUrl })
+    const client = yield* makePlainClient(baseUrl, options.retry)
 
     const code = yield* client.auth.requestDeviceCode({
       payload: options.scope === undefined ? { client_id: clientId } : { client_id: clientId, scope: options.scope }
@@ -55,7 +53,16 @@ export const deviceLogin = <E = never, R = never>(options: DeviceLoginOptions<E,
         })
       )
 
-    const tokens = yield* poll(code.interval)
+    const tokens = yield* poll(code.interval).pipe(
+      Effect.timeoutFail({
+        duration: Duration.seconds(code.expires_in),
+        onTimeout: () =>
+          new DeviceLoginFailed({
+            error: "expired_token",
+            message: `The code was not approved within ${code.expires_in} seconds: start the login again`
+          })
+      })
+    )
     const now = yield* Clock.currentTimeMillis
     const login: StoredLogin = {
       baseUrl,
@@ -64,6 +71,7 @@ export const deviceLogin = <E = never, R = never>(options: DeviceLoginOptions<E,
       refreshToken: Redacted.make(tokens.refresh_token),
       accessTokenExpiresAt: new Date(now + tokens.expires_in * 1000)
     }
-    yield* store.save(login)
+    // Under the lock, so that a refresh of the login it replaces cannot save over it.
+    yield* store.withLock(store.save(login))
     return login
   })

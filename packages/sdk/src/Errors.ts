@@ -20,5 +20,15 @@ export class DeviceLoginFailed extends Schema.TaggedError<DeviceLoginFailed>()("
   message: Schema.String
 }) {}
 
+/**
+ * A publish or schedule whose first try is still running on the server when the client stops waiting for it
+ * (`retry.inDoubtFor`): it may still complete. Send the same request with the same `idempotencyKey` later to
+ * learn its answer; a new key could publish twice.
+ */
+export class PublishInDoubt extends Schema.TaggedError<PublishInDoubt>()("PublishInDoubt", {
+  idempotencyKey: Schema.String,
+  message: Schema.String
+}) {}
+
 /** What to tell someone whose login has ended, after the server's reason. */
 export const loginAgain = "run `postline login` to log in again"

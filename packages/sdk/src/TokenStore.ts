@@ -3,6 +3,8 @@ import type { PlatformError } from "@effect/platform/Error"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { Effect, Layer, Option, type ParseResult, Ref, Schema } from "effect"
 import { homedir } from "node:os"
+import { processEnv } from "./Env.js"
+import { makeFileLock } from "./FileLock.js"
 
 /**
  * A device login as the token store keeps it: the server it was made on, the client it was issued to, and its
@@ -22,12 +24,12 @@ const StoredLoginJson = Schema.parseJson(StoredLogin, { space: 2 })
 export interface TokenStoreOptions {
   /** Where XDG_CONFIG_HOME and HOME are read; default `process.env`. */
   readonly env?: Record<string, string | undefined> | undefined
-  /** The credentials file itself, instead of the one under the configuration folder. */
+  /**
+   * The credentials file itself, instead of the one under the configuration folder. Its folder must exist, and is
+   * left as it is.
+   */
   readonly path?: string | undefined
 }
-
-const processEnv = (): Record<string, string | undefined> =>
-  (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env ?? {}
 
 /**
  * `$XDG_CONFIG_HOME/postline/credentials.json`, else `$HOME/.config/postline/credentials.json` (the user's home
@@ -50,6 +52,11 @@ export interface TokenStoreShape {
   readonly save: (login: StoredLogin) => Effect.Effect<void, PlatformError | ParseResult.ParseError>
   /** Removes the stored login; nothing to remove is fine. */
   readonly clear: Effect.Effect<void, PlatformError>
+  /**
+   * Runs `effect` while no other holder of this store's lock runs, in this process or another: a refresh reads,
+   * rotates and saves the login within it, so that two processes never present one refresh token.
+   */
+  readonly withLock: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** The credentials file. */
   readonly path: string
 }
@@ -60,6 +67,11 @@ const makeFileStore = (options: TokenStoreOptions = {}) =>
     const path = yield* Path.Path
     const file = options.path ?? credentialsPath(path, options.env ?? processEnv())
     const folder = path.dirname(file)
+    // Postline's own folder: whatever made it, only its owner may look inside. A folder of the caller's is theirs.
+    const prepareFolder = options.path === undefined
+      ? Effect.zipRight(fs.makeDirectory(folder, { recursive: true, mode: 0o700 }), fs.chmod(folder, 0o700))
+      : Effect.void
+    const lock = makeFileLock(fs, `${file}.lock`)
 
     const load: TokenStoreShape["load"] = fs.readFileString(file).pipe(
       Effect.flatMap(Schema.decode(StoredLoginJson)),
@@ -74,9 +86,7 @@ const makeFileStore = (options: TokenStoreOptions = {}) =>
     const save: TokenStoreShape["save"] = (login) =>
       Effect.gen(function*() {
         const json = yield* Schema.encode(StoredLoginJson)(login)
-        yield* fs.makeDirectory(folder, { recursive: true, mode: 0o700 })
-        // The folder is Postline's own: whatever made it, only its owner may look inside.
-        yield* fs.chmod(folder, 0o700)
+        yield* prepareFolder
         const temporary = `${file}.${crypto.randomUUID()}.tmp`
         yield* fs.writeFileString(temporary, `${json}\n`, { mode: 0o600, flag: "wx" }).pipe(
           Effect.zipRight(fs.chmod(temporary, 0o600)),
@@ -89,13 +99,17 @@ const makeFileStore = (options: TokenStoreOptions = {}) =>
       Effect.catchIf((error) => error._tag === "SystemError" && error.reason === "NotFound", () => Effect.void)
     )
 
-    return { load, save, clear, path: file } satisfies TokenStoreShape
+    // The lock file sits beside the credentials: their folder must be there first.
+    const withLock: TokenStoreShape["withLock"] = (effect) => Effect.zipRight(Effect.ignore(prepareFolder), lock(effect))
+
+    return { load, save, clear, withLock, path: file } satisfies TokenStoreShape
   })
 
 /**
  * Where a device login is kept between runs: one JSON file, `$XDG_CONFIG_HOME/postline/credentials.json` (else
- * `$HOME/.config/postline/credentials.json`), in a 0700 folder, itself 0600. `TokenStore.Default(options?)` needs
- * a `FileSystem` and a `Path`; `TokenStore.layerNode(options?)` has Node's; `TokenStore.layerMemory()` keeps the
+ * `$HOME/.config/postline/credentials.json`), in a 0700 folder, itself 0600, with `credentials.json.lock` beside it
+ * while a process refreshes, replaces or logs out the login. `TokenStore.Default(options?)` needs a `FileSystem`
+ * and a `Path`; `TokenStore.layerNode(options?)` has Node's; `TokenStore.layerMemory()` keeps the
  * login in memory only.
  */
 export class TokenStore extends Effect.Service<TokenStore>()("@postline/sdk/TokenStore", {
@@ -109,12 +123,16 @@ export class TokenStore extends Effect.Service<TokenStore>()("@postline/sdk/Toke
   static readonly layerMemory = (initial?: StoredLogin): Layer.Layer<TokenStore> =>
     Layer.effect(
       TokenStore,
-      Effect.map(Ref.make(Option.fromNullable(initial)), (ref) =>
-        TokenStore.make({
+      Effect.gen(function*() {
+        const ref = yield* Ref.make(Option.fromNullable(initial))
+        const lock = yield* Effect.makeSemaphore(1)
+        return TokenStore.make({
           load: Ref.get(ref),
           save: (login) => Ref.set(ref, Option.some(login)),
           clear: Ref.set(ref, Option.none()),
+          withLock: lock.withPermits(1),
           path: ":memory:"
-        }))
+        })
+      })
     )
 }

@@ -1,5 +1,8 @@
+export type { RefreshError } from "./Bearer.js"
+export { type CredentialsSource, defaultBaseUrl, defaultClientId, normalizeBaseUrl } from "./Credentials.js"
 export * from "./DeviceLogin.js"
 export * from "./Errors.js"
+export { logout, type LogoutError, type LogoutOptions } from "./Logout.js"
 export * from "./Postline.js"
 export * from "./Retry.js"
 export * from "./TokenStore.js"

@@ -21,7 +21,7 @@ const exec = (command: string, args: ReadonlyArray<string>, cwd: string, env: No
   )
 
 // What a user of the package writes: the service from the environment, the domain's client through it.
-const program = `import { Postline } from "@postline/sdk"
+const program = `import { logout, Postline, PublishInDoubt } from "@postline/sdk"
 import { Effect } from "effect"
 
 const program = Effect.gen(function*() {
@@ -33,6 +33,7 @@ const program = Effect.gen(function*() {
   console.log(JSON.stringify({
     credentials: postline.credentials,
     baseUrl: postline.baseUrl,
+    exports: { logout: typeof logout, PublishInDoubt: new PublishInDoubt({ idempotencyKey: "k", message: "m" })._tag },
     organizationId,
     post: { teamId: post.teamId, content: post.content, status: post.status }
   }))
@@ -127,6 +128,7 @@ describe.skipIf(testDatabaseKind !== "embedded")("the packed @postline/sdk", () 
       expect(JSON.parse(ran.output)).toEqual({
         credentials: "api-key",
         baseUrl: server.base,
+        exports: { logout: "function", PublishInDoubt: "PublishInDoubt" },
         organizationId: organization.id,
         post: { teamId: expect.any(String), content: "From the packed SDK", status: "draft" }
       })
