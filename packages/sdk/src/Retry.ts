@@ -120,11 +120,14 @@ export const withRetries = (options: RetryOptions = {}) => {
   const maxDelay = Duration.toMillis(options.maxDelay ?? Duration.seconds(10))
   const maxRetryAfter = Duration.decode(options.maxRetryAfter ?? Duration.seconds(60))
 
-  /** The wait before the `retry`th retry: `baseDelay` doubled each time, at most `maxDelay`, ±20%. */
+  /**
+   * The wait before the `retry`th retry: `baseDelay` doubled each time, at most `maxDelay`, ±20%. Whole
+   * milliseconds, as clocks count them: a clock that adds a fraction too small to change its time never gets there.
+   */
   const backoff = (retry: number) =>
     Effect.map(
       Random.nextRange(0.8, 1.2),
-      (jitter) => Duration.millis(Math.min(maxDelay, baseDelay * 2 ** (retry - 1)) * jitter)
+      (jitter) => Duration.millis(Math.max(1, Math.round(Math.min(maxDelay, baseDelay * 2 ** (retry - 1)) * jitter)))
     )
 
   return <E, R>(client: HttpClient.HttpClient.With<E, R>): HttpClient.HttpClient.With<E | HttpClientError.RequestError, R> =>
@@ -214,7 +217,7 @@ export const withRetries = (options: RetryOptions = {}) => {
               case "Running": {
                 const now = yield* Clock.currentTimeMillis
                 const since = runningSince ?? now
-                const left = inDoubtFor - (now - since)
+                const left = Math.floor(inDoubtFor - (now - since))
                 if (left <= 0) return yield* Effect.fail(inDoubt(verdict.idempotencyKey))
                 yield* Effect.sleep(Duration.min(yield* backoff(sent), Duration.millis(left)))
                 return yield* loop(tries, sent + 1, since)
