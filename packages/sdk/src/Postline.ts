@@ -26,11 +26,6 @@ export interface PostlineOptions {
   readonly token?: string | Redacted.Redacted | undefined
   /** An organization's API key (`plk_…`); else `POSTLINE_API_KEY`. Taken before a token given the same way. */
   readonly apiKey?: string | Redacted.Redacted | undefined
-  /**
-   * The client_id of this program's logins (default `postline-sdk`): pass the same to `deviceLogin`. A stored login
-   * is always refreshed with the client_id it was issued to.
-   */
-  readonly clientId?: string | undefined
   /** Where `POSTLINE_URL`, `POSTLINE_API_KEY` and `POSTLINE_TOKEN` are read; default `process.env`. */
   readonly env?: Record<string, string | undefined> | undefined
   /** Retries of failed requests (see `RetryOptions`). */
