@@ -34,7 +34,7 @@ const dueNow = (teamId: string, socialAccountId: string, count: number) =>
       INSERT INTO post_targets (post_id, social_account_id, status, due_at)
       SELECT id, ${socialAccountId}, 'pending', scheduled_at FROM made`)
 
-layer(BurstServer, { excludeTestServices: true, timeout: 300_000 })("a burst of due posts", (it) => {
+layer(BurstServer, { excludeTestServices: true, timeout: 600_000 })("a burst of due posts", (it) => {
   it.scoped("is sent in bounded memory: the live heap grows no more for 2,000 due posts than for 200", () =>
     Effect.gen(function*() {
       let deliveries = 0
@@ -83,5 +83,5 @@ layer(BurstServer, { excludeTestServices: true, timeout: 300_000 })("a burst of 
       const scheduled = yield* call("GET", "/posts?status=scheduled")
       expect(scheduled.body.total).toBe(0)
     // Its figures are memory, not time: a busy machine (the suite runs files side by side) only makes it slower.
-    }), 300_000)
+    }), 600_000)
 })
