@@ -19,6 +19,13 @@ export interface Hold {
   readonly amount: number
 }
 
+/** Credits one live analytics read of an account costs, and the post it was for, if any. */
+export interface AnalyticsRead {
+  readonly socialAccountId: SocialAccountId
+  readonly postId?: PostId
+  readonly amount: number
+}
+
 /**
  * The credits ledger. Every change of an organization's balance or reserved
  * credits is one entry here and one update of the organization, in the caller's
@@ -123,12 +130,36 @@ export class CreditsRepo extends Effect.Service<CreditsRepo>()("CreditsRepo", {
         yield* record(organizationId, outcome, hold.amount, after, hold)
       }).pipe(Effect.orDie, policyRequire("Post", "publish"))
 
+    /**
+     * Takes each read's credits straight from the available credits, all or none: 402 when fewer are available.
+     * One `analytics` entry per account read, in the caller's transaction.
+     */
+    const charge = (organizationId: OrganizationId, reads: ReadonlyArray<AnalyticsRead>) =>
+      Effect.gen(function*() {
+        const costly = reads.filter((read) => read.amount > 0)
+        const total = costly.reduce((sum, read) => sum + read.amount, 0)
+        if (total === 0) return
+        const moved = yield* move(organizationId, { balance: -total, reserved: 0 }, sql`credits_balance - reserved_credits >= ${total}`)
+        if (Option.isNone(moved)) {
+          const { available } = Option.getOrThrow(yield* balanceOf(organizationId))
+          return yield* new PaymentRequired({
+            message: `Reading analytics needs ${total} credits and the organization has ${available} available`
+          })
+        }
+        let balance = moved.value.balance + total
+        for (const read of costly) {
+          balance -= read.amount
+          yield* record(organizationId, "analytics", read.amount, { ...moved.value, balance }, read)
+        }
+      }).pipe(Effect.catchTag("SqlError", Effect.die), policyRequire("Analytics", "refresh"))
+
     return {
       balanceOf: (organizationId: OrganizationId) => policyRequire("Credits", "view")(balanceOf(organizationId)),
       list,
       grant,
       reserve,
-      settle
+      settle,
+      charge
     } as const
   })
 }) {}

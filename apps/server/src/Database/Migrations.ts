@@ -13,6 +13,7 @@ import dueDispatch from "./migrations/0010_due_dispatch.js"
 import mediaLibrary from "./migrations/0011_media_library.js"
 import assetUploads from "./migrations/0012_asset_uploads.js"
 import publishVisibility from "./migrations/0013_publish_visibility.js"
+import analytics from "./migrations/0015_analytics.js"
 
 const run = Migrator.make({})
 
@@ -30,7 +31,8 @@ export const migrations = {
   "0010_due_dispatch": dueDispatch,
   "0011_media_library": mediaLibrary,
   "0012_asset_uploads": assetUploads,
-  "0013_publish_visibility": publishVisibility
+  "0013_publish_visibility": publishVisibility,
+  "0015_analytics": analytics
 }
 
 /** Runs `these` migrations that have not run yet: all of them, unless a test stops at an earlier schema. */

@@ -1,0 +1,54 @@
+import { describe, expect, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import type { OrganizationId, SocialAccountId } from "@postline/domain"
+import { Effect, Layer } from "effect"
+import { randomUUID } from "node:crypto"
+import { withSystemActor } from "../src/Access/Authorization.js"
+import { CreditsRepo } from "../src/Credits/Repo.js"
+import { publishingTeam } from "./support/Publishing.js"
+import { TestServer } from "./support/TestServer.js"
+
+const ledgerOf = (organizationId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ kind: string; amount: number; balanceAfter: number; socialAccountId: string | null }>`SELECT kind,
+        amount::float8 AS amount, balance_after::float8 AS "balanceAfter", social_account_id AS "socialAccountId"
+      FROM credit_transactions WHERE organization_id = ${organizationId} ORDER BY balance_after DESC`)
+
+layer(Layer.provideMerge(CreditsRepo.Default, TestServer), { excludeTestServices: true })("credits charge", (it) => {
+  describe("charge", () => {
+    it.effect("takes every read's credits from the available credits, one analytics entry per account, or none", () =>
+      Effect.gen(function*() {
+        const { credit, organization } = yield* publishingTeam(5)
+        const sql = yield* SqlClient.SqlClient
+        const credits = yield* CreditsRepo
+        const organizationId = organization.id as OrganizationId
+        const [a, b] = [randomUUID() as SocialAccountId, randomUUID() as SocialAccountId]
+        // Held credits are not available: 5 - 1 = 4.
+        yield* sql`UPDATE organizations SET reserved_credits = 1 WHERE id = ${organizationId}`
+        const short = yield* Effect.flip(withSystemActor(credits.charge(organizationId, [
+          { socialAccountId: a, amount: 2 },
+          { socialAccountId: b, amount: 3 }
+        ])))
+        expect(short).toMatchObject({
+          _tag: "PaymentRequired",
+          message: "Reading analytics needs 5 credits and the organization has 4 available"
+        })
+        expect(yield* ledgerOf(organizationId)).toEqual([])
+        expect(yield* credit).toEqual({ balance: 5, reserved: 1, available: 4 })
+
+        yield* withSystemActor(credits.charge(organizationId, [
+          { socialAccountId: a, amount: 1 },
+          { socialAccountId: b, amount: 3 },
+          { socialAccountId: b, amount: 0 }
+        ]))
+        expect(yield* credit).toEqual({ balance: 1, reserved: 1, available: 0 })
+        expect(yield* ledgerOf(organizationId)).toEqual([
+          { kind: "analytics", amount: 1, balanceAfter: 4, socialAccountId: a },
+          { kind: "analytics", amount: 3, balanceAfter: 1, socialAccountId: b }
+        ])
+        // Free reads need no credits.
+        yield* withSystemActor(credits.charge(organizationId, [{ socialAccountId: a, amount: 0 }]))
+        expect(yield* credit).toEqual({ balance: 1, reserved: 1, available: 0 })
+      }))
+  })
+})
