@@ -29,10 +29,11 @@ export const serverAt = (url: Option.Option<string>): PostlineOptions =>
 
 /**
  * Runs a command's body against the server: `--url`, else POSTLINE_URL, else the stored login's, with the
- * credentials the SDK finds (POSTLINE_API_KEY, POSTLINE_TOKEN, else the stored login, refreshed as needed).
+ * credentials the SDK finds (POSTLINE_API_KEY, POSTLINE_TOKEN, else the stored login, refreshed as needed), and
+ * the SDK's other options the command gives.
  */
-export const online = (options: ServerOptions) => <A, E, R>(body: Effect.Effect<A, E, R>) =>
+export const online = (options: ServerOptions, sdk: PostlineOptions = {}) => <A, E, R>(body: Effect.Effect<A, E, R>) =>
   body.pipe(
-    Effect.provide(Postline.layerNode(serverAt(options.url))),
+    Effect.provide(Postline.layerNode({ ...sdk, ...serverAt(options.url) })),
     offline(options)
   )

@@ -15,7 +15,7 @@ import {
   type TeamId
 } from "@postline/domain"
 import { Postline, PublishInDoubt } from "@postline/sdk"
-import { Effect, Option } from "effect"
+import { Duration, Effect, Option, Schema } from "effect"
 import { accounts, decodedOption, postId, serverOptions, team, yes } from "../CommonOptions.js"
 import { confirmed, costsNothing } from "../Confirmation.js"
 import { UsageError } from "../Errors.js"
@@ -29,6 +29,18 @@ import { postText } from "./Posts.js"
 
 const targets = accounts.pipe(
   Options.withDescription("An account to publish to; repeat it for several (default: the post's accounts, else all the team's connected ones)")
+)
+
+const WaitSeconds = Schema.NumberFromString.pipe(
+  Schema.int(),
+  Schema.between(1, 3600, { message: () => "must be a whole number of seconds, 1 to 3600" })
+)
+
+const wait = decodedOption("wait", WaitSeconds, "seconds").pipe(
+  Options.withDefault(120),
+  Options.withDescription(
+    "How long to keep asking while the server is still publishing it (default 120): then the command ends in doubt, printing the key that learns the answer"
+  )
 )
 
 const idempotencyKey = decodedOption("idempotency-key", IdempotencyKey, "key").pipe(
@@ -134,7 +146,7 @@ const keyForRetry = (key: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =
       ? Effect.flatMap(Output, (output) => output.note(`To try again without publishing twice, repeat the command with --idempotency-key ${key}`))
       : Effect.void)
 
-const postNow = Command.make("post-now", { ...serverOptions, team, postId, accounts: targets, idempotencyKey, yes }, (options) =>
+const postNow = Command.make("post-now", { ...serverOptions, team, postId, accounts: targets, idempotencyKey, wait, yes }, (options) =>
   Effect.gen(function*() {
     const postline = yield* Postline
     const teamId = yield* teamOf(options.team)
@@ -164,7 +176,7 @@ const postNow = Command.make("post-now", { ...serverOptions, team, postId, accou
         "",
         `Outcome: ${answer.outcome}`
       ].join("\n"))
-  }).pipe(online(options))).pipe(
+  }).pipe(online(options, { retry: { inDoubtFor: Duration.seconds(options.wait) } }))).pipe(
     Command.withDescription("Publishes a post now (asks first, showing its cost and your credits); --yes to skip")
   )
 

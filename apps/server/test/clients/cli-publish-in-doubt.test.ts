@@ -46,9 +46,11 @@ describe("postline post-now, still running on the server when the SDK stops wait
       const cli = cliEnv(home, api.url, { POSTLINE_TOKEN: "plt_any" })
       const [teamId, postId, accountId] = [randomUUID(), randomUUID(), randomUUID()]
 
-      // The SDK asks again for two minutes (its in-doubt budget) before it gives up.
-      const result = yield* runCli(["post-now", postId, "--team", teamId, "--account", accountId, "--yes", "--json"], cli, 280)
+      // The SDK asks again for --wait seconds (two minutes unless told) before it gives up.
+      const started = Date.now()
+      const result = yield* runCli(["post-now", postId, "--team", teamId, "--account", accountId, "--wait", "3", "--yes", "--json"], cli)
       expect(result.code, result.stderr).toBe(1)
+      expect(Date.now() - started).toBeGreaterThanOrEqual(3000)
       const key = api.keys[0]!
       expect(key).toMatch(/^[0-9a-f-]{36}$/)
       expect(api.keys.length).toBeGreaterThan(1)
@@ -58,5 +60,18 @@ describe("postline post-now, still running on the server when the SDK stops wait
         "The server is still publishing it and may yet succeed: to learn its answer without publishing twice, " +
           `repeat the command later with --idempotency-key ${key}\n`
       )
-    }), 330_000)
+    }), 90_000)
+
+  it.scopedLive("takes --wait as whole seconds from 1 to 3600, and refuses anything else before calling the server", () =>
+    Effect.gen(function*() {
+      const api = yield* apiStillPublishing
+      const home = yield* scopedTempDir("postline-cli-home-")
+      const cli = cliEnv(home, api.url, { POSTLINE_TOKEN: "plt_any" })
+      for (const wait of ["0", "3601", "1.5", "soon"]) {
+        const result = yield* runCli(["post-now", randomUUID(), "--team", randomUUID(), "--account", randomUUID(), "--wait", wait, "--yes"], cli)
+        expect(result.code, `--wait ${wait}: ${result.stderr}`).toBe(2)
+        expect(result.stderr).toContain("--wait")
+      }
+      expect(api.keys).toEqual([])
+    }))
 })
