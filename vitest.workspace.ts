@@ -32,8 +32,7 @@ const databaseIndependent = [
   "apps/server/test/lazy-module.test.ts",
   "apps/server/test/text-scaling.test.ts",
   "apps/server/test/wall-clock.test.ts",
-  "apps/server/test/deployment-kit.test.ts",
-  "apps/server/test/client-package.test.ts"
+  "apps/server/test/deployment-kit.test.ts"
 ]
 
 const serverTests = {

@@ -20,8 +20,23 @@ const exec = (command: string, args: ReadonlyArray<string>, cwd: string, env: No
     })
   )
 
-// What a user of the package writes: the service from the environment, the domain's client through it.
-const program = `import { logout, Postline, PublishInDoubt } from "@postline/sdk"
+// What a user of @postline/domain alone writes: the derived client over a token.
+const domainProgram = `import { FetchHttpClient } from "@effect/platform"
+import { makeClient } from "@postline/domain"
+import { Effect, Redacted } from "effect"
+
+const program = Effect.gen(function*() {
+  const client = yield* makeClient({ baseUrl: process.env.POSTLINE_URL!, token: Redacted.make(process.env.POSTLINE_TOKEN!) })
+  const created = yield* client.organizations.createOrganization({ payload: { name: "Packed Co" } })
+  const { data } = yield* client.organizations.listOrganizations({ urlParams: {} })
+  console.log(JSON.stringify({ created: { id: created.id, name: created.name }, listed: data.map((org) => org.id) }))
+})
+
+program.pipe(Effect.provide(FetchHttpClient.layer), Effect.runPromise)
+`
+
+// What a user of @postline/sdk writes: the service from the environment, the domain's client through it.
+const sdkProgram = `import { logout, Postline, PublishInDoubt } from "@postline/sdk"
 import { Effect } from "effect"
 
 const program = Effect.gen(function*() {
@@ -42,16 +57,25 @@ const program = Effect.gen(function*() {
 program.pipe(Effect.provide(Postline.layerNode()), Effect.runPromise)
 `
 
+// One mistake each, which the shipped types must catch with exactly its error.
+const wrongFieldType = `import { makeClient } from "@postline/domain"
+import { Effect } from "effect"
+
+export const wrong = Effect.flatMap(makeClient({ token: "plt_x" }), (client) =>
+  client.organizations.createOrganization({ payload: { name: 42 } }))
+`
+
 const wrongOption = `import { Postline } from "@postline/sdk"
 
 export const layer = Postline.layerNode({ retry: { maxAttempts: "4" } })
 `
 
-// Only the packages' files decide this, not the database: one project is enough.
-describe.skipIf(testDatabaseKind !== "embedded")("the packed @postline/sdk", () => {
-  it.scopedLive("installs with npm next to the packed domain and Effect 3, type-checks strictly under NodeNext and runs from plain node", () =>
+// Only the packages' files decide this, not the database: one project is enough. One install serves both
+// packages, as a user of the SDK gets the domain with it.
+describe.skipIf(testDatabaseKind !== "embedded")("the packed @postline/domain and @postline/sdk", () => {
+  it.scopedLive("install with npm next to Effect 3, type-check strictly under NodeNext and run from plain node", () =>
     Effect.gen(function*() {
-      const work = yield* scopedTempDir("postline-sdk-package-")
+      const work = yield* scopedTempDir("postline-packages-")
       for (const name of ["domain", "sdk"]) {
         const packed = yield* exec("pnpm", ["pack", "--pack-destination", work], Path.join(packagesDir, name))
         expect(packed.code, packed.output).toBe(0)
@@ -72,16 +96,20 @@ describe.skipIf(testDatabaseKind !== "embedded")("the packed @postline/sdk", () 
         types: ["node"],
         outDir: "out"
       }
-      writeFileSync(Path.join(project, "tsconfig.json"), JSON.stringify({ compilerOptions, files: ["main.ts"] }))
+      writeFileSync(Path.join(project, "tsconfig.json"), JSON.stringify({ compilerOptions, files: ["domain.ts", "sdk.ts"] }))
+      // The wrong files are checked with exactOptionalPropertyTypes on, the programs with it off: both settings are
+      // covered, since an error in a shipped .d.ts would be reported next to the expected ones.
       writeFileSync(
         Path.join(project, "tsconfig.wrong.json"),
         JSON.stringify({
           compilerOptions: { ...compilerOptions, exactOptionalPropertyTypes: true, noEmit: true },
-          files: ["wrong.ts"]
+          files: ["wrong-domain.ts", "wrong-sdk.ts"]
         })
       )
-      writeFileSync(Path.join(project, "main.ts"), program)
-      writeFileSync(Path.join(project, "wrong.ts"), wrongOption)
+      writeFileSync(Path.join(project, "domain.ts"), domainProgram)
+      writeFileSync(Path.join(project, "sdk.ts"), sdkProgram)
+      writeFileSync(Path.join(project, "wrong-domain.ts"), wrongFieldType)
+      writeFileSync(Path.join(project, "wrong-sdk.ts"), wrongOption)
 
       const installed = yield* exec("npm", [
         "install",
@@ -96,6 +124,12 @@ describe.skipIf(testDatabaseKind !== "embedded")("the packed @postline/sdk", () 
         "@types/node@24"
       ], project)
       expect(installed.code, installed.output).toBe(0)
+      // The SDK brings @effect/platform-node; the domain alone must not need it, nor anything beyond its peers.
+      const domainPackage = Path.join(project, "node_modules/@postline/domain")
+      const domainImports = yield* exec("grep", ["-rhoE", "from \"[^\".][^\"]*\"", "dist"], domainPackage)
+      const packageOf = (specifier: string) => specifier.split("/").slice(0, specifier.startsWith("@") ? 2 : 1).join("/")
+      expect(new Set(domainImports.output.trim().split("\n").map((line) => packageOf(line.slice(6, -1)))))
+        .toEqual(new Set(["effect", "@effect/platform"]))
 
       const tsc = Path.join(project, "node_modules/.bin/tsc")
       const [compiled, wrong] = yield* Effect.all([
@@ -104,32 +138,35 @@ describe.skipIf(testDatabaseKind !== "embedded")("the packed @postline/sdk", () 
       ], { concurrency: 2 })
       expect(compiled.code, compiled.output).toBe(0)
       expect(wrong.code).not.toBe(0)
-      expect(wrong.output.split("\n").filter((line) => line.includes("error TS"))).toEqual([
-        expect.stringMatching(/^wrong\.ts\(3,\d+\): error TS2322: Type 'string' is not assignable to type 'number'/)
+      expect(wrong.output.split("\n").filter((line) => line.includes("error TS")).sort()).toEqual([
+        expect.stringMatching(/^wrong-domain\.ts\(5,\d+\): error TS2322: Type 'number' is not assignable to type 'string'/),
+        expect.stringMatching(/^wrong-sdk\.ts\(3,\d+\): error TS2322: Type 'string' is not assignable to type 'number'/)
       ])
 
       const database = yield* freshDatabaseEnv
       const { token } = yield* createUserWithToken(database)
       const server = yield* startServer(database)
-      const call = callsAs(server, token)
-      const organization = (yield* call("POST", "/v1/organizations", { name: "Packed SDK" })).body
-      const apiKey = yield* call("POST", `/v1/organizations/${organization.id}/api-keys`, { name: "Packed SDK" })
-      expect(apiKey.status, apiKey.text).toBe(201)
       // A home of its own, so that no stored login of this machine is read.
       const home = Path.join(work, "home")
       mkdirSync(home)
-      const ran = yield* exec(process.execPath, ["out/main.js"], project, {
-        PATH: process.env.PATH ?? "",
-        HOME: home,
-        POSTLINE_URL: server.base,
-        POSTLINE_API_KEY: apiKey.body.key
-      })
-      expect(ran.code, ran.output).toBe(0)
-      expect(JSON.parse(ran.output)).toEqual({
+      const run = (file: string, env: Record<string, string>) =>
+        exec(process.execPath, [file], project, { PATH: process.env.PATH ?? "", HOME: home, POSTLINE_URL: server.base, ...env })
+
+      const ranDomain = yield* run("out/domain.js", { POSTLINE_TOKEN: token })
+      expect(ranDomain.code, ranDomain.output).toBe(0)
+      const { created, listed } = JSON.parse(ranDomain.output)
+      expect(created).toEqual({ id: expect.any(String), name: "Packed Co" })
+      expect(listed).toEqual([created.id])
+
+      const apiKey = yield* callsAs(server, token)("POST", `/v1/organizations/${created.id}/api-keys`, { name: "Packed SDK" })
+      expect(apiKey.status, apiKey.text).toBe(201)
+      const ranSdk = yield* run("out/sdk.js", { POSTLINE_API_KEY: apiKey.body.key })
+      expect(ranSdk.code, ranSdk.output).toBe(0)
+      expect(JSON.parse(ranSdk.output)).toEqual({
         credentials: "api-key",
         baseUrl: server.base,
         exports: { logout: "function", PublishInDoubt: "PublishInDoubt" },
-        organizationId: organization.id,
+        organizationId: created.id,
         post: { teamId: expect.any(String), content: "From the packed SDK", status: "draft" }
       })
     }), 300_000)
