@@ -27,6 +27,9 @@ type AtProto = LazyModule.Exports<typeof AtProtoModule>
 
 const defaultLimits: ContentLimits = { maxLength: 300, urlLength: null }
 
+// The most URIs app.bsky.feed.getPosts takes at once.
+const postsPerRead = 25
+
 // app.bsky.feed.post also caps the text at 3000 bytes of UTF-8, which 300 long grapheme clusters can pass.
 const maxBytes = 3000
 
@@ -210,7 +213,34 @@ export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
         return [{ code: "too_long", message: `The text is ${bytes} bytes long; Bluesky allows ${maxBytes}`, length: bytes, maxLength: maxBytes }]
       },
       // The limits are the lexicon's, the same for every account; a large image is made smaller when sent.
-      validateMedia: mediaProblems
+      validateMedia: mediaProblems,
+      // Read through the account's PDS, which hands app.bsky.* calls to the AppView it is configured with.
+      analytics: {
+        batchSize: postsPerRead,
+        engagement: (account, externalIds) =>
+          withSession(account.credentials, async (_atproto, agent) => {
+            const { data } = await agent.app.bsky.feed.getPosts({ uris: [...externalIds] })
+            return data.posts.map((post) => ({
+              externalId: post.uri,
+              likes: post.likeCount ?? null,
+              reposts: post.repostCount ?? null,
+              replies: post.replyCount ?? null,
+              quotes: post.quoteCount ?? null,
+              views: null,
+              raw: post
+            }))
+          }),
+        accountCounts: (account) =>
+          withSession(account.credentials, async (_atproto, agent, { did }) => {
+            const { data } = await agent.app.bsky.actor.getProfile({ actor: did })
+            return {
+              followers: data.followersCount ?? null,
+              following: data.followsCount ?? null,
+              posts: data.postsCount ?? null,
+              raw: data
+            }
+          })
+      }
     }
     return provider
   })

@@ -1,4 +1,4 @@
-import { Context, Duration, Effect, Redacted, Schedule, Schema } from "effect"
+import { Context, Duration, Effect, Option, Redacted, Schedule, Schema } from "effect"
 import { Outbound } from "../Outbound/Outbound.js"
 import type { CredentialsOf } from "./Credentials.js"
 import { fromOutbound, fromStatus, shortMessage } from "./Errors.js"
@@ -51,6 +51,27 @@ const Status = Schema.Struct({
   uri: Schema.String,
   url: Schema.optional(Schema.NullOr(Schema.String))
 })
+
+const Counted = Schema.Struct({
+  id: Schema.String,
+  favourites_count: Schema.optional(Schema.Int),
+  reblogs_count: Schema.optional(Schema.Int),
+  replies_count: Schema.optional(Schema.Int),
+  // Mastodon 4.5 and later.
+  quotes_count: Schema.optional(Schema.Int)
+})
+
+const AccountCounted = Schema.Struct({
+  followers_count: Schema.optional(Schema.Int),
+  following_count: Schema.optional(Schema.Int),
+  statuses_count: Schema.optional(Schema.Int)
+})
+
+// The largest `id[]` list GET /api/v1/statuses takes (Api::V1::StatusesController's DEFAULT_STATUSES_LIMIT).
+const statusesPerRead = 20
+
+const decodeCounted = Schema.decodeUnknownOption(Counted)
+const decodeAccountCounted = Schema.decodeUnknownOption(AccountCounted)
 
 const ErrorBody = Schema.Struct({ error: Schema.String })
 const decodeErrorBody = Schema.decodeUnknownOption(Schema.parseJson(ErrorBody))
@@ -236,7 +257,44 @@ export class Mastodon extends Effect.Service<Mastodon>()("Mastodon", {
       validate: (text, limits = defaultLimits) =>
         lengthProblems(text, mastodonLength(text, limits.urlLength ?? defaultLimits.urlLength!), limits),
       // Limits stored before media existed have none: Mastodon's defaults then.
-      validateMedia: (media, limits = defaultLimits) => mediaProblems(media, limits.media ?? defaultMediaLimits)
+      validateMedia: (media, limits = defaultLimits) => mediaProblems(media, limits.media ?? defaultMediaLimits),
+      analytics: {
+        batchSize: statusesPerRead,
+        // Mastodon 4.3's GET /api/v1/statuses?id[]=: the statuses it still has and the caller may see, whole.
+        engagement: (account, externalIds) =>
+          Effect.map(
+            call(
+              account.credentials,
+              `/api/v1/statuses?${externalIds.map((id) => `id[]=${encodeURIComponent(id)}`).join("&")}`,
+              Schema.Array(Schema.Unknown)
+            ),
+            (statuses) =>
+              statuses.flatMap((raw) => {
+                const counted = decodeCounted(raw)
+                if (counted._tag === "None") return []
+                const status = counted.value
+                return [{
+                  externalId: status.id,
+                  likes: status.favourites_count ?? null,
+                  reposts: status.reblogs_count ?? null,
+                  replies: status.replies_count ?? null,
+                  quotes: status.quotes_count ?? null,
+                  views: null,
+                  raw
+                }]
+              })
+          ),
+        accountCounts: (account) =>
+          Effect.map(call(account.credentials, "/api/v1/accounts/verify_credentials", Schema.Unknown), (raw) => {
+            const counted = Option.getOrElse(decodeAccountCounted(raw), () => ({} as typeof AccountCounted.Type))
+            return {
+              followers: counted.followers_count ?? null,
+              following: counted.following_count ?? null,
+              posts: counted.statuses_count ?? null,
+              raw
+            }
+          })
+      }
     }
     return provider
   })

@@ -111,6 +111,37 @@ export class ProviderError extends Schema.TaggedError<ProviderError>()("Provider
   }
 }
 
+/** A published post's counts as the provider answers them (null: it does not say), and its raw answer about it. */
+export interface Engagement {
+  readonly externalId: string
+  readonly likes: number | null
+  readonly reposts: number | null
+  readonly replies: number | null
+  readonly quotes: number | null
+  readonly views: number | null
+  readonly raw: unknown
+}
+
+/** An account's counts as the provider answers them, and its raw answer. */
+export interface AccountCounts {
+  readonly followers: number | null
+  readonly following: number | null
+  readonly posts: number | null
+  readonly raw: unknown
+}
+
+/** What a provider tells of published posts and accounts. */
+export interface ProviderAnalytics<P extends ProviderName = ProviderName> {
+  /** At most this many posts in one `engagement` call. */
+  readonly batchSize: number
+  /** The counts of these posts of the account, in one call; a post the provider no longer has is left out. */
+  readonly engagement: (
+    account: SocialAccountOf<P>,
+    externalIds: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<Engagement>, ProviderError>
+  readonly accountCounts: (account: SocialAccountOf<P>) => Effect.Effect<AccountCounts, ProviderError>
+}
+
 /** One social network, or a webhook, behind the same shape. */
 export interface SocialProvider<P extends ProviderName = ProviderName> {
   readonly name: P
@@ -123,6 +154,8 @@ export interface SocialProvider<P extends ProviderName = ProviderName> {
   readonly validate: (text: string, limits?: ContentLimits) => ReadonlyArray<ContentProblem>
   /** The problems the provider would find in these media (code `media`); none when it would accept them. */
   readonly validateMedia: (media: ReadonlyArray<MediaFacts>, limits?: ContentLimits) => ReadonlyArray<ContentProblem>
+  /** Null where the provider has nothing to read back (a webhook). */
+  readonly analytics: ProviderAnalytics<P> | null
 }
 
 /** An account to publish to: its id in Postline and its decrypted credentials. */

@@ -142,7 +142,9 @@ export class Webhook extends Effect.Service<Webhook>()("Webhook", {
         }),
       validate: (text, limits = defaultLimits) => lengthProblems(text, graphemeLength(text), limits),
       // The receiver is given links, whatever their size, count or type: nothing to refuse.
-      validateMedia: () => []
+      validateMedia: () => [],
+      // A receiver answers a publish, not questions about it afterwards: no analytics.
+      analytics: null
     }
     return provider
   })

@@ -314,4 +314,44 @@ describe("Mastodon", () => {
         expect(mastodon.validate("x".repeat(501), { maxLength: 1000, urlLength: 23 })).toEqual([])
       }).pipe(Effect.provide(LocalProviders)))
   })
+  describe("analytics (the fake follows the documented API: no Mastodon server can run here)", () => {
+    it.scoped("engagement reads a batch of statuses in one call, with their counts and raw answers; gone ones are left out", () =>
+      Effect.gen(function*() {
+        const fake = yield* makeMastodonFake()
+        const mastodon = (yield* SocialProviders).get("mastodon")
+        const first = yield* mastodon.publish(accountFor(fake), post("one"))
+        const second = yield* mastodon.publish(accountFor(fake), post("two"))
+        fake.setCounts(first.externalId, { favourites_count: 3, reblogs_count: 2, replies_count: 1, quotes_count: 4 })
+        const before = fake.requests.length
+        const read = yield* mastodon.analytics!.engagement(accountFor(fake), [first.externalId, second.externalId, "999"])
+        expect(fake.requests.slice(before).map(({ method, path }) => `${method} ${decodeURIComponent(path)}`)).toEqual([
+          `GET /api/v1/statuses?id[]=${first.externalId}&id[]=${second.externalId}&id[]=999`
+        ])
+        expect(read.map(({ raw: _, ...counts }) => counts)).toEqual([
+          { externalId: first.externalId, likes: 3, reposts: 2, replies: 1, quotes: 4, views: null },
+          { externalId: second.externalId, likes: 0, reposts: 0, replies: 0, quotes: 0, views: null }
+        ])
+        expect(read[0]!.raw).toMatchObject({ id: first.externalId, favourites_count: 3, content: "<p>one</p>" })
+        expect(mastodon.analytics!.batchSize).toBe(20)
+      }).pipe(Effect.provide(LocalProviders)))
+
+    it.scoped("account counts come from verify_credentials; a revoked token is an auth error", () =>
+      Effect.gen(function*() {
+        const fake = yield* makeMastodonFake()
+        const mastodon = (yield* SocialProviders).get("mastodon")
+        yield* mastodon.publish(accountFor(fake), post("one"))
+        fake.setAccountCounts({ followers_count: 42, following_count: 7 })
+        const counts = yield* mastodon.analytics!.accountCounts(accountFor(fake))
+        expect({ ...counts, raw: undefined }).toEqual({ followers: 42, following: 7, posts: 1, raw: undefined })
+        expect(counts.raw).toMatchObject({ username: "alice", followers_count: 42 })
+        fake.revokeToken()
+        const refused = yield* Effect.flip(mastodon.analytics!.engagement(accountFor(fake), ["1"]))
+        expect(refused).toMatchObject({ provider: "mastodon", category: "auth", providerStatus: 401 })
+      }).pipe(Effect.provide(LocalProviders)))
+
+    it.scoped("a webhook has no analytics", () =>
+      Effect.gen(function*() {
+        expect((yield* SocialProviders).get("webhook").analytics).toBeNull()
+      }).pipe(Effect.provide(LocalProviders)))
+  })
 })

@@ -5,8 +5,10 @@
  * text over the limit, and an `Idempotency-Key` that answers a repeated publish with the same status.
  * Media: `/api/v2/instance` tells its media limits; `POST /api/v2/media` (multipart) answers 202 and
  * processes in the background, `GET /api/v1/media/:id` answering 206 until it is done; a status may name
- * only processed media, at most `max_media_attachments` of them. It records every request, every status
- * it created (with its media ids) and every upload (with its description), so tests can assert them.
+ * only processed media, at most `max_media_attachments` of them. Analytics: `GET /api/v1/statuses?id[]=`
+ * (Mastodon 4.3) answers the statuses it has of those asked, in order, with the counts a test sets
+ * (`setCounts`), and `verify_credentials` the account's counts (`setAccountCounts`). It records every request,
+ * every status it created (with its media ids) and every upload (with its description), so tests can assert them.
  */
 import { Effect } from "effect"
 import { createHash } from "node:crypto"
@@ -68,6 +70,21 @@ export interface MastodonFake {
   readonly answerNext: (answer: CannedAnswer) => void
   /** The user revokes the token at the instance: from now on it gets 401. */
   readonly revokeToken: () => void
+  /** What the status's counts read from now on (each 0 until set). */
+  readonly setCounts: (statusId: string, counts: Partial<StatusCounts>) => void
+  readonly setAccountCounts: (counts: Partial<AccountCounts>) => void
+}
+
+export interface StatusCounts {
+  readonly favourites_count: number
+  readonly reblogs_count: number
+  readonly replies_count: number
+  readonly quotes_count: number
+}
+
+export interface AccountCounts {
+  readonly followers_count: number
+  readonly following_count: number
 }
 
 const domain = "mastodon.test"
@@ -115,6 +132,9 @@ export const makeMastodonFake = (options: MastodonFakeOptions = {}) =>
     const canned: Array<CannedAnswer> = []
     let url = ""
     let revoked = false
+    const counts = new Map<string, StatusCounts>()
+    const noCounts: StatusCounts = { favourites_count: 0, reblogs_count: 0, replies_count: 0, quotes_count: 0 }
+    let accountCounts: AccountCounts = { followers_count: 0, following_count: 0 }
 
     const account = () => ({
       id: "109000000000000001",
@@ -128,8 +148,7 @@ export const makeMastodonFake = (options: MastodonFakeOptions = {}) =>
       url: `${url}/@alice`,
       avatar: `${url}/system/accounts/avatars/alice.png`,
       avatar_static: `${url}/system/accounts/avatars/alice.png`,
-      followers_count: 0,
-      following_count: 0,
+      ...accountCounts,
       statuses_count: statuses.length
     })
 
@@ -140,7 +159,8 @@ export const makeMastodonFake = (options: MastodonFakeOptions = {}) =>
       uri: `${url}/users/alice/statuses/${status.id}`,
       url: `${url}/@alice/${status.id}`,
       content: `<p>${status.text}</p>`,
-      account: account()
+      account: account(),
+      ...(counts.get(status.id) ?? noCounts)
     })
 
     // `url` is null until the file is processed.
@@ -234,6 +254,12 @@ export const makeMastodonFake = (options: MastodonFakeOptions = {}) =>
           medium.processed = true
           return send(200, mediaJson(medium))
         }
+        if (request.method === "GET" && path.startsWith("/api/v1/statuses?")) {
+          if (!authorized) return unauthorized()
+          const ids = new URLSearchParams(path.slice(path.indexOf("?") + 1)).getAll("id[]")
+          if (ids.length > 20) return send(422, { error: "Too many ids requested" })
+          return send(200, ids.flatMap((id) => statuses.filter((status) => status.id === id).map(statusJson)))
+        }
         if (request.method === "POST" && path === "/api/v1/statuses") {
           if (!authorized) return unauthorized()
           const json = JSON.parse(body || "{}")
@@ -287,7 +313,9 @@ export const makeMastodonFake = (options: MastodonFakeOptions = {}) =>
       statuses,
       media,
       answerNext: (answer) => void canned.push(answer),
-      revokeToken: () => void (revoked = true)
+      revokeToken: () => void (revoked = true),
+      setCounts: (statusId, set) => void counts.set(statusId, { ...(counts.get(statusId) ?? noCounts), ...set }),
+      setAccountCounts: (set) => void (accountCounts = { ...accountCounts, ...set })
     }
     return fake
   })
