@@ -2,6 +2,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { PostlineApi } from "@postline/domain"
 import { Layer } from "effect"
 import { AgentContextHttpLive } from "./AgentContext/Http.js"
+import { AnalyticsHttpLive } from "./Analytics/Http.js"
 import { ApiKeysHttpLive } from "./ApiKeys/Http.js"
 import { MediaHttpLive } from "./Assets/Http.js"
 import { DevicePageLive } from "./Auth/DevicePage.js"
@@ -36,6 +37,7 @@ const ApiLive = HttpApiBuilder.api(PostlineApi).pipe(
     AgentContextHttpLive,
     SocialAccountsHttpLive,
     PostsHttpLive,
+    AnalyticsHttpLive,
     CreditsHttpLive,
     PostingSlotsHttpLive,
     LinksHttpLive,

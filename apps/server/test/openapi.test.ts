@@ -41,6 +41,12 @@ describe("the OpenAPI document", () => {
       .toEqual([
         "agent.getContext GET /v1/agent/context",
         "agent.setDefaults PUT /v1/agent/context/defaults",
+        "analytics.estimateAccountAnalyticsRefresh GET /v1/teams/{teamId}/social-accounts/{socialAccountId}/analytics/refresh/estimate",
+        "analytics.estimatePostAnalyticsRefresh GET /v1/teams/{teamId}/posts/{postId}/analytics/refresh/estimate",
+        "analytics.getAccountAnalytics GET /v1/teams/{teamId}/social-accounts/{socialAccountId}/analytics",
+        "analytics.getPostAnalytics GET /v1/teams/{teamId}/posts/{postId}/analytics",
+        "analytics.refreshAccountAnalytics POST /v1/teams/{teamId}/social-accounts/{socialAccountId}/analytics/refresh",
+        "analytics.refreshPostAnalytics POST /v1/teams/{teamId}/posts/{postId}/analytics/refresh",
         "apiKeys.createApiKey POST /v1/organizations/{organizationId}/api-keys",
         "apiKeys.listApiKeys GET /v1/organizations/{organizationId}/api-keys",
         "apiKeys.revokeApiKey DELETE /v1/organizations/{organizationId}/api-keys/{apiKeyId}",

@@ -1,5 +1,6 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AgentGroup } from "./AgentContext.js"
+import { AnalyticsGroup } from "./Analytics.js"
 import { AssetContentGroup, AssetsGroup, AssetUploadsGroup } from "./Assets.js"
 import { ApiKeysGroup } from "./ApiKeys.js"
 import { AuthGroup } from "./Auth.js"
@@ -73,6 +74,7 @@ export class AuthenticatedApi extends HttpApi.make("authenticated")
   .add(AgentGroup)
   .add(SocialAccountsGroup)
   .add(PostsGroup)
+  .add(AnalyticsGroup)
   .add(CreditsGroup)
   .add(PostingSlotsGroup)
   .add(LinksGroup)

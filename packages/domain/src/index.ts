@@ -1,4 +1,5 @@
 export * from "./AgentContext.js"
+export * from "./Analytics.js"
 export * from "./Api.js"
 export * from "./ApiKeys.js"
 export * from "./Assets.js"

@@ -5,6 +5,7 @@ import { policyRequire } from "../Access/Authorization.js"
 import { insertEventsOf } from "../EventWebhooks/Repo.js"
 import type { ProviderName } from "../Providers/Credentials.js"
 import type { Published } from "../Providers/SocialProvider.js"
+import { snapshotOffsetsSeconds } from "../Analytics/Schedule.js"
 
 /**
  * How an attempt ended: published; failed; or in doubt, the provider's answer never came (it may have
@@ -147,6 +148,7 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
             UPDATE post_targets SET status = ${published ? "published" : "failed"},
               external_id = ${published?.externalId ?? null}, url = ${published?.url ?? null},
               published_at = ${published ? sql`now()` : null},
+              analytics_due_at = ${published ? sql`now() + make_interval(secs => ${snapshotOffsetsSeconds[0]!})` : null},
               error_category = ${error?.category ?? null}, error_message = ${error?.message ?? null},
               error_retryable = ${error?.retryable ?? null},
               credits_spent = ${published ? sql`credits_reserved` : 0}, credits_reserved = 0, updated_at = now()

@@ -840,6 +840,78 @@ export type PublishAttemptId = string;
 export type AttemptOutcome = 'pending' | 'published' | 'failed' | 'in_doubt';
 
 /**
+ * A published post's engagement per account. Snapshots are read about 15 minutes, 1 hour, 6 hours, 1, 3, 7 and 30 days after publishing, then never; a refresh reads now
+ */
+export type PostAnalytics = {
+    postId: PostId;
+    /**
+     * One per account the post was published to
+     */
+    targets: Array<TargetAnalytics>;
+};
+
+export type TargetAnalytics = {
+    socialAccountId: SocialAccountId;
+    /**
+     * Null once the account was removed
+     */
+    provider: SocialProvider | null;
+    externalId: string;
+    /**
+     * The newest snapshot; null before the first read
+     */
+    latest: EngagementSnapshot | null;
+    /**
+     * Every snapshot, oldest first
+     */
+    series: Array<EngagementSnapshot>;
+};
+
+/**
+ * A post's engagement on one account, as read at takenAt
+ */
+export type EngagementSnapshot = {
+    takenAt: Timestamp;
+    likes: number | null;
+    reposts: number | null;
+    replies: number | null;
+    quotes: number | null;
+    views: number | null;
+    /**
+     * Clicks on the post's tracked links so far, all its accounts together (a short link is per post)
+     */
+    linkClicks: number;
+};
+
+/**
+ * The database does not answer
+ */
+export type ServiceUnavailable = {
+    message: string;
+    _tag: 'ServiceUnavailable';
+};
+
+export type AccountAnalytics = {
+    socialAccountId: SocialAccountId;
+    provider: SocialProvider;
+    latest: AccountSnapshot | null;
+    /**
+     * Every snapshot, oldest first: one a day, and each refresh
+     */
+    series: Array<AccountSnapshot>;
+};
+
+/**
+ * An account's counts, as read at takenAt
+ */
+export type AccountSnapshot = {
+    takenAt: Timestamp;
+    followers: number | null;
+    following: number | null;
+    posts: number | null;
+};
+
+/**
  * An organization's credits, in whole credits
  */
 export type CreditBalance = {
@@ -891,9 +963,9 @@ export type CreditTransaction = {
 };
 
 /**
- * grant adds to the balance; reserve holds credits for a publish; spend takes a held credit from the balance when the publish succeeds; release gives it back when it fails
+ * grant adds to the balance; reserve holds credits for a publish; spend takes a held credit from the balance when the publish succeeds; release gives it back when it fails; analytics takes the credits of one live analytics read of an account from the balance
  */
-export type CreditTransactionKind = 'grant' | 'reserve' | 'spend' | 'release';
+export type CreditTransactionKind = 'grant' | 'reserve' | 'spend' | 'release' | 'analytics';
 
 /**
  * A team's weekly posting slots
@@ -1421,14 +1493,6 @@ export type SchedulerStatus = {
      * How long the oldest of those has waited for a process to take it; null when none waits. Normally under a second or two: growing means scheduled work has stopped, or more is due than the processes send
      */
     oldestDueSeconds: number | null;
-};
-
-/**
- * The database does not answer
- */
-export type ServiceUnavailable = {
-    message: string;
-    _tag: 'ServiceUnavailable';
 };
 
 export type OrganizationsListOrganizationsData = {
@@ -3678,6 +3742,404 @@ export type PostsListPublishAttemptsResponses = {
 };
 
 export type PostsListPublishAttemptsResponse = PostsListPublishAttemptsResponses[keyof PostsListPublishAttemptsResponses];
+
+export type AnalyticsGetPostAnalyticsData = {
+    body?: never;
+    path: {
+        teamId: TeamId;
+        postId: PostId;
+    };
+    query?: never;
+    url: '/v1/teams/{teamId}/posts/{postId}/analytics';
+};
+
+export type AnalyticsGetPostAnalyticsErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type AnalyticsGetPostAnalyticsError = AnalyticsGetPostAnalyticsErrors[keyof AnalyticsGetPostAnalyticsErrors];
+
+export type AnalyticsGetPostAnalyticsResponses = {
+    /**
+     * A published post's engagement per account. Snapshots are read about 15 minutes, 1 hour, 6 hours, 1, 3, 7 and 30 days after publishing, then never; a refresh reads now
+     */
+    200: PostAnalytics;
+};
+
+export type AnalyticsGetPostAnalyticsResponse = AnalyticsGetPostAnalyticsResponses[keyof AnalyticsGetPostAnalyticsResponses];
+
+export type AnalyticsEstimatePostAnalyticsRefreshData = {
+    body?: never;
+    path: {
+        teamId: TeamId;
+        postId: PostId;
+    };
+    query?: never;
+    url: '/v1/teams/{teamId}/posts/{postId}/analytics/refresh/estimate';
+};
+
+export type AnalyticsEstimatePostAnalyticsRefreshErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type AnalyticsEstimatePostAnalyticsRefreshError = AnalyticsEstimatePostAnalyticsRefreshErrors[keyof AnalyticsEstimatePostAnalyticsRefreshErrors];
+
+export type AnalyticsEstimatePostAnalyticsRefreshResponses = {
+    /**
+     * What publishing to these accounts would cost, and whether the organization has it: changes nothing
+     */
+    200: Estimate;
+};
+
+export type AnalyticsEstimatePostAnalyticsRefreshResponse = AnalyticsEstimatePostAnalyticsRefreshResponses[keyof AnalyticsEstimatePostAnalyticsRefreshResponses];
+
+export type AnalyticsRefreshPostAnalyticsData = {
+    body?: never;
+    headers?: {
+        'idempotency-key'?: IdempotencyKey;
+    };
+    path: {
+        teamId: TeamId;
+        postId: PostId;
+    };
+    query?: never;
+    url: '/v1/teams/{teamId}/posts/{postId}/analytics/refresh';
+};
+
+export type AnalyticsRefreshPostAnalyticsErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+    /**
+     * The database does not answer
+     */
+    503: ServiceUnavailable;
+};
+
+export type AnalyticsRefreshPostAnalyticsError = AnalyticsRefreshPostAnalyticsErrors[keyof AnalyticsRefreshPostAnalyticsErrors];
+
+export type AnalyticsRefreshPostAnalyticsResponses = {
+    /**
+     * A published post's engagement per account. Snapshots are read about 15 minutes, 1 hour, 6 hours, 1, 3, 7 and 30 days after publishing, then never; a refresh reads now
+     */
+    200: PostAnalytics;
+};
+
+export type AnalyticsRefreshPostAnalyticsResponse = AnalyticsRefreshPostAnalyticsResponses[keyof AnalyticsRefreshPostAnalyticsResponses];
+
+export type AnalyticsGetAccountAnalyticsData = {
+    body?: never;
+    path: {
+        teamId: TeamId;
+        socialAccountId: SocialAccountId;
+    };
+    query?: never;
+    url: '/v1/teams/{teamId}/social-accounts/{socialAccountId}/analytics';
+};
+
+export type AnalyticsGetAccountAnalyticsErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type AnalyticsGetAccountAnalyticsError = AnalyticsGetAccountAnalyticsErrors[keyof AnalyticsGetAccountAnalyticsErrors];
+
+export type AnalyticsGetAccountAnalyticsResponses = {
+    /**
+     * AccountAnalytics
+     */
+    200: AccountAnalytics;
+};
+
+export type AnalyticsGetAccountAnalyticsResponse = AnalyticsGetAccountAnalyticsResponses[keyof AnalyticsGetAccountAnalyticsResponses];
+
+export type AnalyticsEstimateAccountAnalyticsRefreshData = {
+    body?: never;
+    path: {
+        teamId: TeamId;
+        socialAccountId: SocialAccountId;
+    };
+    query?: never;
+    url: '/v1/teams/{teamId}/social-accounts/{socialAccountId}/analytics/refresh/estimate';
+};
+
+export type AnalyticsEstimateAccountAnalyticsRefreshErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type AnalyticsEstimateAccountAnalyticsRefreshError = AnalyticsEstimateAccountAnalyticsRefreshErrors[keyof AnalyticsEstimateAccountAnalyticsRefreshErrors];
+
+export type AnalyticsEstimateAccountAnalyticsRefreshResponses = {
+    /**
+     * What publishing to these accounts would cost, and whether the organization has it: changes nothing
+     */
+    200: Estimate;
+};
+
+export type AnalyticsEstimateAccountAnalyticsRefreshResponse = AnalyticsEstimateAccountAnalyticsRefreshResponses[keyof AnalyticsEstimateAccountAnalyticsRefreshResponses];
+
+export type AnalyticsRefreshAccountAnalyticsData = {
+    body?: never;
+    headers?: {
+        'idempotency-key'?: IdempotencyKey;
+    };
+    path: {
+        teamId: TeamId;
+        socialAccountId: SocialAccountId;
+    };
+    query?: never;
+    url: '/v1/teams/{teamId}/social-accounts/{socialAccountId}/analytics/refresh';
+};
+
+export type AnalyticsRefreshAccountAnalyticsErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+    /**
+     * The database does not answer
+     */
+    503: ServiceUnavailable;
+};
+
+export type AnalyticsRefreshAccountAnalyticsError = AnalyticsRefreshAccountAnalyticsErrors[keyof AnalyticsRefreshAccountAnalyticsErrors];
+
+export type AnalyticsRefreshAccountAnalyticsResponses = {
+    /**
+     * AccountAnalytics
+     */
+    200: AccountAnalytics;
+};
+
+export type AnalyticsRefreshAccountAnalyticsResponse = AnalyticsRefreshAccountAnalyticsResponses[keyof AnalyticsRefreshAccountAnalyticsResponses];
 
 export type CreditsGetCreditsData = {
     body?: never;

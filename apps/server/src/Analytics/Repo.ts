@@ -1,0 +1,203 @@
+import { SqlClient } from "@effect/sql"
+import type {
+  AccountSnapshot,
+  EngagementSnapshot,
+  OrganizationId,
+  PostId,
+  SocialAccountId,
+  SocialProvider,
+  TeamId
+} from "@postline/domain"
+import { Effect } from "effect"
+import { policyRequire } from "../Access/Authorization.js"
+import { isoUtc } from "../Database/Columns.js"
+import type { BudgetWindow, Usage } from "../Publishing/Budgets.js"
+import type { AccountCounts, Engagement } from "../Providers/SocialProvider.js"
+
+/** An account to read from: null fields once it was removed. */
+export interface ReadableAccount {
+  readonly id: SocialAccountId
+  readonly provider: SocialProvider
+  readonly status: "connected" | "reconnect_required"
+  readonly ciphertext: string
+}
+
+/** A published target of a post, and its account while there is one. */
+export interface PublishedTarget {
+  readonly postId: PostId
+  readonly socialAccountId: SocialAccountId
+  readonly externalId: string
+  readonly publishedAt: Date
+  readonly account: ReadableAccount | null
+}
+
+/** A target whose snapshot is due, claimed for a while. */
+export interface DueTarget extends PublishedTarget {
+  readonly organizationId: OrganizationId
+}
+
+export type StoredEngagement = EngagementSnapshot & { readonly socialAccountId: SocialAccountId }
+
+const accountJson = `CASE WHEN sa.id IS NOT NULL THEN json_build_object('id', sa.id, 'provider', sa.provider,
+  'status', sa.status, 'ciphertext', sa.credentials) END`
+
+/**
+ * The SQL of analytics. Snapshots are only ever added. What is due carries its time (`analytics_due_at`,
+ * indexed); each process claims due rows in small batches, skipping what another has locked, and leases them
+ * (moves their time on) so that a process that dies leaves them due again.
+ */
+export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("AnalyticsRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const engagementColumns = sql.literal(`s.social_account_id AS "socialAccountId", ${isoUtc("s.taken_at")} AS "takenAt",
+      s.likes::float8 AS likes, s.reposts::float8 AS reposts, s.replies::float8 AS replies, s.quotes::float8 AS quotes,
+      s.views::float8 AS views, s.link_clicks::float8 AS "linkClicks"`)
+
+    const postExists = (teamId: TeamId, postId: PostId) =>
+      sql`SELECT 1 FROM posts WHERE id = ${postId} AND team_id = ${teamId}`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.orDie
+      )
+
+    /** The post's published targets, in the order they were made, with their accounts. */
+    const publishedTargets = (teamId: TeamId, postId: PostId) =>
+      sql<PublishedTarget>`SELECT pt.post_id AS "postId", pt.social_account_id AS "socialAccountId",
+          pt.external_id AS "externalId", pt.published_at AS "publishedAt", ${sql.literal(accountJson)} AS account
+        FROM post_targets pt JOIN posts p ON p.id = pt.post_id
+          LEFT JOIN social_accounts sa ON sa.id = pt.social_account_id AND sa.team_id = p.team_id
+        WHERE p.id = ${postId} AND p.team_id = ${teamId} AND pt.status = 'published' AND pt.external_id IS NOT NULL
+        ORDER BY pt.created_at, pt.social_account_id`.pipe(Effect.orDie)
+
+    const postSnapshots = (postId: PostId) =>
+      sql<StoredEngagement>`SELECT ${engagementColumns} FROM post_snapshots s
+        WHERE s.post_id = ${postId} ORDER BY s.taken_at, s.id`.pipe(Effect.orDie)
+
+    const account = (teamId: TeamId, socialAccountId: SocialAccountId) =>
+      sql<ReadableAccount>`SELECT sa.id, sa.provider, sa.status, sa.credentials AS ciphertext FROM social_accounts sa
+        WHERE sa.id = ${socialAccountId} AND sa.team_id = ${teamId}`.pipe(Effect.map(([row]) => row), Effect.orDie)
+
+    const accountSnapshots = (socialAccountId: SocialAccountId) =>
+      sql<AccountSnapshot>`SELECT ${sql.literal(isoUtc("s.taken_at"))} AS "takenAt", s.followers::float8 AS followers,
+          s.following::float8 AS following, s.posts::float8 AS posts
+        FROM account_snapshots s WHERE s.social_account_id = ${socialAccountId} ORDER BY s.taken_at, s.id`.pipe(Effect.orDie)
+
+    /** Clicks on the posts' tracked links so far, per post. */
+    const linkClicks = (postIds: ReadonlyArray<PostId>) =>
+      sql<{ readonly postId: PostId; readonly clicks: number }>`SELECT post_id AS "postId", sum(clicks)::float8 AS clicks
+        FROM post_links WHERE post_id IN ${sql.in(postIds)} GROUP BY post_id`.pipe(
+        Effect.map((rows) => new Map(rows.map((row) => [row.postId, row.clicks]))),
+        Effect.orDie
+      )
+
+    /** Adds one snapshot per read post, each with the post's link clicks. */
+    const addPostSnapshots = (
+      takenAt: Date,
+      snapshots: ReadonlyArray<{ readonly postId: PostId; readonly socialAccountId: SocialAccountId; readonly engagement: Engagement }>
+    ) =>
+      Effect.gen(function*() {
+        if (snapshots.length === 0) return
+        const clicks = yield* linkClicks([...new Set(snapshots.map((snapshot) => snapshot.postId))])
+        yield* sql`INSERT INTO post_snapshots ${
+          sql.insert(snapshots.map(({ engagement, postId, socialAccountId }) => ({
+            post_id: postId,
+            social_account_id: socialAccountId,
+            taken_at: takenAt,
+            likes: engagement.likes,
+            reposts: engagement.reposts,
+            replies: engagement.replies,
+            quotes: engagement.quotes,
+            views: engagement.views,
+            link_clicks: clicks.get(postId) ?? 0,
+            raw: JSON.stringify(engagement.raw)
+          })))
+        }`
+      }).pipe(Effect.orDie)
+
+    const addAccountSnapshot = (socialAccountId: SocialAccountId, takenAt: Date, counts: AccountCounts) =>
+      sql`INSERT INTO account_snapshots (social_account_id, taken_at, followers, following, posts, raw)
+        VALUES (${socialAccountId}, ${takenAt}, ${counts.followers}, ${counts.following}, ${counts.posts},
+          ${JSON.stringify(counts.raw)}::jsonb)`.pipe(Effect.asVoid, Effect.orDie)
+
+    /** Up to `limit` targets due at `now`, oldest due first, leased until `now` + `leaseSeconds`. */
+    const claimDueTargets = (now: Date, limit: number, leaseSeconds: number) =>
+      sql<DueTarget>`WITH due AS (
+          SELECT post_id, social_account_id FROM post_targets WHERE analytics_due_at <= ${now}
+          ORDER BY analytics_due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED),
+        leased AS (
+          UPDATE post_targets pt SET analytics_due_at = ${now}::timestamptz + make_interval(secs => ${leaseSeconds})
+          FROM due WHERE pt.post_id = due.post_id AND pt.social_account_id = due.social_account_id
+          RETURNING pt.post_id, pt.social_account_id, pt.external_id, pt.published_at)
+        SELECT l.post_id AS "postId", l.social_account_id AS "socialAccountId", l.external_id AS "externalId",
+          l.published_at AS "publishedAt", t.organization_id AS "organizationId", ${sql.literal(accountJson)} AS account
+        FROM leased l JOIN posts p ON p.id = l.post_id JOIN teams t ON t.id = p.team_id
+          LEFT JOIN social_accounts sa ON sa.id = l.social_account_id AND sa.team_id = p.team_id`.pipe(Effect.orDie)
+
+    /** When the target is next read: null, never again. */
+    const setTargetDue = (postId: PostId, socialAccountId: SocialAccountId, at: Date | null) =>
+      sql`UPDATE post_targets SET analytics_due_at = ${at}
+        WHERE post_id = ${postId} AND social_account_id = ${socialAccountId}`.pipe(Effect.asVoid, Effect.orDie)
+
+    /** Up to `limit` accounts whose daily counts are due at `now`, leased until `now` + `leaseSeconds`. */
+    const claimDueAccounts = (now: Date, limit: number, leaseSeconds: number) =>
+      sql<ReadableAccount>`WITH due AS (
+          SELECT id FROM social_accounts WHERE analytics_due_at <= ${now}
+          ORDER BY analytics_due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+        UPDATE social_accounts sa SET analytics_due_at = ${now}::timestamptz + make_interval(secs => ${leaseSeconds})
+        FROM due WHERE sa.id = due.id
+        RETURNING sa.id, sa.provider, sa.status, sa.credentials AS ciphertext`.pipe(Effect.orDie)
+
+    const setAccountDue = (socialAccountId: SocialAccountId, at: Date | null) =>
+      sql`UPDATE social_accounts SET analytics_due_at = ${at} WHERE id = ${socialAccountId}`.pipe(Effect.asVoid, Effect.orDie)
+
+    /**
+     * The account's provider calls in each window (sends and analytics reads together), its row locked until
+     * the transaction ends, so that two processes take turns at counting.
+     */
+    const lockUsage = (socialAccountId: SocialAccountId, now: Date, windows: ReadonlyArray<BudgetWindow>) =>
+      Effect.gen(function*() {
+        yield* sql`SELECT 1 FROM social_accounts WHERE id = ${socialAccountId} FOR UPDATE`
+        const [{ usage }] = yield* sql<{ readonly usage: Usage }>`SELECT ARRAY(
+            SELECT ((SELECT count(*) FROM publish_attempts a WHERE a.social_account_id = ${socialAccountId}
+                AND a.started_at > ${now}::timestamptz - make_interval(secs => w.seconds::int))
+              + (SELECT count(*) FROM analytics_reads r WHERE r.social_account_id = ${socialAccountId}
+                AND r.read_at > ${now}::timestamptz - make_interval(secs => w.seconds::int)))::int
+            FROM jsonb_array_elements_text(${JSON.stringify(windows.map((window) => window.seconds))}::jsonb)
+              WITH ORDINALITY AS w (seconds, n)
+            ORDER BY w.n) AS usage`
+        return usage
+      }).pipe(Effect.orDie)
+
+    /** One provider call for analytics, counted against the account's budgets; those older than a day are let go. */
+    const recordRead = (socialAccountId: SocialAccountId, at: Date) =>
+      Effect.gen(function*() {
+        yield* sql`DELETE FROM analytics_reads WHERE social_account_id = ${socialAccountId}
+          AND read_at < ${at}::timestamptz - interval '1 day'`
+        yield* sql`INSERT INTO analytics_reads (social_account_id, read_at) VALUES (${socialAccountId}, ${at})`
+      }).pipe(Effect.orDie)
+
+    return {
+      postExists: (teamId: TeamId, postId: PostId) => policyRequire("Analytics", "read")(postExists(teamId, postId)),
+      publishedTargets: (teamId: TeamId, postId: PostId) =>
+        policyRequire("Analytics", "read")(publishedTargets(teamId, postId)),
+      postSnapshots: (postId: PostId) => policyRequire("Analytics", "read")(postSnapshots(postId)),
+      account: (teamId: TeamId, socialAccountId: SocialAccountId) =>
+        policyRequire("Analytics", "read")(account(teamId, socialAccountId)),
+      accountSnapshots: (socialAccountId: SocialAccountId) =>
+        policyRequire("Analytics", "read")(accountSnapshots(socialAccountId)),
+      addPostSnapshots: (...args: Parameters<typeof addPostSnapshots>) =>
+        policyRequire("Analytics", "refresh")(addPostSnapshots(...args)),
+      addAccountSnapshot: (...args: Parameters<typeof addAccountSnapshot>) =>
+        policyRequire("Analytics", "refresh")(addAccountSnapshot(...args)),
+      lockUsage: (...args: Parameters<typeof lockUsage>) => policyRequire("Analytics", "refresh")(lockUsage(...args)),
+      recordRead: (...args: Parameters<typeof recordRead>) => policyRequire("Analytics", "refresh")(recordRead(...args)),
+      claimDueTargets: (...args: Parameters<typeof claimDueTargets>) =>
+        policyRequire("Analytics", "refresh")(claimDueTargets(...args)),
+      setTargetDue: (...args: Parameters<typeof setTargetDue>) => policyRequire("Analytics", "refresh")(setTargetDue(...args)),
+      claimDueAccounts: (...args: Parameters<typeof claimDueAccounts>) =>
+        policyRequire("Analytics", "refresh")(claimDueAccounts(...args)),
+      setAccountDue: (...args: Parameters<typeof setAccountDue>) =>
+        policyRequire("Analytics", "refresh")(setAccountDue(...args))
+    } as const
+  })
+}) {}

@@ -1,0 +1,200 @@
+import {
+  type AccountAnalytics,
+  BadRequest,
+  Conflict,
+  type Estimate,
+  type OrganizationId,
+  PaymentRequired,
+  type PostAnalytics,
+  type PostId,
+  type SocialAccountId,
+  ServiceUnavailable,
+  type TeamId,
+  TooManyRequests
+} from "@postline/domain"
+import { Clock, Effect, Option } from "effect"
+import { authorize } from "../Access/Authorization.js"
+import { CreditCosts } from "../Credits/Costs.js"
+import { CreditsPolicy } from "../Credits/Policy.js"
+import { type AnalyticsRead, CreditsRepo } from "../Credits/Repo.js"
+import { transactionally } from "../Database/Transaction.js"
+import { accountNotFound, postNotFound } from "../Posts/Service.js"
+import { AnalyticsPolicy } from "./Policy.js"
+import { AnalyticsReader, type ReadFailure } from "./Reader.js"
+import { AnalyticsRepo, type PublishedTarget, type ReadableAccount } from "./Repo.js"
+
+/** A read that failed, as the caller is answered: nothing was charged or stored. */
+const failedRead = (account: ReadableAccount) => (failure: ReadFailure) =>
+  failure._tag === "OverBudget"
+    ? new TooManyRequests({
+      message: `The ${account.provider} account ${account.id} has used the calls its provider allows for now: try again later`
+    })
+    : failure.error?.retryable
+    ? new ServiceUnavailable({ message: `The ${account.provider} account ${account.id} could not be read now: ${failure.message}` })
+    : new Conflict({ message: `The ${account.provider} account ${account.id} could not be read: ${failure.message}` })
+
+/**
+ * Analytics of a team's posts and accounts: the stored snapshots, free to read, and live reads (refresh),
+ * paid in credits per account read. A refresh reads first, then charges and stores in one transaction: a
+ * read that fails charges and stores nothing.
+ */
+export class Analytics extends Effect.Service<Analytics>()("Analytics", {
+  effect: Effect.gen(function*() {
+    const repo = yield* AnalyticsRepo
+    const reader = yield* AnalyticsReader
+    const policy = yield* AnalyticsPolicy
+    const credits = yield* CreditsRepo
+    const creditsPolicy = yield* CreditsPolicy
+    const costs = yield* CreditCosts
+
+    const costOf = (account: ReadableAccount | null) =>
+      account !== null && reader.hasAnalytics(account) ? costs.analyticsCostOf(account.provider) : 0
+
+    const estimateOf = (organizationId: OrganizationId, accounts: ReadonlyArray<{ readonly id: SocialAccountId; readonly credits: number }>) =>
+      Effect.gen(function*() {
+        const perAccount = accounts.map(({ credits, id }) => ({ socialAccountId: id, credits }))
+        const total = perAccount.reduce((sum, account) => sum + account.credits, 0)
+        const balance = yield* authorize(creditsPolicy.canView(organizationId))(() => credits.balanceOf(organizationId))
+        const available = Option.match(balance, { onNone: () => 0, onSome: (found) => found.available })
+        return { total, perAccount, available, sufficient: total <= available } satisfies Estimate
+      })
+
+    /** 402 before anything is read when the estimate is not covered (the charge checks again when it is made). */
+    const requireCredits = (estimate: Estimate) =>
+      estimate.sufficient ? Effect.void : Effect.fail(
+        new PaymentRequired({
+          message: `Reading analytics needs ${estimate.total} credits and the organization has ${estimate.available} available`
+        })
+      )
+
+    const publishedTargetsOf = (teamId: TeamId, postId: PostId) =>
+      Effect.gen(function*() {
+        if (!(yield* repo.postExists(teamId, postId))) return yield* postNotFound(postId)
+        return yield* repo.publishedTargets(teamId, postId)
+      })
+
+    const postAnalyticsOf = (teamId: TeamId, postId: PostId) =>
+      Effect.gen(function*() {
+        const targets = yield* publishedTargetsOf(teamId, postId)
+        const snapshots = yield* repo.postSnapshots(postId)
+        return {
+          postId,
+          targets: targets.map((target) => {
+            const series = snapshots
+              .filter((snapshot) => snapshot.socialAccountId === target.socialAccountId)
+              .map(({ socialAccountId: _, ...snapshot }) => snapshot)
+            return {
+              socialAccountId: target.socialAccountId,
+              provider: target.account?.provider ?? null,
+              externalId: target.externalId,
+              latest: series.at(-1) ?? null,
+              series
+            }
+          })
+        } satisfies PostAnalytics
+      })
+
+    const getPost = (teamId: TeamId, postId: PostId) => authorize(policy.canRead(teamId))(() => postAnalyticsOf(teamId, postId))
+
+    const postEstimate = (teamId: TeamId, postId: PostId) =>
+      Effect.gen(function*() {
+        const targets = yield* publishedTargetsOf(teamId, postId)
+        return { targets, accounts: targets.map((target) => ({ id: target.socialAccountId, credits: costOf(target.account) })) }
+      })
+
+    const estimatePost = (teamId: TeamId, postId: PostId) =>
+      authorize(policy.canRead(teamId))((team) =>
+        Effect.flatMap(postEstimate(teamId, postId), ({ accounts }) => estimateOf(team.organizationId, accounts)))
+
+    const refreshPost = (teamId: TeamId, postId: PostId) =>
+      Effect.gen(function*() {
+        const { organizationId, read, takenAt } = yield* authorize(policy.canRead(teamId))((team) =>
+          Effect.gen(function*() {
+            const { accounts, targets } = yield* postEstimate(teamId, postId)
+            yield* requireCredits(yield* estimateOf(team.organizationId, accounts))
+            const readable = targets.filter((target): target is PublishedTarget & { readonly account: ReadableAccount } =>
+              target.account !== null && reader.hasAnalytics(target.account)
+            )
+            const takenAt = new Date(yield* Clock.currentTimeMillis)
+            const read = yield* authorize(policy.canRefresh(teamId, { lock: false }))(() =>
+              Effect.forEach(readable, (target) =>
+                reader.engagement(target.account, [target.externalId], takenAt).pipe(
+                  Effect.mapError(failedRead(target.account)),
+                  Effect.map((found) => ({ target, engagement: found[0] }))
+                ), { concurrency: 4 })
+            )
+            return { organizationId: team.organizationId, read, takenAt }
+          })
+        )
+        yield* transactionally(authorize(policy.canRefresh(teamId, { lock: true }))(() =>
+          Effect.gen(function*() {
+            const charges: Array<AnalyticsRead> = read.map(({ target }) => ({
+              socialAccountId: target.socialAccountId,
+              postId,
+              amount: costOf(target.account)
+            }))
+            yield* credits.charge(organizationId, charges)
+            yield* repo.addPostSnapshots(
+              takenAt,
+              read.flatMap(({ engagement, target }) =>
+                engagement === undefined ? [] : [{ postId, socialAccountId: target.socialAccountId, engagement }]
+              )
+            )
+          })
+        ))
+        return yield* getPost(teamId, postId)
+      })
+
+    const accountOf = (teamId: TeamId, socialAccountId: SocialAccountId) =>
+      Effect.flatMap(repo.account(teamId, socialAccountId), (account) =>
+        account === undefined ? Effect.fail(accountNotFound(socialAccountId)) : Effect.succeed(account))
+
+    const getAccount = (teamId: TeamId, socialAccountId: SocialAccountId) =>
+      authorize(policy.canRead(teamId))(() =>
+        Effect.gen(function*() {
+          const account = yield* accountOf(teamId, socialAccountId)
+          const series = yield* repo.accountSnapshots(socialAccountId)
+          return { socialAccountId, provider: account.provider, latest: series.at(-1) ?? null, series } satisfies AccountAnalytics
+        }))
+
+    const estimateAccount = (teamId: TeamId, socialAccountId: SocialAccountId) =>
+      authorize(policy.canRead(teamId))((team) =>
+        Effect.flatMap(accountOf(teamId, socialAccountId), (account) =>
+          estimateOf(team.organizationId, [{ id: account.id, credits: costOf(account) }])))
+
+    const refreshAccount = (teamId: TeamId, socialAccountId: SocialAccountId) =>
+      Effect.gen(function*() {
+        const { counts, organizationId, takenAt } = yield* authorize(policy.canRead(teamId))((team) =>
+          Effect.gen(function*() {
+            const account = yield* accountOf(teamId, socialAccountId)
+            if (!reader.hasAnalytics(account)) {
+              return yield* new BadRequest({ message: `A ${account.provider} account has no analytics to read` })
+            }
+            yield* requireCredits(yield* estimateOf(team.organizationId, [{ id: account.id, credits: costOf(account) }]))
+            const takenAt = new Date(yield* Clock.currentTimeMillis)
+            const counts = yield* authorize(policy.canRefresh(teamId, { lock: false }))(() =>
+              reader.counts(account, takenAt).pipe(Effect.mapError(failedRead(account)))
+            )
+            return { counts: { account, counts: counts! }, organizationId: team.organizationId, takenAt }
+          })
+        )
+        yield* transactionally(authorize(policy.canRefresh(teamId, { lock: true }))(() =>
+          Effect.gen(function*() {
+            yield* credits.charge(organizationId, [{ socialAccountId, amount: costOf(counts.account) }])
+            yield* repo.addAccountSnapshot(socialAccountId, takenAt, counts.counts)
+          })
+        ))
+        return yield* getAccount(teamId, socialAccountId)
+      })
+
+    return { getPost, estimatePost, refreshPost, getAccount, estimateAccount, refreshAccount } as const
+  }),
+  dependencies: [
+    AnalyticsRepo.Default,
+    AnalyticsReader.Default,
+    AnalyticsPolicy.Default,
+    CreditsRepo.Default,
+    CreditsPolicy.Default,
+    CreditCosts.Default
+  ]
+}) {}

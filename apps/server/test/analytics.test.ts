@@ -1,0 +1,262 @@
+import { describe, expect, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import type { PostId, SocialAccountId, TeamId } from "@postline/domain"
+import { Effect, Layer, TestClock, TestContext } from "effect"
+import { randomUUID } from "node:crypto"
+import { AnalyticsSnapshots } from "../src/Analytics/Snapshots.js"
+import { snapshotOffsetsSeconds } from "../src/Analytics/Schedule.js"
+import { makeMastodonFake } from "./support/MastodonFake.js"
+import { LocalProviders } from "./support/Providers.js"
+import { makeWebhookReceiver, publishingTeam } from "./support/Publishing.js"
+import { raw, signUp, TestServer } from "./support/TestServer.js"
+
+const analyticsLedgerOf = (organizationId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ amount: number; postId: string | null; socialAccountId: string }>`SELECT amount::float8 AS amount,
+        post_id AS "postId", social_account_id AS "socialAccountId"
+      FROM credit_transactions WHERE organization_id = ${organizationId} AND kind = 'analytics' ORDER BY balance_after DESC`)
+
+/** A team with `credits`, a Mastodon account (on the fake) and a webhook, and a post published to both. */
+const publishedToMastodonAndWebhook = (credits: number) =>
+  Effect.gen(function*() {
+    const mastodon = yield* makeMastodonFake()
+    const receiver = yield* makeWebhookReceiver
+    const team = yield* publishingTeam(credits)
+    const toot = yield* team.connect({ provider: "mastodon", instanceUrl: mastodon.url, accessToken: mastodon.token })
+    const hook = yield* team.connect({ provider: "webhook", url: receiver.url })
+    const publish = (content: string) =>
+      Effect.gen(function*() {
+        const post = yield* team.draft(content)
+        const sent = yield* team.postNow(post.id, [toot.id, hook.id])
+        expect(sent.body.outcome).toBe("none_failed")
+        return { id: post.id as PostId, statusId: sent.body.results[0].externalId as string }
+      })
+    const teamId = team.team.id as TeamId
+    const client = team.admin.client.analytics
+    return { ...team, mastodon, toot, hook, publish, teamId, client }
+  })
+
+/** Targets in the post's order, which is by account id for accounts published to at once. */
+const inPostOrder = <T extends { readonly socialAccountId: string }>(targets: ReadonlyArray<T>) =>
+  [...targets].sort((a, b) => (a.socialAccountId < b.socialAccountId ? -1 : 1))
+
+const mastodonTarget = (analytics: { readonly targets: ReadonlyArray<any> }) =>
+  analytics.targets.find((target) => target.provider === "mastodon")
+
+// The scheduled snapshots' worker of this process, run by the tests on their own clock.
+const Snapshots = AnalyticsSnapshots.Default.pipe(Layer.provide(LocalProviders))
+
+layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })("analytics", (it) => {
+  describe("post analytics", () => {
+    it.scoped("no snapshot before a read; an estimate, then a paid refresh reads Mastodon now, with the link clicks; webhooks are free", () =>
+      Effect.gen(function*() {
+        const team = yield* publishedToMastodonAndWebhook(5)
+        const post = yield* team.publish("Hello")
+        const path = { teamId: team.teamId, postId: post.id }
+        const toot = team.toot.id as SocialAccountId
+        const hook = team.hook.id as SocialAccountId
+        // The credits of publishing to Mastodon (1) are spent: 4 left.
+        expect(yield* team.credit).toEqual({ balance: 4, reserved: 0, available: 4 })
+
+        expect(yield* team.client.getPostAnalytics({ path })).toEqual({
+          postId: post.id,
+          targets: inPostOrder([
+            { socialAccountId: toot, provider: "mastodon", externalId: post.statusId, latest: null, series: [] },
+            { socialAccountId: hook, provider: "webhook", externalId: expect.any(String), latest: null, series: [] }
+          ])
+        })
+        expect(yield* team.client.estimatePostAnalyticsRefresh({ path })).toEqual({
+          total: 1,
+          perAccount: inPostOrder([{ socialAccountId: toot, credits: 1 }, { socialAccountId: hook, credits: 0 }]),
+          available: 4,
+          sufficient: true
+        })
+
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`INSERT INTO post_links (post_id, code, url, clicks) VALUES (${post.id}, ${randomUUID()}, 'https://example.com', 3),
+          (${post.id}, ${randomUUID()}, 'https://example.org', 2)`
+        team.mastodon.setCounts(post.statusId, { favourites_count: 7, reblogs_count: 2, replies_count: 1, quotes_count: 0 })
+        const before = team.mastodon.requests.length
+        const refreshed = yield* team.client.refreshPostAnalytics({ path, headers: {} })
+        expect(team.mastodon.requests.slice(before).map(({ method, path }) => `${method} ${decodeURIComponent(path)}`))
+          .toEqual([`GET /api/v1/statuses?id[]=${post.statusId}`])
+        const snapshot = { takenAt: expect.any(String), likes: 7, reposts: 2, replies: 1, quotes: 0, views: null, linkClicks: 5 }
+        expect(refreshed.targets).toEqual(inPostOrder([
+          { socialAccountId: toot, provider: "mastodon", externalId: post.statusId, latest: snapshot, series: [snapshot] },
+          { socialAccountId: hook, provider: "webhook", externalId: expect.any(String), latest: null, series: [] }
+        ]))
+        expect(yield* team.client.getPostAnalytics({ path })).toEqual(refreshed)
+        expect(yield* team.credit).toEqual({ balance: 3, reserved: 0, available: 3 })
+        expect(yield* analyticsLedgerOf(team.organization.id)).toEqual([{ amount: 1, postId: post.id, socialAccountId: toot }])
+        const [stored] = yield* sql<{ raw: unknown }>`SELECT raw FROM post_snapshots WHERE post_id = ${post.id}`
+        expect(typeof stored!.raw === "string" ? JSON.parse(stored!.raw) : stored!.raw)
+          .toMatchObject({ id: post.statusId, favourites_count: 7, content: "<p>Hello</p>" })
+      }))
+
+    it.scoped("a refresh with an Idempotency-Key is paid once and replayed; 402 when the credits are short, nothing read", () =>
+      Effect.gen(function*() {
+        const team = yield* publishedToMastodonAndWebhook(3)
+        const post = yield* team.publish("Hello")
+        const refresh = (key?: string) =>
+          team.call("POST", `/posts/${post.id}/analytics/refresh`, undefined, key === undefined ? undefined : { "idempotency-key": key })
+        const first = yield* refresh("refresh-1")
+        expect(first.status).toBe(200)
+        expect(first.headers.get("idempotent-replayed")).toBeNull()
+        const again = yield* refresh("refresh-1")
+        expect(again.status).toBe(200)
+        expect(again.headers.get("idempotent-replayed")).toBe("true")
+        expect(again.body).toEqual(first.body)
+        expect(yield* team.credit).toEqual({ balance: 1, reserved: 0, available: 1 })
+        expect(mastodonTarget((yield* refresh("refresh-2")).body).series).toHaveLength(2)
+        expect(yield* team.credit).toEqual({ balance: 0, reserved: 0, available: 0 })
+
+        const before = team.mastodon.requests.length
+        const short = yield* refresh()
+        expect(short.status).toBe(402)
+        expect(short.body).toEqual({
+          _tag: "PaymentRequired",
+          message: "Reading analytics needs 1 credits and the organization has 0 available"
+        })
+        expect(team.mastodon.requests.length).toBe(before)
+        expect(mastodonTarget(yield* team.client.getPostAnalytics({ path: { teamId: team.teamId, postId: post.id } })).series)
+          .toHaveLength(2)
+        expect(yield* team.client.estimatePostAnalyticsRefresh({ path: { teamId: team.teamId, postId: post.id } }))
+          .toMatchObject({ total: 1, available: 0, sufficient: false })
+        expect(yield* analyticsLedgerOf(team.organization.id)).toHaveLength(2)
+      }))
+
+    it.scoped("a provider that refuses the read: 409 with its reason, nothing charged or stored", () =>
+      Effect.gen(function*() {
+        const team = yield* publishedToMastodonAndWebhook(3)
+        const post = yield* team.publish("Hello")
+        team.mastodon.revokeToken()
+        const refused = yield* team.call("POST", `/posts/${post.id}/analytics/refresh`)
+        expect(refused.status).toBe(409)
+        expect(refused.body).toEqual({
+          _tag: "Conflict",
+          message: `The mastodon account ${team.toot.id} could not be read: mastodon auth (401): The access token is invalid`
+        })
+        expect(yield* team.credit).toEqual({ balance: 2, reserved: 0, available: 2 })
+        expect(yield* analyticsLedgerOf(team.organization.id)).toEqual([])
+      }))
+
+    it.scoped("a draft has no targets to read; another organization, or a post of none, is 404", () =>
+      Effect.gen(function*() {
+        const team = yield* publishedToMastodonAndWebhook(3)
+        const post = yield* team.publish("Hello")
+        const draft = yield* team.draft("Not yet")
+        expect(yield* team.client.getPostAnalytics({ path: { teamId: team.teamId, postId: draft.id as PostId } }))
+          .toEqual({ postId: draft.id, targets: [] })
+        const free = yield* team.call("POST", `/posts/${draft.id}/analytics/refresh`)
+        expect(free).toMatchObject({ status: 200, body: { postId: draft.id, targets: [] } })
+
+        const elsewhere = yield* publishingTeam(100)
+        const stranger = yield* signUp()
+        for (const [method, suffix] of [["GET", ""], ["GET", "/refresh/estimate"], ["POST", "/refresh"]] as const) {
+          const theirs = yield* elsewhere.call(method, `/posts/${post.id}/analytics${suffix}`)
+          expect(theirs.status, `${method} ${suffix}`).toBe(404)
+          expect(theirs.body).toEqual({ _tag: "NotFound", message: `Post ${post.id} not found` })
+          const outsider = yield* raw({ method, path: `/v1/teams/${team.team.id}/posts/${post.id}/analytics${suffix}`, token: stranger.token })
+          expect(outsider.status, `${method} ${suffix}`).toBe(404)
+        }
+        const missing = randomUUID()
+        expect((yield* team.call("GET", `/posts/${missing}/analytics`)).body)
+          .toEqual({ _tag: "NotFound", message: `Post ${missing} not found` })
+        expect((yield* team.call("GET", `/posts/not-a-uuid/analytics`)).status).toBe(400)
+        expect(yield* elsewhere.credit).toEqual({ balance: 100, reserved: 0, available: 100 })
+        expect(yield* team.credit).toEqual({ balance: 2, reserved: 0, available: 2 })
+      }))
+  })
+
+  describe("account analytics", () => {
+    it.scoped("counts over time: none at first, a paid refresh reads them now; a webhook has none; others' 404", () =>
+      Effect.gen(function*() {
+        const team = yield* publishedToMastodonAndWebhook(2)
+        yield* team.publish("Hello")
+        const path = { teamId: team.teamId, socialAccountId: team.toot.id as SocialAccountId }
+        expect(yield* team.client.getAccountAnalytics({ path }))
+          .toEqual({ socialAccountId: team.toot.id, provider: "mastodon", latest: null, series: [] })
+        expect(yield* team.client.estimateAccountAnalyticsRefresh({ path })).toEqual({
+          total: 1,
+          perAccount: [{ socialAccountId: team.toot.id, credits: 1 }],
+          available: 1,
+          sufficient: true
+        })
+        team.mastodon.setAccountCounts({ followers_count: 12, following_count: 3 })
+        const refreshed = yield* team.client.refreshAccountAnalytics({ path, headers: {} })
+        const snapshot = { takenAt: expect.any(String), followers: 12, following: 3, posts: 1 }
+        expect(refreshed).toEqual({ socialAccountId: team.toot.id, provider: "mastodon", latest: snapshot, series: [snapshot] })
+        expect(yield* analyticsLedgerOf(team.organization.id)).toEqual([{ amount: 1, postId: null, socialAccountId: team.toot.id }])
+        const short = yield* team.call("POST", `/social-accounts/${team.toot.id}/analytics/refresh`)
+        expect(short.body).toEqual({ _tag: "PaymentRequired", message: "Reading analytics needs 1 credits and the organization has 0 available" })
+
+        const webhook = yield* team.call("POST", `/social-accounts/${team.hook.id}/analytics/refresh`)
+        expect(webhook).toMatchObject({ status: 400, body: { _tag: "BadRequest", message: "A webhook account has no analytics to read" } })
+        expect((yield* team.call("GET", `/social-accounts/${team.hook.id}/analytics/refresh/estimate`)).body)
+          .toMatchObject({ total: 0, perAccount: [{ socialAccountId: team.hook.id, credits: 0 }] })
+
+        const elsewhere = yield* publishingTeam(100)
+        for (const [method, suffix] of [["GET", ""], ["GET", "/refresh/estimate"], ["POST", "/refresh"]] as const) {
+          const theirs = yield* elsewhere.call(method, `/social-accounts/${team.toot.id}/analytics${suffix}`)
+          expect(theirs.body, `${method} ${suffix}`).toEqual({ _tag: "NotFound", message: `Social account ${team.toot.id} not found` })
+        }
+        expect(yield* elsewhere.credit).toEqual({ balance: 100, reserved: 0, available: 100 })
+      }))
+  })
+
+  describe("scheduled snapshots", () => {
+    it.scoped("follow the decaying schedule on a compressed clock, one batched read per account, then never; accounts daily", () =>
+      Effect.gen(function*() {
+        const team = yield* publishedToMastodonAndWebhook(10)
+        const first = yield* team.publish("First")
+        const second = yield* team.publish("Second")
+        const snapshots = yield* AnalyticsSnapshots
+        const seriesOf = (postId: PostId) =>
+          Effect.map(team.client.getPostAnalytics({ path: { teamId: team.teamId, postId } }), (analytics) => mastodonTarget(analytics).series)
+        const statusReads = () => team.mastodon.requests.filter(({ path }) => path.startsWith("/api/v1/statuses?"))
+        const balance = (yield* team.credit).balance
+
+        yield* Effect.gen(function*() {
+          const start = Date.now()
+          const at = (seconds: number) => TestClock.setTime(start + seconds * 1000 + 1000)
+          yield* TestClock.setTime(start)
+          yield* snapshots.snapshotDue
+          expect(yield* seriesOf(first.id)).toEqual([])
+
+          for (const [i, offset] of snapshotOffsetsSeconds.entries()) {
+            team.mastodon.setCounts(first.statusId, { favourites_count: i + 1 })
+            yield* at(offset)
+            yield* snapshots.snapshotDue
+            const series = yield* seriesOf(first.id)
+            expect(series, `after ${offset} s`).toHaveLength(i + 1)
+            expect(series.at(-1)).toMatchObject({ likes: i + 1, reposts: 0, views: null, linkClicks: 0 })
+            expect(yield* seriesOf(second.id)).toHaveLength(i + 1)
+            // Both posts of the account in one call; the webhook is never asked.
+            expect(statusReads()).toHaveLength(i + 1)
+            expect(decodeURIComponent(statusReads().at(-1)!.path)).toBe(
+              `/api/v1/statuses?id[]=${first.statusId}&id[]=${second.statusId}`
+            )
+            // A second run at the same time finds nothing due.
+            yield* snapshots.snapshotDue
+            expect(statusReads()).toHaveLength(i + 1)
+          }
+          yield* at(365 * 86_400)
+          yield* snapshots.snapshotDue
+          expect(yield* seriesOf(first.id)).toHaveLength(snapshotOffsetsSeconds.length)
+          expect(statusReads()).toHaveLength(snapshotOffsetsSeconds.length)
+        }).pipe(Effect.provide(TestContext.TestContext))
+
+        // The accounts' daily counts were read along the way (a day after connecting, then daily), free.
+        const counts = yield* team.client.getAccountAnalytics({
+          path: { teamId: team.teamId, socialAccountId: team.toot.id as SocialAccountId }
+        })
+        expect(counts.series.length).toBeGreaterThanOrEqual(2)
+        expect(counts.latest).toMatchObject({ followers: 0, following: 0, posts: 2 })
+        const hook = yield* team.client.getAccountAnalytics({
+          path: { teamId: team.teamId, socialAccountId: team.hook.id as SocialAccountId }
+        })
+        expect(hook).toMatchObject({ provider: "webhook", latest: null, series: [] })
+        expect((yield* team.credit).balance).toBe(balance)
+      }))
+  })
+})
