@@ -101,6 +101,12 @@ describe("a post-now whose process dies (SIGKILL) during its sends", () => {
     }), 120_000)
 })
 
+/**
+ * The most one timeout can take on a busy machine: less than two timeouts, so that a post-now that waited for its
+ * sends one after another, or in two rounds, still fails.
+ */
+const oneTimeoutNotTwo = (timeoutSeconds: number) => timeoutSeconds * 1000 * 1.8
+
 describe("PUBLISH_TIMEOUT_SECONDS", () => {
   it.scopedLive("answers a post-now within one timeout; the send it cut stays pending with its credit held, and the recovery's repeat (same webhook-id) spends it once", () =>
     Effect.gen(function*() {
@@ -122,7 +128,7 @@ describe("PUBLISH_TIMEOUT_SECONDS", () => {
       const sent = yield* call("POST", `/v1/teams/${teamId}/posts/${postId}/post-now`, { socialAccountIds: [late] })
       const elapsed = Date.now() - started
       expect(elapsed).toBeGreaterThanOrEqual(timeoutSeconds * 1000 - 100)
-      expect(elapsed).toBeLessThan(timeoutSeconds * 1000 + 1500)
+      expect(elapsed).toBeLessThan(oneTimeoutNotTwo(timeoutSeconds))
       expect(sent).toMatchObject({
         status: 200,
         body: {
@@ -174,7 +180,7 @@ describe("PUBLISH_TIMEOUT_SECONDS", () => {
       const sent = yield* call("POST", `/v1/teams/${teamId}/posts/${postId}/post-now`, { socialAccountIds: accountIds })
       const elapsed = Date.now() - started
       expect(elapsed).toBeGreaterThanOrEqual(timeoutSeconds * 1000 - 100)
-      expect(elapsed).toBeLessThan(timeoutSeconds * 1000 + 1500)
+      expect(elapsed).toBeLessThan(oneTimeoutNotTwo(timeoutSeconds))
       expect(sent.status).toBe(200)
       expect(sent.body.results).toEqual(accountIds.map((socialAccountId) => expect.objectContaining({ socialAccountId, status: "pending" })))
       expect(receiver.received).toHaveLength(16)
