@@ -20,3 +20,25 @@ export interface BlueskyNetwork {
 
 /** A PLC and a PDS in this process, on free ports of localhost; `rateLimits` turns the PDS's rate limits on. */
 export declare const startBlueskyNetwork: (options?: { readonly rateLimits?: boolean }) => Promise<BlueskyNetwork>
+
+export interface BlueskyNetworkWithAppView extends BlueskyNetwork {
+  /** The AppView's address: the PDS hands it app.bsky.* calls. */
+  readonly appViewUrl: string
+  /** `account` likes, reposts the post at `uri`, or follows `did` (written to its repository on the PDS). */
+  readonly like: (account: TestAccount, uri: string) => Promise<void>
+  readonly repost: (account: TestAccount, uri: string) => Promise<void>
+  readonly follow: (account: TestAccount, did: string) => Promise<void>
+  /** Waits until the AppView has indexed everything the PDS has written so far. */
+  readonly processAll: () => Promise<void>
+}
+
+/**
+ * A PLC, a PDS and an AppView (with its Ozone and bsync) in this process: the AppView, Ozone and bsync keep their
+ * data in schemas of the PostgreSQL database at `dbPostgresUrl`, which the caller makes for this network alone and
+ * drops afterwards. `redisHost` (host:port) is required by TestNetwork, though this AppView version stores nothing
+ * in Redis.
+ */
+export declare const startBlueskyNetworkWithAppView: (options: {
+  readonly dbPostgresUrl: string
+  readonly redisHost: string
+}) => Promise<BlueskyNetworkWithAppView>

@@ -1,5 +1,5 @@
 import { AtpAgent } from "@atproto/api"
-import { TestNetworkNoAppView } from "@atproto/dev-env"
+import { TestNetwork, TestNetworkNoAppView } from "@atproto/dev-env"
 
 // A 1x1 PNG, so that a profile can have an avatar blob.
 const avatarPng = Buffer.from(
@@ -12,7 +12,49 @@ export const startBlueskyNetwork = async (options = {}) => {
   const network = await TestNetworkNoAppView.create({
     pds: { rateLimitsEnabled: options.rateLimits ?? false }
   })
-  const serviceUrl = network.pds.url
+  return { ...accountsOn(network.pds.url), close: () => network.close() }
+}
+
+/** @type {import("./index.d.ts").startBlueskyNetworkWithAppView} */
+export const startBlueskyNetworkWithAppView = async ({ dbPostgresUrl, redisHost }) => {
+  // TestNetwork insists on a Redis host; the AppView of this version keeps nothing there.
+  process.env.REDIS_HOST ??= redisHost
+  const network = await TestNetwork.create({ dbPostgresUrl, dbPostgresSchema: "network", pds: { rateLimitsEnabled: false } })
+  const accounts = accountsOn(network.pds.url)
+
+  /** The account's agent, logged in with its main password. */
+  const agentOf = async (account) => {
+    const agent = new AtpAgent({ service: network.pds.url })
+    await agent.login({ identifier: account.handle, password: account.password })
+    return agent
+  }
+  const strongRef = async (uri) => {
+    const [, , repo, collection, rkey] = uri.split("/")
+    const { data } = await new AtpAgent({ service: network.pds.url }).com.atproto.repo.getRecord({ repo, collection, rkey })
+    return { uri, cid: data.cid }
+  }
+
+  return {
+    ...accounts,
+    appViewUrl: network.bsky.url,
+    like: async (account, uri) => {
+      const { cid } = await strongRef(uri)
+      await (await agentOf(account)).like(uri, cid)
+    },
+    repost: async (account, uri) => {
+      const { cid } = await strongRef(uri)
+      await (await agentOf(account)).repost(uri, cid)
+    },
+    follow: async (account, did) => {
+      await (await agentOf(account)).follow(did)
+    },
+    processAll: () => network.processAll(),
+    close: () => network.close()
+  }
+}
+
+/** Accounts, records and app passwords on the PDS at `serviceUrl`. */
+const accountsOn = (serviceUrl) => {
   const reader = new AtpAgent({ service: serviceUrl })
   let accounts = 0
 
@@ -49,5 +91,5 @@ export const startBlueskyNetwork = async (options = {}) => {
     await agent.com.atproto.server.revokeAppPassword({ name: "postline" })
   }
 
-  return { serviceUrl, createAccount, getRecord, revokeAppPassword, close: () => network.close() }
+  return { serviceUrl, createAccount, getRecord, revokeAppPassword }
 }

@@ -1,0 +1,46 @@
+import { describe, expect, layer } from "@effect/vitest"
+import type { PostId, SocialAccountId, TeamId } from "@postline/domain"
+import { Effect, Layer } from "effect"
+import { BlueskyAppViewNetwork } from "./support/BlueskyNetwork.js"
+import { publishingTeam } from "./support/Publishing.js"
+import { TestServer } from "./support/TestServer.js"
+
+layer(Layer.merge(TestServer, BlueskyAppViewNetwork.layer), { excludeTestServices: true })("Bluesky analytics", (it) => {
+  describe("from a real AppView, read through the account's PDS", () => {
+    it.scoped("a second account's like and repost appear in the post's snapshot, its follow in the account's", () =>
+      Effect.gen(function*() {
+        const network = yield* BlueskyAppViewNetwork
+        const author = yield* Effect.promise(() => network.createAccount())
+        const fan = yield* Effect.promise(() => network.createAccount())
+        const team = yield* publishingTeam(5)
+        const sky = yield* team.connect({ provider: "bluesky", handle: author.handle, appPassword: author.appPassword, serviceUrl: network.serviceUrl })
+        const post = yield* team.draft("Hello from Postline")
+        const sent = yield* team.postNow(post.id, [sky.id])
+        expect(sent.body.outcome).toBe("none_failed")
+        const uri: string = sent.body.results[0].externalId
+        yield* Effect.promise(async () => {
+          await network.like(fan, uri)
+          await network.repost(fan, uri)
+          await network.follow(fan, author.did)
+          await network.processAll()
+        })
+
+        const analytics = team.admin.client.analytics
+        const refreshed = yield* analytics.refreshPostAnalytics({
+          path: { teamId: team.team.id as TeamId, postId: post.id as PostId },
+          headers: {}
+        })
+        const snapshot = { takenAt: expect.any(String), likes: 1, reposts: 1, replies: 0, quotes: 0, views: null, linkClicks: 0 }
+        expect(refreshed.targets).toEqual([
+          { socialAccountId: sky.id, provider: "bluesky", externalId: uri, latest: snapshot, series: [snapshot] }
+        ])
+        const account = yield* analytics.refreshAccountAnalytics({
+          path: { teamId: team.team.id as TeamId, socialAccountId: sky.id as SocialAccountId },
+          headers: {}
+        })
+        expect(account.latest).toEqual({ takenAt: expect.any(String), followers: 1, following: 0, posts: 1 })
+        // One credit for each read: 5 - 1 (publishing) - 2.
+        expect(yield* team.credit).toEqual({ balance: 2, reserved: 0, available: 2 })
+      }))
+  })
+})
