@@ -32,7 +32,8 @@ const databaseIndependent = [
   "apps/server/test/lazy-module.test.ts",
   "apps/server/test/text-scaling.test.ts",
   "apps/server/test/wall-clock.test.ts",
-  "apps/server/test/deployment-kit.test.ts"
+  "apps/server/test/deployment-kit.test.ts",
+  "apps/server/test/credit-costs.test.ts"
 ]
 
 const serverTests = {

@@ -1,7 +1,7 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import type { PostId, SocialAccountId, TeamId } from "@postline/domain"
-import { Effect, Layer, TestClock, TestContext } from "effect"
+import { ConfigProvider, Effect, Layer, TestClock, TestContext } from "effect"
 import { randomUUID } from "node:crypto"
 import { AnalyticsSnapshots } from "../src/Analytics/Snapshots.js"
 import { snapshotOffsetsSeconds } from "../src/Analytics/Schedule.js"
@@ -260,3 +260,56 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
       }))
   })
 })
+
+// A day's budget of two Mastodon calls per account, and a live read of a Mastodon account at 2 credits.
+const TightBudgets = Layer.setConfigProvider(
+  ConfigProvider.fromMap(
+    new Map([
+      ["PROVIDER_BUDGETS", JSON.stringify({ mastodon: [{ limit: 2, cost: 1, seconds: 86_400 }] })],
+      ["CREDIT_COSTS", JSON.stringify({ analytics: { mastodon: 2 } })]
+    ])
+  ).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
+)
+
+layer(Layer.provideMerge(Snapshots, TestServer).pipe(Layer.provide(TightBudgets)), { excludeTestServices: true })(
+  "analytics within PROVIDER_BUDGETS and CREDIT_COSTS",
+  (it) => {
+    it.scoped("reads count with publishes against the account's budget: a refresh over it is 429, a scheduled read waits", () =>
+      Effect.gen(function*() {
+        const team = yield* publishedToMastodonAndWebhook(10)
+        const post = yield* team.publish("Hello")
+        const path = { teamId: team.teamId, postId: post.id }
+        // Publishing still costs the default 1; a live read of the Mastodon account 2.
+        expect(yield* team.credit).toEqual({ balance: 9, reserved: 0, available: 9 })
+        expect(yield* team.client.estimatePostAnalyticsRefresh({ path })).toMatchObject({ total: 2, sufficient: true })
+        expect(mastodonTarget(yield* team.client.refreshPostAnalytics({ path, headers: {} })).series).toHaveLength(1)
+        expect(yield* team.credit).toEqual({ balance: 7, reserved: 0, available: 7 })
+        expect(yield* analyticsLedgerOf(team.organization.id)).toEqual([{ amount: 2, postId: post.id, socialAccountId: team.toot.id }])
+
+        // The publish and the read used the day's two calls.
+        const reads = team.mastodon.requests.length
+        const over = yield* team.call("POST", `/posts/${post.id}/analytics/refresh`)
+        expect(over.status).toBe(429)
+        expect(over.body).toEqual({
+          _tag: "TooManyRequests",
+          message: `The mastodon account ${team.toot.id} has used the calls its provider allows for now: try again later`
+        })
+        expect(yield* team.credit).toEqual({ balance: 7, reserved: 0, available: 7 })
+        expect(team.mastodon.requests.length).toBe(reads)
+
+        const sql = yield* SqlClient.SqlClient
+        const dueAt = Effect.map(
+          sql<{ dueAt: Date }>`SELECT analytics_due_at AS "dueAt" FROM post_targets
+            WHERE post_id = ${post.id} AND social_account_id = ${team.toot.id}`,
+          ([row]) => row!.dueAt.getTime()
+        )
+        const snapshots = yield* AnalyticsSnapshots
+        const now = Date.now() + snapshotOffsetsSeconds[0]! * 1000 + 1000
+        yield* Effect.zipRight(TestClock.setTime(now), snapshots.snapshotDue).pipe(Effect.provide(TestContext.TestContext))
+        expect(team.mastodon.requests.length).toBe(reads)
+        expect(mastodonTarget(yield* team.client.getPostAnalytics({ path })).series).toHaveLength(1)
+        // Tried again five minutes later.
+        expect(yield* dueAt).toBe(now + 300_000)
+      }))
+  }
+)
