@@ -6,6 +6,8 @@ import { AnalyticsHttpLive } from "./Analytics/Http.js"
 import { ApiKeysHttpLive } from "./ApiKeys/Http.js"
 import { MediaHttpLive } from "./Assets/Http.js"
 import { DevicePageLive } from "./Auth/DevicePage.js"
+import { BillingHttpLive } from "./Billing/Http.js"
+import { BillingWebhooksHttpLive } from "./Billing/Webhooks/Http.js"
 import { FoldersHttpLive } from "./Folders/Http.js"
 import { AuthHttpLive } from "./Auth/Http.js"
 import { CreditsHttpLive } from "./Credits/Http.js"
@@ -44,6 +46,8 @@ const ApiLive = HttpApiBuilder.api(PostlineApi).pipe(
     FoldersHttpLive,
     MediaHttpLive,
     EventWebhooksHttpLive,
+    BillingHttpLive,
+    BillingWebhooksHttpLive,
     AuthHttpLive,
     HealthHttpLive
   ]),

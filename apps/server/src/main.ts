@@ -1,6 +1,7 @@
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Effect, Either, Layer, Logger, LogLevel } from "effect"
 import { AdminServerLive } from "./Admin/Server.js"
+import { BillingSettings } from "./Billing/Settings.js"
 import { DatabaseLive } from "./Database/Database.js"
 import { SoleProcess } from "./Database/SoleProcess.js"
 import { CurrentDeployment, DeploymentLive } from "./Deployment.js"
@@ -53,6 +54,8 @@ const makeAppLive = (level: LogLevel.LogLevel) =>
     Layer.provide(Layer.provideMerge(StorageSweepLive, MediaStorageLive)),
     Layer.provide(ProvidersLive),
     Layer.provide(DatabaseLive),
+    // Read before the database opens, so that invalid billing settings stop the start at once; the API shares it.
+    Layer.provide(BillingSettings.Default),
     Layer.provide(DeploymentLive),
     Layer.provide(ServerLive)
   )

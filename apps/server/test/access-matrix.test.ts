@@ -7,6 +7,7 @@ import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { generateSecret, hashSecret } from "../src/Users/Secrets.js"
 import { noisyPng, putUpload, serverUrl, upload } from "./support/Media.js"
+import { makeStripeFake, signedEvent } from "./support/StripeFake.js"
 import { raw, TestServer } from "./support/TestServer.js"
 
 /**
@@ -26,6 +27,15 @@ const importSource = await new Promise<string>((resolve) => {
   server.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`))
   server.unref()
 })
+
+/** Billing sells through Stripe, faked at the HTTP level (no Stripe server can run here). */
+const stripe = await makeStripeFake()
+
+/** A Stripe event the server does not use, signed: acknowledged whoever sends it, since the signature is the permission. */
+const stripeEvent = (secret?: string) => {
+  const { body, signature } = signedEvent({ id: `evt_${randomUUID()}`, type: "customer.created", object: { id: "cus_matrix" } }, secret)
+  return { body, headers: { "content-type": "application/json", "stripe-signature": signature } }
+}
 
 const callers = [
   "owner",
@@ -220,6 +230,7 @@ interface Call {
   readonly json?: unknown
   /** A body of raw bytes (as text) instead. */
   readonly body?: string
+  readonly headers?: Record<string, string>
   /** A multipart/form-data body instead: text fields, and files of bytes. */
   readonly form?: Readonly<Record<string, string | { readonly bytes: Uint8Array; readonly fileName: string; readonly type: string }>>
 }
@@ -259,6 +270,8 @@ interface Case {
 // A different list each time, so that a refused replacement would show in the fingerprint.
 let slotsReplaced = 0
 const nextSlotTime = () => `09:${String(slotsReplaced++ % 60).padStart(2, "0")}`
+// A different figure each time, for the same reason.
+let billingFigures = 10
 
 // dprint-ignore
 const cases: ReadonlyArray<Case> = [
@@ -363,6 +376,21 @@ const cases: ReadonlyArray<Case> = [
     statuses: [200, 200, 403, 404, 200, 404, 401, 401, 401] },
   { operation: "eventWebhooks.deleteEventWebhook", call: (w) => ({ method: "DELETE", path: `/v1/organizations/${w.organizationA}/event-webhook` }),
     statuses: [200, 200, 403, 404, 200, 404, 401, 401, 401] },
+  { operation: "billing.getBilling", call: (w) => ({ method: "GET", path: `/v1/organizations/${w.organizationA}/billing` }),
+    statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
+  { operation: "billing.createCheckout", call: (w) => ({ method: "POST", path: `/v1/organizations/${w.organizationA}/billing/checkout`, json: { purchase: "credits", credits: 1000, returnUrl: "https://app.example/billing" } }),
+    statuses: [201, 201, 403, 404, 201, 404, 401, 401, 401] },
+  { operation: "billing.createPortal", call: (w) => ({ method: "POST", path: `/v1/organizations/${w.organizationA}/billing/portal`, json: { returnUrl: "https://app.example/billing" } }),
+    statuses: [201, 201, 403, 404, 201, 404, 401, 401, 401] },
+  { operation: "billing.updateAutoRecharge", call: (w) => ({ method: "PATCH", path: `/v1/organizations/${w.organizationA}/billing/auto-recharge`, json: { enabled: false, threshold: billingFigures++ } }),
+    statuses: [200, 200, 403, 404, 200, 404, 401, 401, 401] },
+  { operation: "billing.updateSpendCap", call: (w) => ({ method: "PATCH", path: `/v1/organizations/${w.organizationA}/billing/spend-cap`, json: { monthlyCredits: billingFigures++ } }),
+    statuses: [200, 200, 403, 404, 200, 404, 401, 401, 401] },
+  // Stripe's webhook: the signature is the permission, whatever bearer token comes with it.
+  { operation: "billingWebhooks.receiveStripeEvent", call: () => ({ method: "POST", path: "/v1/billing/webhooks/stripe", ...stripeEvent() }),
+    statuses: [204, 204, 204, 204, 204, 204, 204, 204, 204] },
+  { operation: "billingWebhooks.receiveStripeEvent", variant: "with a bad signature", call: () => ({ method: "POST", path: "/v1/billing/webhooks/stripe", ...stripeEvent("whsec_forged") }),
+    statuses: [400, 400, 400, 400, 400, 400, 400, 400, 400] },
   { operation: "links.listPostLinks", call: (w, t) => ({ method: "GET", path: `/v1/teams/${w.teamA}/posts/${t.postId}/links` }),
     statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
   { operation: "health.health", call: () => ({ method: "GET", path: "/health" }),
@@ -427,7 +455,11 @@ const operationsOfApi = Object.values(PostlineApi.groups).flatMap((group) =>
 // so that the objects of an asset one case deleted are not swept while a refused call is fingerprinted. Imports
 // may reach this machine, where their files are served.
 const MatrixSettings = Layer.setConfigProvider(
-  ConfigProvider.fromMap(new Map([["MEDIA_SWEEP_SECONDS", String(7 * 86_400)], ["OUTBOUND_ALLOW_PRIVATE", "true"]])).pipe(
+  ConfigProvider.fromMap(new Map([
+    ["MEDIA_SWEEP_SECONDS", String(7 * 86_400)],
+    ["OUTBOUND_ALLOW_PRIVATE", "true"],
+    ...Object.entries(stripe.settings)
+  ])).pipe(
     ConfigProvider.orElse(() => ConfigProvider.fromEnv())
   )
 )

@@ -124,6 +124,20 @@ describe("a misconfigured server says what to do in one line, and exits at once"
   })
 })
 
+describe("billing's settings, checked at start", () => {
+  it.scopedLive("STRIPE_SECRET_KEY without the webhook's secret, or packs that are not credits to price ids", () =>
+    Effect.gen(function*() {
+      const database = yield* freshDatabaseEnv
+      const stripe = { STRIPE_SECRET_KEY: "sk_test_postline", BILLING_CREDIT_PACKS: `{"1000":"price_pack_1000"}` }
+      expectRefused(yield* refusedStart({ ...database, ...stripe }), "STRIPE_WEBHOOK_SECRET", "whsec_")
+      expectRefused(
+        yield* refusedStart({ ...database, ...stripe, STRIPE_WEBHOOK_SECRET: "whsec_x", BILLING_CREDIT_PACKS: `{"many":"price_1"}` }),
+        "BILLING_CREDIT_PACKS",
+        "JSON object of credits to Stripe price ids"
+      )
+    }), 60_000)
+})
+
 describe("the outbound guard", () => {
   it.scopedLive("refuses a webhook on this machine, or over plain http, naming OUTBOUND_ALLOW_PRIVATE=true", () =>
     Effect.gen(function*() {

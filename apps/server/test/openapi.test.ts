@@ -24,7 +24,10 @@ const operationErrors: Record<string, ReadonlyArray<string>> = {
   "assetUploads.uploadAsset 409": ["QuotaExceeded"],
   "assets.createAssetUpload 409": ["QuotaExceeded"],
   "assets.completeAssetUpload 409": ["QuotaExceeded"],
-  "assets.importAsset 409": ["QuotaExceeded"]
+  "assets.importAsset 409": ["QuotaExceeded"],
+  "billing.createCheckout 409": ["BillingDisabled"],
+  "billing.createPortal 409": ["BillingDisabled"],
+  "billing.updateAutoRecharge 409": ["BillingDisabled"]
 }
 
 const refsOf = (schema: any): Array<string> =>
@@ -64,6 +67,12 @@ describe("the OpenAPI document", () => {
         "auth.requestDeviceCode POST /v1/auth/device/code",
         "auth.revoke POST /v1/auth/revoke",
         "auth.token POST /v1/auth/token",
+        "billing.createCheckout POST /v1/organizations/{organizationId}/billing/checkout",
+        "billing.createPortal POST /v1/organizations/{organizationId}/billing/portal",
+        "billing.getBilling GET /v1/organizations/{organizationId}/billing",
+        "billing.updateAutoRecharge PATCH /v1/organizations/{organizationId}/billing/auto-recharge",
+        "billing.updateSpendCap PATCH /v1/organizations/{organizationId}/billing/spend-cap",
+        "billingWebhooks.receiveStripeEvent POST /v1/billing/webhooks/stripe",
         "credits.getCredits GET /v1/organizations/{organizationId}/credits",
         "credits.listCreditTransactions GET /v1/organizations/{organizationId}/credits/transactions",
         "eventWebhooks.deleteEventWebhook DELETE /v1/organizations/{organizationId}/event-webhook",
@@ -109,8 +118,9 @@ describe("the OpenAPI document", () => {
       ])
   })
 
-  // A signed download's or upload's signature is its permission.
-  const isSigned = (path: string) => path.endsWith("/content") || path.startsWith("/v1/uploads/")
+  // A signed download's or upload's signature is its permission, and a Stripe event's.
+  const isSigned = (path: string) =>
+    path.endsWith("/content") || path.startsWith("/v1/uploads/") || path === "/v1/billing/webhooks/stripe"
 
   // The device login is how a caller gets a token, so it cannot ask for one.
   const isOpen = (path: string) =>
@@ -203,7 +213,12 @@ describe("the OpenAPI document", () => {
         "SetPostingSlots",
         "PostingSlot",
         "CreateAssetUpload",
-        "ImportAsset"
+        "ImportAsset",
+        "CreditPackCheckout",
+        "SubscriptionCheckout",
+        "PortalRequest",
+        "UpdateAutoRecharge",
+        "UpdateSpendCap"
       ]
     ) {
       expect(spec.components.schemas[name].additionalProperties, name).toBe(false)

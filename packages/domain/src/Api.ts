@@ -4,6 +4,7 @@ import { AnalyticsGroup } from "./Analytics.js"
 import { AssetContentGroup, AssetsGroup, AssetUploadsGroup } from "./Assets.js"
 import { ApiKeysGroup } from "./ApiKeys.js"
 import { AuthGroup } from "./Auth.js"
+import { BillingGroup, BillingWebhooksGroup } from "./Billing.js"
 import {
   BadRequest,
   Conflict,
@@ -81,6 +82,7 @@ export class AuthenticatedApi extends HttpApi.make("authenticated")
   .add(FoldersGroup)
   .add(AssetsGroup)
   .add(EventWebhooksGroup)
+  .add(BillingGroup)
   .middleware(JsonBody)
   .middleware(CallerRateLimit)
   .middleware(Authentication)
@@ -98,6 +100,7 @@ export class PostlineApi extends HttpApi.make("postline")
   .addHttpApi(AuthenticatedUploadsApi)
   .add(AssetContentGroup)
   .add(AuthGroup)
+  .add(BillingWebhooksGroup)
   .add(HealthGroup)
   .addError(HttpApiDecodeError)
   .addError(BadRequest)

@@ -113,3 +113,12 @@ export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()(
     description: "The organization's stored media would exceed its storage quota: delete assets to make room"
   })
 ) {}
+
+export class BillingDisabled extends Schema.TaggedError<BillingDisabled>()(
+  "BillingDisabled",
+  { message: Schema.String },
+  HttpApiSchema.annotations({
+    status: 409,
+    description: "This server has no payment provider (STRIPE_SECRET_KEY is not set): an operator grants credits"
+  })
+) {}

@@ -67,18 +67,51 @@ export class CreditsRepo extends Effect.Service<CreditsRepo>()("CreditsRepo", {
         rowsFrom: sql`FROM credit_transactions c WHERE c.organization_id = ${organizationId}`
       }).pipe(Effect.orDie, policyRequire("Credits", "audit"))
 
-    /** Moves the organization's credits by the deltas, when `guard` holds; the new figures, or none. */
+    const thisMonth = sql`date_trunc('month', now() AT TIME ZONE 'UTC')::date`
+    const spentThisMonth = sql`(CASE WHEN spend_month = ${thisMonth} THEN month_spent ELSE 0 END)`
+
+    /** 402 naming the monthly spend cap, when it is what stopped a spend; none when something else did. */
+    const capReached = (organizationId: OrganizationId, spent: number) =>
+      sql<{ cap: number | null; spent: number }>`SELECT spend_cap::float8 AS cap, ${spentThisMonth}::float8 AS spent
+        FROM organizations WHERE id = ${organizationId}`.pipe(
+        Effect.flatMap(([row]) =>
+          row !== undefined && row.cap !== null && row.spent + spent > row.cap
+            ? new PaymentRequired({
+              message: `This needs ${spent} credits, beyond the organization's monthly spend cap of ${row.cap} credits ` +
+                `(${row.spent} spent this month); an admin or owner may raise the cap`
+            })
+            : Effect.succeedNone)
+      )
+
+    /**
+     * Moves the organization's credits by the deltas, when `guard` holds; the new figures, or none. What lowers
+     * the available credits (a hold, a direct charge) is a spend: it counts against the monthly spend cap, checked
+     * in this very statement, and when it leaves the available credits below the auto-recharge threshold it
+     * decides a recharge unless one is under way (Billing/Recharger.ts starts it). A release gives its credits
+     * back to the month; grants and the settling of a hold are no spend.
+     */
     const move = (
       organizationId: OrganizationId,
       deltas: { readonly balance: number; readonly reserved: number },
       guard = sql`TRUE`
-    ) =>
-      sql<CreditBalance>`UPDATE organizations SET
+    ) => {
+      const spent = deltas.balance > 0 ? 0 : deltas.reserved - deltas.balance
+      const spending = spent > 0
+      const availableAfter = sql`credits_balance + ${deltas.balance} - reserved_credits - ${deltas.reserved}`
+      return sql<CreditBalance>`UPDATE organizations SET
           credits_balance = credits_balance + ${deltas.balance},
-          reserved_credits = reserved_credits + ${deltas.reserved}
-        WHERE id = ${organizationId} AND ${guard} RETURNING ${balanceColumns}`.pipe(
-        Effect.map(([row]) => Option.fromNullable(row))
+          reserved_credits = reserved_credits + ${deltas.reserved},
+          spend_month = ${thisMonth},
+          month_spent = greatest(0, ${spentThisMonth} + ${spent})
+          ${spending ? sql`, auto_recharge_token = CASE WHEN auto_recharge_enabled AND auto_recharge_token IS NULL
+            AND ${availableAfter} < auto_recharge_threshold THEN gen_random_uuid() ELSE auto_recharge_token END` : sql.literal("")}
+        WHERE id = ${organizationId} AND ${guard}
+          ${spending ? sql`AND (spend_cap IS NULL OR ${spentThisMonth} + ${spent} <= spend_cap)` : sql.literal("")}
+        RETURNING ${balanceColumns}`.pipe(
+        Effect.flatMap(([row]) =>
+          row === undefined && spending ? capReached(organizationId, spent) : Effect.succeed(Option.fromNullable(row)))
       )
+    }
 
     const record = (
       organizationId: OrganizationId,

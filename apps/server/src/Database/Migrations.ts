@@ -13,6 +13,7 @@ import dueDispatch from "./migrations/0010_due_dispatch.js"
 import mediaLibrary from "./migrations/0011_media_library.js"
 import assetUploads from "./migrations/0012_asset_uploads.js"
 import publishVisibility from "./migrations/0013_publish_visibility.js"
+import billing from "./migrations/0014_billing.js"
 import analytics from "./migrations/0015_analytics.js"
 
 const run = Migrator.make({})
@@ -32,6 +33,7 @@ export const migrations = {
   "0011_media_library": mediaLibrary,
   "0012_asset_uploads": assetUploads,
   "0013_publish_visibility": publishVisibility,
+  "0014_billing": billing,
   "0015_analytics": analytics
 }
 

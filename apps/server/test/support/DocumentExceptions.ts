@@ -36,6 +36,7 @@ export const documentExceptions: ReadonlyArray<DocumentException> = [
   url("serviceUrl"),
   url("instanceUrl"),
   url("url"),
+  url("returnUrl"),
   {
     property: "socialAccountIds",
     rule: "distinct ids, compared without regard to case (uniqueItems compares them as written)",

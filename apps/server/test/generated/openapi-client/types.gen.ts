@@ -1316,6 +1316,116 @@ export type SavedEventWebhook = {
 };
 
 /**
+ * An organization's billing state
+ */
+export type Billing = {
+    /**
+     * Whether this server sells credits; without a payment provider an operator grants them
+     */
+    enabled: boolean;
+    creditPacks: Array<CreditPack>;
+    credits: CreditBalance;
+    /**
+     * The organization's billing; null for members, who see only the credits
+     */
+    account: BillingAccount | null;
+};
+
+/**
+ * A pack of credits on sale; its price is the payment provider's
+ */
+export type CreditPack = {
+    credits: CreditAmount;
+};
+
+/**
+ * A whole number of credits, 1 to 1000000000
+ */
+export type CreditAmount = number;
+
+export type BillingAccount = {
+    paymentCustomerId: string | null;
+    paymentSubscriptionId: string | null;
+    paymentPaymentMethodId: string | null;
+    paymentMeteredSubscriptionItemId: string | null;
+    isSubscribed: boolean;
+    subscriptionStatus: SubscriptionStatus;
+    subscriptionPlan: string | null;
+    subscriptionStartedAt: Timestamp | null;
+    subscriptionEndsAt: Timestamp | null;
+    subscriptionCurrentPeriodEnd: Timestamp | null;
+    autoRecharge: AutoRecharge;
+    spendCap: SpendCap;
+};
+
+export type AutoRecharge = {
+    enabled: boolean;
+    /**
+     * A recharge starts when available credits fall below it
+     */
+    threshold: CreditAmount | null;
+    /**
+     * The credits of the pack each recharge buys
+     */
+    amount: CreditAmount | null;
+    /**
+     * A recharge has started and its credits have not arrived yet
+     */
+    pending: boolean;
+    /**
+     * Why the last recharge failed (auto-recharge was then turned off); null once it is turned on again
+     */
+    lastError: string | null;
+};
+
+export type SpendCap = {
+    /**
+     * The most credits publishing and analytics may spend in a calendar month (UTC); null: no cap
+     */
+    monthlyCredits: CreditAmount | null;
+    /**
+     * Credits spent or held this calendar month (UTC)
+     */
+    spentThisMonth: number;
+};
+
+export type CreditPackCheckout = {
+    purchase: 'credits';
+    /**
+     * The credits of one of the packs on sale
+     */
+    credits: number;
+    returnUrl: WebsiteUrl;
+};
+
+export type SubscriptionCheckout = {
+    purchase: 'subscription';
+    returnUrl: WebsiteUrl;
+};
+
+/**
+ * This server has no payment provider (STRIPE_SECRET_KEY is not set): an operator grants credits
+ */
+export type BillingDisabled = {
+    message: string;
+    _tag: 'BillingDisabled';
+};
+
+export type PortalRequest = {
+    returnUrl: WebsiteUrl;
+};
+
+export type UpdateAutoRecharge = {
+    enabled: boolean;
+    threshold?: CreditAmount;
+    amount?: CreditAmount;
+};
+
+export type UpdateSpendCap = {
+    monthlyCredits: CreditAmount | null;
+};
+
+/**
  * The stored copy (default) or its thumbnail
  */
 export type AssetVariant = 'original' | 'thumbnail';
@@ -1468,6 +1578,15 @@ export type AuthorizationServerMetadata = {
     response_types_supported: Array<string>;
     token_endpoint_auth_methods_supported: Array<string>;
     revocation_endpoint_auth_methods_supported: Array<string>;
+};
+
+/**
+ * A Stripe event, as Stripe sends it
+ */
+export type PaymentEvent = {
+    id: string;
+    type: string;
+    [key: string]: unknown;
 };
 
 export type HealthStatus = {
@@ -5839,6 +5958,331 @@ export type EventWebhooksSetEventWebhookResponses = {
 
 export type EventWebhooksSetEventWebhookResponse = EventWebhooksSetEventWebhookResponses[keyof EventWebhooksSetEventWebhookResponses];
 
+export type BillingGetBillingData = {
+    body?: never;
+    path: {
+        organizationId: OrganizationId;
+    };
+    query?: never;
+    url: '/v1/organizations/{organizationId}/billing';
+};
+
+export type BillingGetBillingErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type BillingGetBillingError = BillingGetBillingErrors[keyof BillingGetBillingErrors];
+
+export type BillingGetBillingResponses = {
+    /**
+     * An organization's billing state
+     */
+    200: Billing;
+};
+
+export type BillingGetBillingResponse = BillingGetBillingResponses[keyof BillingGetBillingResponses];
+
+export type BillingCreateCheckoutData = {
+    body: CreditPackCheckout | SubscriptionCheckout;
+    path: {
+        organizationId: OrganizationId;
+    };
+    query?: never;
+    url: '/v1/organizations/{organizationId}/billing/checkout';
+};
+
+export type BillingCreateCheckoutErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict | BillingDisabled;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type BillingCreateCheckoutError = BillingCreateCheckoutErrors[keyof BillingCreateCheckoutErrors];
+
+export type BillingCreateCheckoutResponses = {
+    /**
+     * Success
+     */
+    201: {
+        /**
+         * Where to send the person: a page of the payment provider
+         */
+        url: string;
+    };
+};
+
+export type BillingCreateCheckoutResponse = BillingCreateCheckoutResponses[keyof BillingCreateCheckoutResponses];
+
+export type BillingCreatePortalData = {
+    body: PortalRequest;
+    path: {
+        organizationId: OrganizationId;
+    };
+    query?: never;
+    url: '/v1/organizations/{organizationId}/billing/portal';
+};
+
+export type BillingCreatePortalErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict | BillingDisabled;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type BillingCreatePortalError = BillingCreatePortalErrors[keyof BillingCreatePortalErrors];
+
+export type BillingCreatePortalResponses = {
+    /**
+     * Success
+     */
+    201: {
+        /**
+         * Where to send the person: a page of the payment provider
+         */
+        url: string;
+    };
+};
+
+export type BillingCreatePortalResponse = BillingCreatePortalResponses[keyof BillingCreatePortalResponses];
+
+export type BillingUpdateAutoRechargeData = {
+    body: UpdateAutoRecharge;
+    path: {
+        organizationId: OrganizationId;
+    };
+    query?: never;
+    url: '/v1/organizations/{organizationId}/billing/auto-recharge';
+};
+
+export type BillingUpdateAutoRechargeErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict | BillingDisabled;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type BillingUpdateAutoRechargeError = BillingUpdateAutoRechargeErrors[keyof BillingUpdateAutoRechargeErrors];
+
+export type BillingUpdateAutoRechargeResponses = {
+    /**
+     * An organization's billing state
+     */
+    200: Billing;
+};
+
+export type BillingUpdateAutoRechargeResponse = BillingUpdateAutoRechargeResponses[keyof BillingUpdateAutoRechargeResponses];
+
+export type BillingUpdateSpendCapData = {
+    body: UpdateSpendCap;
+    path: {
+        organizationId: OrganizationId;
+    };
+    query?: never;
+    url: '/v1/organizations/{organizationId}/billing/spend-cap';
+};
+
+export type BillingUpdateSpendCapErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type BillingUpdateSpendCapError = BillingUpdateSpendCapErrors[keyof BillingUpdateSpendCapErrors];
+
+export type BillingUpdateSpendCapResponses = {
+    /**
+     * An organization's billing state
+     */
+    200: Billing;
+};
+
+export type BillingUpdateSpendCapResponse = BillingUpdateSpendCapResponses[keyof BillingUpdateSpendCapResponses];
+
 export type AssetContentGetAssetContentData = {
     body?: never;
     path: {
@@ -6233,6 +6677,67 @@ export type AuthAuthorizationServerMetadataResponses = {
 };
 
 export type AuthAuthorizationServerMetadataResponse = AuthAuthorizationServerMetadataResponses[keyof AuthAuthorizationServerMetadataResponses];
+
+export type BillingWebhooksReceiveStripeEventData = {
+    body: PaymentEvent;
+    path?: never;
+    query?: never;
+    url: '/v1/billing/webhooks/stripe';
+};
+
+export type BillingWebhooksReceiveStripeEventErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * Not enough organization credits
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type BillingWebhooksReceiveStripeEventError = BillingWebhooksReceiveStripeEventErrors[keyof BillingWebhooksReceiveStripeEventErrors];
+
+export type BillingWebhooksReceiveStripeEventResponses = {
+    /**
+     * Received (or already received, or ignored)
+     */
+    204: void;
+};
+
+export type BillingWebhooksReceiveStripeEventResponse = BillingWebhooksReceiveStripeEventResponses[keyof BillingWebhooksReceiveStripeEventResponses];
 
 export type HealthHealthData = {
     body?: never;

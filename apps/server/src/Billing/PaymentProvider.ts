@@ -1,0 +1,82 @@
+import type { OrganizationId, SubscriptionStatus } from "@postline/domain"
+import { Data, Effect, Option } from "effect"
+import { BillingSettings, type PackSetting, type PlanSetting } from "./Settings.js"
+import { makeStripeGateway } from "./Stripe.js"
+
+/** What a payment provider's event means here; each comes from a verified event. */
+export type PaymentEvent = Data.TaggedEnum<{
+  /** A credit pack was paid for through a checkout. */
+  CreditsPaid: { readonly organizationId: OrganizationId; readonly credits: number; readonly reference: string }
+  /** A payment method the organization's later off-session payments may use. */
+  PaymentMethodSaved: { readonly organizationId: OrganizationId; readonly paymentMethodId: string }
+  SubscriptionChanged: {
+    readonly customerId: string
+    readonly subscriptionId: string
+    readonly status: typeof SubscriptionStatus.Type
+    readonly startedAt: Date | null
+    readonly endsAt: Date | null
+    readonly currentPeriodEnd: Date | null
+    readonly meteredItemId: string | null
+    readonly paymentMethodId: string | null
+  }
+  /** A subscription's invoice could not be paid. */
+  SubscriptionPaymentFailed: { readonly customerId: string }
+  RechargePaid: {
+    readonly organizationId: OrganizationId
+    readonly token: string
+    readonly credits: number
+    readonly reference: string
+  }
+  RechargeFailed: { readonly organizationId: OrganizationId; readonly token: string; readonly reason: string }
+  Ignored: {}
+}>
+export const PaymentEvent = Data.taggedEnum<PaymentEvent>()
+
+export interface ReceivedEvent {
+  readonly id: string
+  readonly type: string
+  /** When the provider made it: events may arrive out of order. */
+  readonly createdAt: Date
+  readonly event: PaymentEvent
+}
+
+export class InvalidSignature extends Data.TaggedError("InvalidSignature")<{ readonly message: string }> {}
+
+/** The provider refused the payment for good (a declined card, a removed payment method): it is not tried again. */
+export class PaymentDeclined extends Data.TaggedError("PaymentDeclined")<{ readonly message: string }> {}
+
+/** The few things billing asks of a payment provider. Failures to reach it are defects (500), logged. */
+export interface PaymentGateway {
+  readonly createCustomer: (organization: { readonly id: string; readonly name: string }) => Effect.Effect<string>
+  readonly checkoutPack: (input: {
+    readonly customerId: string
+    readonly organizationId: OrganizationId
+    readonly pack: PackSetting
+    readonly returnUrl: string
+  }) => Effect.Effect<string>
+  readonly checkoutPlan: (input: {
+    readonly customerId: string
+    readonly organizationId: OrganizationId
+    readonly plan: PlanSetting
+    readonly returnUrl: string
+  }) => Effect.Effect<string>
+  readonly portal: (input: { readonly customerId: string; readonly returnUrl: string }) => Effect.Effect<string>
+  /** Pays for the pack with the saved payment method, the customer absent; one payment per token, however often asked. */
+  readonly recharge: (input: {
+    readonly customerId: string
+    readonly paymentMethodId: string
+    readonly organizationId: OrganizationId
+    readonly pack: PackSetting
+    readonly token: string
+  }) => Effect.Effect<{ readonly paymentIntentId: string }, PaymentDeclined>
+  /** The event the body holds, once its signature is checked against the raw bytes. */
+  readonly receive: (body: Uint8Array, signature: string) => Effect.Effect<ReceivedEvent, InvalidSignature>
+}
+
+/** The payment provider: Stripe when STRIPE_SECRET_KEY is set, none otherwise. */
+export class PaymentProvider extends Effect.Service<PaymentProvider>()("Billing/PaymentProvider", {
+  effect: Effect.map(BillingSettings, (settings) => ({
+    gateway: Option.map(settings.stripe, (stripe) => makeStripeGateway(stripe, settings.plan))
+  })),
+  dependencies: [BillingSettings.Default]
+}) {}

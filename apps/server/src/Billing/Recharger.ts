@@ -1,0 +1,46 @@
+import { Effect, Layer, Option, Schedule } from "effect"
+import { PaymentProvider } from "./PaymentProvider.js"
+import { BillingRepo, type DueRecharge } from "./Repo.js"
+import { BillingSettings } from "./Settings.js"
+
+const batch = 20
+
+/**
+ * Starts the recharges that spends decided (CreditsRepo marks them in the statement of the spend): one
+ * off-session payment per decision, its idempotency key the decision's token, so that a start repeated after a
+ * crash, or by another process, is the same payment. The credits come with the payment's webhook; a payment
+ * the provider refuses ends the recharge and turns auto-recharge off, with the reason kept. Every
+ * BILLING_RECHARGE_POLL_MS while billing is on.
+ */
+export const RechargerLive = Layer.scopedDiscard(Effect.gen(function*() {
+  const settings = yield* BillingSettings
+  const repo = yield* BillingRepo
+  const { gateway } = yield* PaymentProvider
+  if (Option.isNone(gateway)) return
+  const provider = gateway.value
+
+  const start = (due: DueRecharge) => {
+    const pack = settings.packs.find((pack) => pack.credits === due.credits)
+    if (pack === undefined || due.customerId === null || due.paymentMethodId === null) {
+      const reason = pack === undefined ? `no pack of ${due.credits} credits is on sale` : "no saved payment method"
+      return repo.rechargeEnded(due.organizationId, due.token, `The recharge could not start: ${reason}`)
+    }
+    return provider.recharge({
+      customerId: due.customerId,
+      paymentMethodId: due.paymentMethodId,
+      organizationId: due.organizationId,
+      pack,
+      token: due.token
+    }).pipe(
+      Effect.flatMap(({ paymentIntentId }) => repo.rechargeStarted(due.organizationId, due.token, paymentIntentId)),
+      Effect.catchTag("PaymentDeclined", (declined) =>
+        repo.rechargeEnded(due.organizationId, due.token, `The recharge failed: ${declined.message}`))
+    )
+  }
+
+  // A provider that does not answer leaves the recharge due: the next round tries it again.
+  const round = Effect.flatMap(repo.dueRecharges(batch), (due) => Effect.forEach(due, start, { discard: true })).pipe(
+    Effect.catchAllCause((cause) => Effect.logWarning("Billing: starting recharges failed; they are tried again", cause))
+  )
+  yield* Effect.forkScoped(Effect.repeat(round, Schedule.spaced(settings.rechargePollMs)))
+}))

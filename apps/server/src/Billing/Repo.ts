@@ -1,0 +1,189 @@
+import { SqlClient } from "@effect/sql"
+import type { OrganizationId, SubscriptionStatus } from "@postline/domain"
+import { Effect, Option } from "effect"
+import { policyRequire } from "../Access/Authorization.js"
+import { isoUtc, selectFields } from "../Database/Columns.js"
+
+/** An organization's billing as stored, one row. */
+export interface BillingRow {
+  readonly name: string
+  readonly balance: number
+  readonly reserved: number
+  readonly available: number
+  readonly paymentCustomerId: string | null
+  readonly paymentSubscriptionId: string | null
+  readonly paymentPaymentMethodId: string | null
+  readonly paymentMeteredSubscriptionItemId: string | null
+  readonly isSubscribed: boolean
+  readonly subscriptionStatus: typeof SubscriptionStatus.Type
+  readonly subscriptionPlan: string | null
+  readonly subscriptionStartedAt: string | null
+  readonly subscriptionEndsAt: string | null
+  readonly subscriptionCurrentPeriodEnd: string | null
+  readonly autoRechargeEnabled: boolean
+  readonly autoRechargeThreshold: number | null
+  readonly autoRechargeAmount: number | null
+  readonly autoRechargePending: boolean
+  readonly autoRechargeLastError: string | null
+  readonly spendCap: number | null
+  readonly spentThisMonth: number
+}
+
+/** A recharge decided by a spend and not started yet. */
+export interface DueRecharge {
+  readonly organizationId: OrganizationId
+  readonly token: string
+  readonly credits: number | null
+  readonly customerId: string | null
+  readonly paymentMethodId: string | null
+}
+
+export interface SubscriptionState {
+  readonly subscriptionId: string
+  readonly status: typeof SubscriptionStatus.Type
+  readonly plan: string | null
+  readonly startedAt: Date | null
+  readonly endsAt: Date | null
+  readonly currentPeriodEnd: Date | null
+  readonly meteredItemId: string | null
+  readonly paymentMethodId: string | null
+}
+
+// A subscription that still gives its plan: the provider is still trying to collect a past_due one.
+const subscribedStatuses = ["active", "trialing", "past_due"]
+
+export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const thisMonth = sql`date_trunc('month', now() AT TIME ZONE 'UTC')::date`
+
+    const columns = selectFields<BillingRow>(sql, {
+      name: "o.name",
+      balance: "o.credits_balance::float8",
+      reserved: "o.reserved_credits::float8",
+      available: "(o.credits_balance - o.reserved_credits)::float8",
+      paymentCustomerId: "o.payment_customer_id",
+      paymentSubscriptionId: "o.payment_subscription_id",
+      paymentPaymentMethodId: "o.payment_payment_method_id",
+      paymentMeteredSubscriptionItemId: "o.payment_metered_subscription_item_id",
+      isSubscribed: "o.is_subscribed",
+      subscriptionStatus: "o.subscription_status",
+      subscriptionPlan: "o.subscription_plan",
+      subscriptionStartedAt: isoUtc("o.subscription_started_at"),
+      subscriptionEndsAt: isoUtc("o.subscription_ends_at"),
+      subscriptionCurrentPeriodEnd: isoUtc("o.subscription_current_period_end"),
+      autoRechargeEnabled: "o.auto_recharge_enabled",
+      autoRechargeThreshold: "o.auto_recharge_threshold::float8",
+      autoRechargeAmount: "o.auto_recharge_amount::float8",
+      autoRechargePending: "o.auto_recharge_token IS NOT NULL",
+      autoRechargeLastError: "o.auto_recharge_last_error",
+      spendCap: "o.spend_cap::float8",
+      spentThisMonth: sql`(CASE WHEN o.spend_month = ${thisMonth} THEN o.month_spent ELSE 0 END)::float8`
+    })
+
+    const find = (organizationId: OrganizationId, lock = false) =>
+      sql<BillingRow>`SELECT ${columns} FROM organizations o WHERE o.id = ${organizationId} ${sql.literal(lock ? "FOR UPDATE" : "")}`.pipe(
+        Effect.map(([row]) => Option.fromNullable(row)),
+        Effect.orDie
+      )
+
+    const updated = (statement: Effect.Effect<ReadonlyArray<BillingRow>, unknown>) =>
+      statement.pipe(Effect.map(([row]) => row!), Effect.orDie)
+
+    /** Keeps the first customer made for the organization: a second, made concurrently, is not used. */
+    const keepCustomer = (organizationId: OrganizationId, customerId: string) =>
+      sql<{ customerId: string }>`UPDATE organizations SET payment_customer_id = coalesce(payment_customer_id, ${customerId})
+        WHERE id = ${organizationId} RETURNING payment_customer_id AS "customerId"`.pipe(
+        Effect.map(([row]) => row!.customerId),
+        Effect.orDie,
+        policyRequire("Billing", "manage")
+      )
+
+    const setAutoRecharge = (
+      organizationId: OrganizationId,
+      settings: { readonly enabled: boolean; readonly threshold: number | null; readonly amount: number | null }
+    ) =>
+      updated(sql<BillingRow>`UPDATE organizations o SET auto_recharge_enabled = ${settings.enabled},
+          auto_recharge_threshold = ${settings.threshold}, auto_recharge_amount = ${settings.amount},
+          auto_recharge_last_error = CASE WHEN ${settings.enabled} THEN NULL ELSE auto_recharge_last_error END,
+          updated_at = now()
+        WHERE o.id = ${organizationId} RETURNING ${columns}`).pipe(policyRequire("Billing", "manage"))
+
+    const setSpendCap = (organizationId: OrganizationId, cap: number | null) =>
+      updated(sql<BillingRow>`UPDATE organizations o SET spend_cap = ${cap}, updated_at = now()
+        WHERE o.id = ${organizationId} RETURNING ${columns}`).pipe(policyRequire("Billing", "manage"))
+
+    // What the payment provider's events do: the server's own work, no caller's.
+
+    /** Records the event; false when it was recorded before (a replay, or a concurrent delivery that came first). */
+    const recordEvent = (eventId: string, type: string) =>
+      sql`INSERT INTO billing_events (event_id, type) VALUES (${eventId}, ${type})
+        ON CONFLICT (event_id) DO NOTHING RETURNING event_id`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
+
+    const exists = (organizationId: OrganizationId) =>
+      sql`SELECT 1 FROM organizations WHERE id = ${organizationId}`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
+
+    const savePaymentMethod = (organizationId: OrganizationId, paymentMethodId: string) =>
+      sql`UPDATE organizations SET payment_payment_method_id = ${paymentMethodId}, updated_at = now()
+        WHERE id = ${organizationId}`.pipe(Effect.asVoid, Effect.orDie)
+
+    /** Sets the subscription's state, unless a later event of the provider set it already; whether it was set. */
+    const setSubscription = (customerId: string, state: SubscriptionState, at: Date) =>
+      sql`UPDATE organizations SET
+          payment_subscription_id = ${state.subscriptionId},
+          payment_metered_subscription_item_id = ${state.meteredItemId},
+          payment_payment_method_id = coalesce(${state.paymentMethodId}, payment_payment_method_id),
+          subscription_status = ${state.status},
+          is_subscribed = ${subscribedStatuses.includes(state.status)},
+          subscription_plan = ${state.plan},
+          subscription_started_at = ${state.startedAt},
+          subscription_ends_at = ${state.endsAt},
+          subscription_current_period_end = ${state.currentPeriodEnd},
+          subscription_event_at = ${at},
+          updated_at = now()
+        WHERE payment_customer_id = ${customerId}
+          AND (subscription_event_at IS NULL OR subscription_event_at <= ${at})
+        RETURNING id`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
+
+    const markPastDue = (customerId: string, at: Date) =>
+      sql`UPDATE organizations SET subscription_status = 'past_due', subscription_event_at = ${at}, updated_at = now()
+        WHERE payment_customer_id = ${customerId} AND payment_subscription_id IS NOT NULL
+          AND subscription_status IN ('active', 'trialing', 'past_due')
+          AND (subscription_event_at IS NULL OR subscription_event_at <= ${at})`.pipe(Effect.asVoid, Effect.orDie)
+
+    const dueRecharges = (limit: number) =>
+      sql<DueRecharge>`SELECT id AS "organizationId", auto_recharge_token::text AS token,
+          auto_recharge_amount::float8 AS credits, payment_customer_id AS "customerId",
+          payment_payment_method_id AS "paymentMethodId"
+        FROM organizations WHERE auto_recharge_token IS NOT NULL AND auto_recharge_payment_intent_id IS NULL
+        LIMIT ${limit}`.pipe(Effect.orDie)
+
+    const rechargeStarted = (organizationId: OrganizationId, token: string, paymentIntentId: string) =>
+      sql`UPDATE organizations SET auto_recharge_payment_intent_id = ${paymentIntentId}
+        WHERE id = ${organizationId} AND auto_recharge_token::text = ${token}`.pipe(Effect.asVoid, Effect.orDie)
+
+    /** Ends the recharge of `token`: the next spend below the threshold may start another; a failure turns it off. */
+    const rechargeEnded = (organizationId: OrganizationId, token: string, failure: string | null) =>
+      sql`UPDATE organizations SET auto_recharge_token = NULL, auto_recharge_payment_intent_id = NULL,
+          auto_recharge_enabled = auto_recharge_enabled AND ${failure === null},
+          auto_recharge_last_error = coalesce(${failure}, auto_recharge_last_error)
+        WHERE id = ${organizationId} AND auto_recharge_token::text = ${token}`.pipe(Effect.asVoid, Effect.orDie)
+
+    return {
+      find: (organizationId: OrganizationId) => policyRequire("Billing", "view")(find(organizationId)),
+      /** The row, locked until the caller's transaction ends, for a change that depends on it. */
+      findForUpdate: (organizationId: OrganizationId) => policyRequire("Billing", "manage")(find(organizationId, true)),
+      keepCustomer,
+      setAutoRecharge,
+      setSpendCap,
+      recordEvent,
+      exists,
+      savePaymentMethod,
+      setSubscription,
+      markPastDue,
+      dueRecharges,
+      rechargeStarted,
+      rechargeEnded
+    } as const
+  })
+}) {}

@@ -1,0 +1,145 @@
+import {
+  BadRequest,
+  type Billing as BillingState,
+  BillingDisabled,
+  type CheckoutRequest,
+  Conflict,
+  NotFound,
+  type OrganizationId,
+  type UpdateAutoRecharge
+} from "@postline/domain"
+import { Effect, Option } from "effect"
+import { authorize } from "../Access/Authorization.js"
+import { transactionally } from "../Database/Transaction.js"
+import { PaymentProvider } from "./PaymentProvider.js"
+import { BillingPolicy } from "./Policy.js"
+import { type BillingRow, BillingRepo } from "./Repo.js"
+import { BillingSettings } from "./Settings.js"
+
+const billingDisabled = new BillingDisabled({
+  message: "Billing is off on this server (no STRIPE_SECRET_KEY): an operator grants credits with the admin command"
+})
+
+/** An organization's billing, for the current caller: reading it, buying credits or the plan, auto-recharge and the cap. */
+export class Billing extends Effect.Service<Billing>()("Billing", {
+  effect: Effect.gen(function*() {
+    const repo = yield* BillingRepo
+    const policy = yield* BillingPolicy
+    const settings = yield* BillingSettings
+    const { gateway } = yield* PaymentProvider
+    const creditPacks = settings.packs.map(({ credits }) => ({ credits }))
+    const packCredits = settings.packs.map((pack) => pack.credits).join(", ")
+
+    const stateOf = (row: BillingRow, whole: boolean): BillingState => ({
+      enabled: Option.isSome(gateway),
+      creditPacks,
+      credits: { balance: row.balance, reserved: row.reserved, available: row.available },
+      account: whole
+        ? {
+          paymentCustomerId: row.paymentCustomerId,
+          paymentSubscriptionId: row.paymentSubscriptionId,
+          paymentPaymentMethodId: row.paymentPaymentMethodId,
+          paymentMeteredSubscriptionItemId: row.paymentMeteredSubscriptionItemId,
+          isSubscribed: row.isSubscribed,
+          subscriptionStatus: row.subscriptionStatus,
+          subscriptionPlan: row.subscriptionPlan,
+          subscriptionStartedAt: row.subscriptionStartedAt,
+          subscriptionEndsAt: row.subscriptionEndsAt,
+          subscriptionCurrentPeriodEnd: row.subscriptionCurrentPeriodEnd,
+          autoRecharge: {
+            enabled: row.autoRechargeEnabled,
+            threshold: row.autoRechargeThreshold,
+            amount: row.autoRechargeAmount,
+            pending: row.autoRechargePending,
+            lastError: row.autoRechargeLastError
+          },
+          spendCap: { monthlyCredits: row.spendCap, spentThisMonth: row.spentThisMonth }
+        }
+        : null
+    })
+
+    const found = (organizationId: OrganizationId) => (row: Option.Option<BillingRow>) =>
+      Option.match(row, {
+        onNone: () => new NotFound({ message: `Organization ${organizationId} not found` }),
+        onSome: Effect.succeed
+      })
+
+    const get = (organizationId: OrganizationId) =>
+      authorize(policy.canView(organizationId))((whole) =>
+        Effect.map(Effect.flatMap(repo.find(organizationId), found(organizationId)), (row) => stateOf(row, whole)))
+
+    const requireGateway = Option.match(gateway, { onNone: () => billingDisabled, onSome: Effect.succeed })
+
+    /** The organization's customer at the provider, made on first use. */
+    const customerOf = (organizationId: OrganizationId) =>
+      Effect.gen(function*() {
+        const provider = yield* requireGateway
+        const row = yield* Effect.flatMap(repo.findForUpdate(organizationId), found(organizationId))
+        if (row.paymentCustomerId !== null) return { provider, row, customerId: row.paymentCustomerId }
+        const made = yield* provider.createCustomer({ id: organizationId, name: row.name })
+        return { provider, row, customerId: yield* repo.keepCustomer(organizationId, made) }
+      })
+
+    const checkout = (organizationId: OrganizationId, request: CheckoutRequest) =>
+      authorize(policy.canManage(organizationId, { lock: false }))(() =>
+        Effect.gen(function*() {
+          yield* requireGateway
+          const pack = request.purchase === "credits"
+            ? settings.packs.find((pack) => pack.credits === request.credits)
+            : undefined
+          if (request.purchase === "credits" && pack === undefined) {
+            return yield* new BadRequest({ message: `No pack of ${request.credits} credits is on sale; the packs: ${packCredits}` })
+          }
+          if (request.purchase === "subscription" && Option.isNone(settings.plan)) {
+            return yield* new Conflict({ message: "This server offers no subscription plan (BILLING_PLAN_PRICE_ID is not set)" })
+          }
+          const { customerId, provider, row } = yield* customerOf(organizationId)
+          if (pack !== undefined) {
+            return { url: yield* provider.checkoutPack({ customerId, organizationId, pack, returnUrl: request.returnUrl }) }
+          }
+          if (row.isSubscribed) {
+            return yield* new Conflict({
+              message: `The organization is subscribed already (${row.subscriptionStatus}): change the subscription in the billing portal`
+            })
+          }
+          const plan = Option.getOrThrow(settings.plan)
+          return { url: yield* provider.checkoutPlan({ customerId, organizationId, plan, returnUrl: request.returnUrl }) }
+        }))
+
+    const portal = (organizationId: OrganizationId, returnUrl: string) =>
+      authorize(policy.canManage(organizationId, { lock: false }))(() =>
+        Effect.flatMap(customerOf(organizationId), ({ customerId, provider }) =>
+          Effect.map(provider.portal({ customerId, returnUrl }), (url) => ({ url }))))
+
+    /** Turning it on takes a threshold, a pack's credits as amount, and a payment method kept by a checkout. */
+    const updateAutoRecharge = (organizationId: OrganizationId, update: UpdateAutoRecharge) =>
+      authorize(policy.canManage(organizationId, { lock: true }))(() =>
+        Effect.gen(function*() {
+          yield* requireGateway
+          const row = yield* Effect.flatMap(repo.findForUpdate(organizationId), found(organizationId))
+          const threshold = update.threshold ?? row.autoRechargeThreshold
+          const amount = update.amount ?? row.autoRechargeAmount
+          if (update.enabled) {
+            if (threshold === null || amount === null) {
+              return yield* new BadRequest({ message: "Auto-recharge needs a threshold and an amount" })
+            }
+            if (row.paymentPaymentMethodId === null) {
+              return yield* new Conflict({
+                message: "The organization has no saved payment method: buy a credit pack first, its card is kept for recharges"
+              })
+            }
+          }
+          if (amount !== null && !settings.packs.some((pack) => pack.credits === amount)) {
+            return yield* new BadRequest({ message: `amount must be the credits of a pack on sale: ${packCredits}` })
+          }
+          return stateOf(yield* repo.setAutoRecharge(organizationId, { enabled: update.enabled, threshold, amount }), true)
+        })).pipe(transactionally)
+
+    const updateSpendCap = (organizationId: OrganizationId, monthlyCredits: number | null) =>
+      authorize(policy.canManage(organizationId, { lock: true }))(() =>
+        Effect.map(repo.setSpendCap(organizationId, monthlyCredits), (row) => stateOf(row, true))).pipe(transactionally)
+
+    return { get, checkout, portal, updateAutoRecharge, updateSpendCap } as const
+  }),
+  dependencies: [BillingRepo.Default, BillingPolicy.Default, BillingSettings.Default, PaymentProvider.Default]
+}) {}

@@ -1,0 +1,100 @@
+import { Config, ConfigError, Effect, Either, Option, Redacted, Schema } from "effect"
+
+/** A pack on sale: its credits and the Stripe price it is sold at. */
+export interface PackSetting {
+  readonly credits: number
+  readonly priceId: string
+}
+
+/** The subscription plan: its name, its Stripe price, and the metered price of usage beyond its credits. */
+export interface PlanSetting {
+  readonly name: string
+  readonly priceId: string
+  readonly meteredPriceId: string | null
+}
+
+export interface StripeSettings {
+  readonly secretKey: Redacted.Redacted<string>
+  readonly webhookSecret: Redacted.Redacted<string>
+  /** Where the Stripe API is; only tests and proxies change it. */
+  readonly apiUrl: URL
+}
+
+const PriceId = Schema.String.pipe(Schema.pattern(/^price_[A-Za-z0-9_]+$/))
+const Packs = Schema.parseJson(Schema.Record({ key: Schema.String.pipe(Schema.pattern(/^[1-9][0-9]{0,8}$/)), value: PriceId }))
+
+const invalid = (name: string, message: string) => ConfigError.InvalidData([name], message)
+
+/** An empty value, as an env file may leave one, is no value. */
+const setting = (name: string) => Config.option(Config.redacted(name)).pipe(
+  Config.map(Option.filter((value) => Redacted.value(value).trim() !== ""))
+)
+
+const packsOf = (text: string) =>
+  Either.match(Schema.decodeUnknownEither(Packs, { onExcessProperty: "error" })(text), {
+    onLeft: () =>
+      Effect.fail(invalid(
+        "BILLING_CREDIT_PACKS",
+        "must be a JSON object of credits to Stripe price ids, e.g. {\"1000\":\"price_123\",\"5000\":\"price_456\"}"
+      )),
+    onRight: (record) => {
+      const packs = Object.entries(record).map(([credits, priceId]) => ({ credits: Number(credits), priceId }))
+      return packs.length === 0
+        ? Effect.fail(invalid("BILLING_CREDIT_PACKS", "must name at least one pack"))
+        : Effect.succeed(packs.sort((a, b) => a.credits - b.credits))
+    }
+  })
+
+const priceIdOf = (name: string) =>
+  Effect.flatMap(Config.option(Config.string(name)), (value) =>
+    Option.isSome(value) && value.value !== "" && !Schema.is(PriceId)(value.value)
+      ? Effect.fail(invalid(name, "must be a Stripe price id (price_...)"))
+      : Effect.succeed(Option.filter(value, (id) => id !== "")))
+
+/**
+ * Billing's settings, read once at start. Without STRIPE_SECRET_KEY the server sells nothing (an operator grants
+ * credits); with it, STRIPE_WEBHOOK_SECRET and BILLING_CREDIT_PACKS must be set and valid, or the server does not
+ * start. BILLING_PLAN_PRICE_ID (with BILLING_PLAN_METERED_PRICE_ID and BILLING_PLAN_NAME) offers a subscription.
+ */
+export class BillingSettings extends Effect.Service<BillingSettings>()("Billing/Settings", {
+  effect: Effect.gen(function*() {
+    const secretKey = yield* setting("STRIPE_SECRET_KEY")
+    const rechargePollMs = yield* Config.integer("BILLING_RECHARGE_POLL_MS").pipe(Config.withDefault(2000))
+    if (Option.isNone(secretKey)) {
+      yield* Effect.logInfo("STRIPE_SECRET_KEY is not set: billing is off, credits are granted with the admin command")
+      return { stripe: Option.none<StripeSettings>(), packs: [] as ReadonlyArray<PackSetting>, plan: Option.none<PlanSetting>(), rechargePollMs }
+    }
+    const webhookSecret = yield* setting("STRIPE_WEBHOOK_SECRET")
+    if (Option.isNone(webhookSecret)) {
+      return yield* Effect.fail(ConfigError.MissingData(
+        ["STRIPE_WEBHOOK_SECRET"],
+        "STRIPE_SECRET_KEY is set, so STRIPE_WEBHOOK_SECRET (the endpoint's signing secret, whsec_...) must be set too"
+      ))
+    }
+    const packsText = yield* Config.option(Config.string("BILLING_CREDIT_PACKS"))
+    if (Option.isNone(packsText)) {
+      return yield* Effect.fail(ConfigError.MissingData(
+        ["BILLING_CREDIT_PACKS"],
+        "STRIPE_SECRET_KEY is set, so BILLING_CREDIT_PACKS must name the packs on sale, e.g. {\"1000\":\"price_123\"}"
+      ))
+    }
+    const packs = yield* packsOf(packsText.value)
+    const planPrice = yield* priceIdOf("BILLING_PLAN_PRICE_ID")
+    const meteredPrice = yield* priceIdOf("BILLING_PLAN_METERED_PRICE_ID")
+    if (Option.isNone(planPrice) && Option.isSome(meteredPrice)) {
+      return yield* Effect.fail(invalid("BILLING_PLAN_METERED_PRICE_ID", "needs BILLING_PLAN_PRICE_ID, the plan it belongs to"))
+    }
+    const planName = yield* Config.string("BILLING_PLAN_NAME").pipe(Config.withDefault("standard"))
+    const apiUrl = yield* Config.url("STRIPE_API_URL").pipe(Config.withDefault(new URL("https://api.stripe.com")))
+    return {
+      stripe: Option.some<StripeSettings>({ secretKey: secretKey.value, webhookSecret: webhookSecret.value, apiUrl }),
+      packs: packs as ReadonlyArray<PackSetting>,
+      plan: Option.map(planPrice, (priceId): PlanSetting => ({
+        name: planName,
+        priceId,
+        meteredPriceId: Option.getOrNull(meteredPrice)
+      })),
+      rechargePollMs
+    }
+  })
+}) {}

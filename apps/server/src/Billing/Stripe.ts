@@ -1,0 +1,221 @@
+import { OrganizationId, type SubscriptionStatus } from "@postline/domain"
+import { Effect, Option, Redacted, Schema } from "effect"
+import Stripe from "stripe"
+import {
+  InvalidSignature,
+  PaymentDeclined,
+  PaymentEvent,
+  type PaymentGateway,
+  type ReceivedEvent
+} from "./PaymentProvider.js"
+import type { PlanSetting, StripeSettings } from "./Settings.js"
+
+// What the server writes into the metadata of what it asks Stripe for, and reads back from its events.
+const creditPack = "credit_pack"
+const autoRecharge = "auto_recharge"
+
+const statuses: Record<string, typeof SubscriptionStatus.Type> = {
+  active: "active",
+  trialing: "trialing",
+  past_due: "past_due",
+  canceled: "canceled",
+  paused: "paused",
+  unpaid: "unpaid"
+}
+
+const idOf = (value: string | { readonly id: string } | null | undefined) =>
+  value === null || value === undefined ? null : typeof value === "string" ? value : value.id
+
+const dateOf = (seconds: number | null | undefined) => (seconds === null || seconds === undefined ? null : new Date(seconds * 1000))
+
+/** The organization the server named in the metadata; anything else is no organization of ours. */
+const organizationOf = (metadata: Stripe.Metadata | null | undefined) =>
+  Option.getOrUndefined(Schema.decodeUnknownOption(OrganizationId)(metadata?.organizationId))
+
+const creditsOf = (text: string | undefined) => {
+  const credits = Number(text)
+  return Number.isSafeInteger(credits) && credits > 0 ? Option.some(credits) : Option.none()
+}
+
+/** A Stripe call; a failure to reach Stripe, or one it refuses, is a defect, logged with what was asked. */
+const call = <A>(what: string, run: () => Promise<A>) =>
+  Effect.tryPromise({ try: run, catch: (cause) => cause }).pipe(
+    Effect.tapError((cause) => Effect.logError(`Stripe: ${what} failed`, cause)),
+    Effect.orDie
+  )
+
+const subscriptionEvent = (subscription: Stripe.Subscription, plan: Option.Option<PlanSetting>) => {
+  const items = subscription.items.data
+  const metered = Option.flatMap(plan, (plan) => Option.fromNullable(items.find((item) => item.price.id === plan.meteredPriceId)))
+  return PaymentEvent.SubscriptionChanged({
+    customerId: idOf(subscription.customer)!,
+    subscriptionId: subscription.id,
+    status: statuses[subscription.status] ?? "inactive",
+    startedAt: dateOf(subscription.start_date),
+    endsAt: dateOf(subscription.ended_at ?? subscription.cancel_at),
+    currentPeriodEnd: dateOf(items[0]?.current_period_end),
+    meteredItemId: Option.getOrNull(Option.map(metered, (item) => item.id)),
+    paymentMethodId: idOf(subscription.default_payment_method)
+  })
+}
+
+/** What a Stripe event means here; anything else is acknowledged and ignored. */
+const meaningOf = (event: Stripe.Event, plan: Option.Option<PlanSetting>): PaymentEvent => {
+  switch (event.type) {
+    case "checkout.session.completed":
+    case "checkout.session.async_payment_succeeded": {
+      const session = event.data.object
+      const organizationId = organizationOf(session.metadata)
+      const credits = creditsOf(session.metadata?.credits)
+      // A session paid later (a bank transfer) completes unpaid; its async_payment_succeeded brings the credits.
+      if (session.metadata?.purpose !== creditPack || session.payment_status !== "paid" || !organizationId || Option.isNone(credits)) {
+        return PaymentEvent.Ignored()
+      }
+      return PaymentEvent.CreditsPaid({ organizationId, credits: credits.value, reference: session.id })
+    }
+    case "payment_intent.succeeded": {
+      const intent = event.data.object
+      const { purpose, token } = intent.metadata
+      const organizationId = organizationOf(intent.metadata)
+      const paymentMethodId = idOf(intent.payment_method)
+      if (!organizationId) return PaymentEvent.Ignored()
+      if (purpose === autoRecharge && token) {
+        const credits = creditsOf(intent.metadata.credits)
+        return Option.isNone(credits)
+          ? PaymentEvent.Ignored()
+          : PaymentEvent.RechargePaid({ organizationId, token, credits: credits.value, reference: intent.id })
+      }
+      return purpose === creditPack && paymentMethodId !== null
+        ? PaymentEvent.PaymentMethodSaved({ organizationId, paymentMethodId })
+        : PaymentEvent.Ignored()
+    }
+    case "payment_intent.payment_failed": {
+      const intent = event.data.object
+      const { purpose, token } = intent.metadata
+      const organizationId = organizationOf(intent.metadata)
+      return purpose === autoRecharge && organizationId && token
+        ? PaymentEvent.RechargeFailed({
+          organizationId,
+          token,
+          reason: intent.last_payment_error?.message ?? "The payment failed"
+        })
+        : PaymentEvent.Ignored()
+    }
+    case "customer.subscription.created":
+    case "customer.subscription.updated":
+    case "customer.subscription.deleted":
+    case "customer.subscription.paused":
+    case "customer.subscription.resumed":
+      return subscriptionEvent(event.data.object, plan)
+    case "invoice.payment_failed": {
+      const customerId = idOf(event.data.object.customer)
+      return customerId === null ? PaymentEvent.Ignored() : PaymentEvent.SubscriptionPaymentFailed({ customerId })
+    }
+    default:
+      return PaymentEvent.Ignored()
+  }
+}
+
+/** The Stripe adapter, through the official SDK, at `settings.apiUrl`. */
+export const makeStripeGateway = (settings: StripeSettings, plan: Option.Option<PlanSetting>): PaymentGateway => {
+  const url = settings.apiUrl
+  const protocol = url.protocol === "http:" ? "http" : "https"
+  const stripe = new Stripe(Redacted.value(settings.secretKey), {
+    host: url.hostname,
+    port: url.port === "" ? (protocol === "http" ? 80 : 443) : Number(url.port),
+    protocol,
+    maxNetworkRetries: 2,
+    telemetry: false
+  })
+  const webhookSecret = Redacted.value(settings.webhookSecret)
+
+  return {
+    createCustomer: (organization) =>
+      Effect.map(
+        call("creating a customer", () =>
+          stripe.customers.create(
+            { name: organization.name, metadata: { organizationId: organization.id } },
+            // Two concurrent first checkouts make one customer.
+            { idempotencyKey: `postline-customer-${organization.id}` }
+          )),
+        (customer) => customer.id
+      ),
+
+    checkoutPack: ({ customerId, organizationId, pack, returnUrl }) =>
+      Effect.map(
+        call("creating a checkout session", () =>
+          stripe.checkout.sessions.create({
+            mode: "payment",
+            customer: customerId,
+            client_reference_id: organizationId,
+            line_items: [{ price: pack.priceId, quantity: 1 }],
+            metadata: { purpose: creditPack, organizationId, credits: String(pack.credits) },
+            // The card is kept for auto-recharge.
+            payment_intent_data: { setup_future_usage: "off_session", metadata: { purpose: creditPack, organizationId } },
+            success_url: returnUrl,
+            cancel_url: returnUrl
+          })),
+        (session) => session.url!
+      ),
+
+    checkoutPlan: ({ customerId, organizationId, plan, returnUrl }) =>
+      Effect.map(
+        call("creating a subscription checkout session", () =>
+          stripe.checkout.sessions.create({
+            mode: "subscription",
+            customer: customerId,
+            client_reference_id: organizationId,
+            line_items: [
+              { price: plan.priceId, quantity: 1 },
+              ...(plan.meteredPriceId === null ? [] : [{ price: plan.meteredPriceId }])
+            ],
+            subscription_data: { metadata: { organizationId } },
+            success_url: returnUrl,
+            cancel_url: returnUrl
+          })),
+        (session) => session.url!
+      ),
+
+    portal: ({ customerId, returnUrl }) =>
+      Effect.map(
+        call("creating a portal session", () => stripe.billingPortal.sessions.create({ customer: customerId, return_url: returnUrl })),
+        (session) => session.url
+      ),
+
+    recharge: ({ customerId, organizationId, pack, paymentMethodId, token }) =>
+      Effect.gen(function*() {
+        const price = yield* call("reading a pack's price", () => stripe.prices.retrieve(pack.priceId))
+        if (price.unit_amount === null) {
+          return yield* new PaymentDeclined({ message: `The price ${pack.priceId} has no fixed amount` })
+        }
+        const intent = yield* Effect.tryPromise({
+          try: () =>
+            stripe.paymentIntents.create({
+              amount: price.unit_amount!,
+              currency: price.currency,
+              customer: customerId,
+              payment_method: paymentMethodId,
+              off_session: true,
+              confirm: true,
+              metadata: { purpose: autoRecharge, organizationId, token, credits: String(pack.credits) }
+            }, { idempotencyKey: `postline-recharge-${token}` }),
+          catch: (cause) => cause
+        }).pipe(Effect.catchAll((cause) =>
+          // A declined card or a payment method Stripe no longer has: trying again would not help.
+          cause instanceof Stripe.errors.StripeCardError || cause instanceof Stripe.errors.StripeInvalidRequestError
+            ? new PaymentDeclined({ message: cause.message })
+            : Effect.die(cause)
+        ))
+        return { paymentIntentId: intent.id }
+      }),
+
+    receive: (body, signature) =>
+      Effect.try({
+        try: (): ReceivedEvent => {
+          const event = stripe.webhooks.constructEvent(Buffer.from(body), signature, webhookSecret)
+          return { id: event.id, type: event.type, createdAt: new Date(event.created * 1000), event: meaningOf(event, plan) }
+        },
+        catch: () => new InvalidSignature({ message: "The Stripe-Signature header does not match the body" })
+      })
+  }
+}

@@ -1,0 +1,64 @@
+import { BadRequest, NotFound } from "@postline/domain"
+import { Effect, Option } from "effect"
+import { withSystemActor } from "../../Access/Authorization.js"
+import { CreditsRepo } from "../../Credits/Repo.js"
+import { transactionally } from "../../Database/Transaction.js"
+import { PaymentEvent, PaymentProvider, type ReceivedEvent } from "../PaymentProvider.js"
+import { BillingRepo } from "../Repo.js"
+import { BillingSettings } from "../Settings.js"
+
+/**
+ * The payment provider's events. An event that acts is recorded by its id in the transaction of what it does:
+ * a replay, or a concurrent delivery, finds it recorded (the second insert waits for the first's commit) and
+ * does nothing. Events the server does not use are acknowledged and not recorded.
+ */
+export class BillingWebhooks extends Effect.Service<BillingWebhooks>()("BillingWebhooks", {
+  effect: Effect.gen(function*() {
+    const repo = yield* BillingRepo
+    const credits = yield* CreditsRepo
+    const settings = yield* BillingSettings
+    const { gateway } = yield* PaymentProvider
+    const planName = Option.getOrNull(Option.map(settings.plan, (plan) => plan.name))
+
+    const grant = (organizationId: Parameters<typeof repo.exists>[0], amount: number, note: string) =>
+      Effect.flatMap(repo.exists(organizationId), (exists) =>
+        exists
+          ? Effect.asVoid(withSystemActor(credits.grant(organizationId, amount, note)))
+          : Effect.logWarning(`Billing: credits paid for organization ${organizationId}, which no longer exists (${note})`))
+
+    const act = ({ createdAt, event }: ReceivedEvent) =>
+      PaymentEvent.$match(event, {
+        CreditsPaid: ({ credits, organizationId, reference }) => grant(organizationId, credits, `Credit pack, checkout ${reference}`),
+        PaymentMethodSaved: ({ organizationId, paymentMethodId }) => repo.savePaymentMethod(organizationId, paymentMethodId),
+        SubscriptionChanged: ({ customerId, ...state }) =>
+          repo.setSubscription(customerId, { ...state, plan: planName }, createdAt),
+        SubscriptionPaymentFailed: ({ customerId }) => repo.markPastDue(customerId, createdAt),
+        RechargePaid: ({ credits, organizationId, reference, token }) =>
+          Effect.zipRight(
+            repo.rechargeEnded(organizationId, token, null),
+            grant(organizationId, credits, `Auto-recharge, payment ${reference}`)
+          ),
+        RechargeFailed: ({ organizationId, reason, token }) =>
+          repo.rechargeEnded(organizationId, token, `The recharge failed: ${reason}`),
+        Ignored: () => Effect.void
+      })
+
+    const receive = (body: Uint8Array, signature: string) =>
+      Effect.gen(function*() {
+        const provider = yield* Option.match(gateway, {
+          onNone: () => new NotFound({ message: "Billing is off on this server: it takes no payment events" }),
+          onSome: Effect.succeed
+        })
+        const received = yield* provider.receive(body, signature).pipe(
+          Effect.mapError((error) => new BadRequest({ message: error.message }))
+        )
+        if (received.event._tag === "Ignored") return
+        yield* Effect.gen(function*() {
+          if (yield* repo.recordEvent(received.id, received.type)) yield* act(received)
+        }).pipe(transactionally)
+      })
+
+    return { receive } as const
+  }),
+  dependencies: [BillingRepo.Default, CreditsRepo.Default, BillingSettings.Default, PaymentProvider.Default]
+}) {}

@@ -1,0 +1,608 @@
+import { expect, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import type { OrganizationId, SocialAccountId } from "@postline/domain"
+import { ConfigProvider, Effect, Layer } from "effect"
+import { randomUUID } from "node:crypto"
+import { withSystemActor } from "../src/Access/Authorization.js"
+import { CreditsRepo } from "../src/Credits/Repo.js"
+import { makeWebhookReceiver, publishingTeam } from "./support/Publishing.js"
+import { makeStripeFake, signedEvent } from "./support/StripeFake.js"
+import { raw, signUp, TestServer } from "./support/TestServer.js"
+import { eventually } from "./support/Waiting.js"
+
+/**
+ * Billing over the real HTTP stack, on both databases. No Stripe server can run here: the server's `stripe` SDK
+ * talks to an HTTP-level fake of the few endpoints it uses (support/StripeFake.ts), and the webhooks it receives
+ * are signed with `stripe.webhooks.generateTestHeaderString` and checked for real.
+ */
+
+const stripe = await makeStripeFake()
+
+const serverWith = (settings: Record<string, string>) =>
+  TestServer.pipe(Layer.provide(Layer.setConfigProvider(
+    ConfigProvider.fromMap(new Map(Object.entries(settings))).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
+  )))
+
+// Publishing to a webhook account costs one credit here: the spends of these tests.
+const costs = { CREDIT_COSTS: JSON.stringify({ webhook: 1 }) }
+
+const deliver = (event: Parameters<typeof signedEvent>[0], secret?: string) => {
+  const { body, signature } = signedEvent(event, secret)
+  return raw({
+    method: "POST",
+    path: "/v1/billing/webhooks/stripe",
+    headers: { "content-type": "application/json", "stripe-signature": signature },
+    body
+  })
+}
+
+const billingPath = (organizationId: string, suffix = "") => `/v1/organizations/${organizationId}/billing${suffix}`
+
+/** An admin's organization with credits and a webhook account that costs one credit per publish. */
+const spendingTeam = (credits: number) =>
+  Effect.gen(function*() {
+    const team = yield* publishingTeam(credits)
+    const receiver = yield* makeWebhookReceiver
+    const hook = yield* team.connect({ provider: "webhook", url: receiver.url })
+    /** One publish: one credit. */
+    const spendOne = Effect.flatMap(team.draft(`Post ${randomUUID()}`), (post) => team.postNow(post.id, [hook.id]))
+    const billing = raw({ method: "GET", path: billingPath(team.organization.id), token: team.admin.token })
+    const patch = (suffix: string, json: unknown, token = team.admin.token) =>
+      raw({ method: "PATCH", path: billingPath(team.organization.id, suffix), token, json })
+    return { ...team, spendOne, billing, patch }
+  })
+
+/** A member (not an admin) of the organization. */
+const memberOf = (organizationId: string) =>
+  Effect.gen(function*() {
+    const member = yield* signUp("Mo Member")
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`INSERT INTO memberships (user_id, organization_id, role) VALUES (${member.user.id}, ${organizationId}, 'member')`
+    return member
+  })
+
+layer(serverWith({ ...costs, STRIPE_SECRET_KEY: "" }), { excludeTestServices: true })("billing without Stripe", (it) => {
+  it.effect("GET billing says billing is off and shows the credits; selling answers 409 BillingDisabled, the webhook 404", () =>
+    Effect.gen(function*() {
+      const { admin, organization } = yield* publishingTeam(7)
+      const organizationId = organization.id
+      const billing = yield* admin.client.billing.getBilling({ path: { organizationId } })
+      expect(billing).toMatchObject({
+        enabled: false,
+        creditPacks: [],
+        credits: { balance: 7, reserved: 0, available: 7 },
+        account: { paymentCustomerId: null, subscriptionStatus: "inactive", isSubscribed: false, spendCap: { monthlyCredits: null } }
+      })
+      const disabled = {
+        _tag: "BillingDisabled",
+        message: "Billing is off on this server (no STRIPE_SECRET_KEY): an operator grants credits with the admin command"
+      }
+      const returnUrl = "https://app.example/billing"
+      for (
+        const [suffix, json] of [
+          ["/checkout", { purchase: "credits", credits: 1000, returnUrl }],
+          ["/checkout", { purchase: "subscription", returnUrl }],
+          ["/portal", { returnUrl }]
+        ] as const
+      ) {
+        expect(yield* raw({ method: "POST", path: billingPath(organizationId, suffix), token: admin.token, json }))
+          .toMatchObject({ status: 409, body: disabled })
+      }
+      expect(
+        yield* raw({
+          method: "PATCH",
+          path: billingPath(organizationId, "/auto-recharge"),
+          token: admin.token,
+          json: { enabled: true, threshold: 10, amount: 1000 }
+        })
+      ).toMatchObject({ status: 409, body: disabled })
+      expect(yield* deliver({ id: "evt_off", type: "checkout.session.completed", object: {} })).toMatchObject({
+        status: 404,
+        body: { _tag: "NotFound", message: "Billing is off on this server: it takes no payment events" }
+      })
+      expect((yield* admin.client.billing.getBilling({ path: { organizationId } })).credits.balance).toBe(7)
+    }))
+
+  it.scoped("the spend cap works without Stripe: beyond it 402 naming the cap; raised or removed, publishing goes on", () =>
+    Effect.gen(function*() {
+      const { billing, credit, patch, spendOne } = yield* spendingTeam(10)
+      expect(yield* patch("/spend-cap", { monthlyCredits: 2 })).toMatchObject({
+        status: 200,
+        body: { account: { spendCap: { monthlyCredits: 2, spentThisMonth: 0 } } }
+      })
+      expect((yield* spendOne).status).toBe(200)
+      expect((yield* spendOne).status).toBe(200)
+      expect(yield* spendOne).toMatchObject({
+        status: 402,
+        body: {
+          _tag: "PaymentRequired",
+          message: "This needs 1 credits, beyond the organization's monthly spend cap of 2 credits (2 spent this month); " +
+            "an admin or owner may raise the cap"
+        }
+      })
+      expect(yield* credit).toEqual({ balance: 8, reserved: 0, available: 8 })
+      expect((yield* billing).body.account.spendCap).toEqual({ monthlyCredits: 2, spentThisMonth: 2 })
+      // Raised, the next publish goes; removed, there is no cap.
+      yield* patch("/spend-cap", { monthlyCredits: 3 })
+      expect((yield* spendOne).status).toBe(200)
+      yield* patch("/spend-cap", { monthlyCredits: null })
+      expect((yield* spendOne).status).toBe(200)
+      expect((yield* billing).body.account.spendCap).toEqual({ monthlyCredits: null, spentThisMonth: 4 })
+    }))
+
+  it.scoped("the spend cap is bounded and strict", () =>
+    Effect.gen(function*() {
+      const { patch } = yield* spendingTeam(0)
+      for (const json of [{ monthlyCredits: 0 }, { monthlyCredits: 1.5 }, { monthlyCredits: 1_000_000_001 }, {}, { monthlyCredits: 5, extra: 1 }]) {
+        const answer = yield* patch("/spend-cap", json)
+        expect(answer.status, JSON.stringify(json)).toBe(400)
+        expect(answer.body._tag).toBe("HttpApiDecodeError")
+      }
+      expect((yield* patch("/spend-cap", { monthlyCredits: 1_000_000_000 })).status).toBe(200)
+    }))
+})
+
+// CreditsRepo beside the server: live analytics reads spend through its charge, which these tests call directly.
+layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.settings })), { excludeTestServices: true })("billing with Stripe (an HTTP-level fake of it)", (it) => {
+  it.effect("admins, owners and API keys see the whole billing state; members the credits only; another organization 404", () =>
+    Effect.gen(function*() {
+      const { admin, organization } = yield* publishingTeam(3)
+      const organizationId = organization.id
+      const member = yield* memberOf(organizationId)
+      const { key } = yield* admin.client.apiKeys.createApiKey({ path: { organizationId }, payload: { name: "Billing" } })
+      const whole = yield* admin.client.billing.getBilling({ path: { organizationId } })
+      expect(whole).toEqual({
+        enabled: true,
+        creditPacks: [{ credits: 1000 }, { credits: 5000 }],
+        credits: { balance: 3, reserved: 0, available: 3 },
+        account: {
+          paymentCustomerId: null,
+          paymentSubscriptionId: null,
+          paymentPaymentMethodId: null,
+          paymentMeteredSubscriptionItemId: null,
+          isSubscribed: false,
+          subscriptionStatus: "inactive",
+          subscriptionPlan: null,
+          subscriptionStartedAt: null,
+          subscriptionEndsAt: null,
+          subscriptionCurrentPeriodEnd: null,
+          autoRecharge: { enabled: false, threshold: null, amount: null, pending: false, lastError: null },
+          spendCap: { monthlyCredits: null, spentThisMonth: 0 }
+        }
+      })
+      expect(yield* raw({ method: "GET", path: billingPath(organizationId), token: key })).toMatchObject({ status: 200, body: whole })
+      expect(yield* member.client.billing.getBilling({ path: { organizationId } })).toEqual({ ...whole, account: null })
+      const outsider = yield* signUp("Otto Outsider")
+      expect(yield* raw({ method: "GET", path: billingPath(organizationId), token: outsider.token })).toMatchObject({
+        status: 404,
+        body: { _tag: "NotFound", message: `Organization ${organizationId} not found` }
+      })
+    }))
+
+  it.effect("a member cannot change billing (403) and another organization cannot (404); nothing changes", () =>
+    Effect.gen(function*() {
+      const { admin, organization } = yield* publishingTeam(0)
+      const organizationId = organization.id
+      const member = yield* memberOf(organizationId)
+      const outsider = yield* signUp("Otto Outsider")
+      const calls = [
+        { method: "POST", suffix: "/checkout", json: { purchase: "credits", credits: 1000, returnUrl: "https://app.example/" } },
+        { method: "POST", suffix: "/portal", json: { returnUrl: "https://app.example/" } },
+        { method: "PATCH", suffix: "/auto-recharge", json: { enabled: false } },
+        { method: "PATCH", suffix: "/spend-cap", json: { monthlyCredits: 5 } }
+      ] as const
+      const before = stripe.requests.length
+      for (const { json, method, suffix } of calls) {
+        expect(yield* raw({ method, path: billingPath(organizationId, suffix), token: member.token, json })).toMatchObject({
+          status: 403,
+          body: { _tag: "Forbidden", message: "Only an admin or owner of the organization may do this" }
+        })
+        expect(yield* raw({ method, path: billingPath(organizationId, suffix), token: outsider.token, json })).toMatchObject({
+          status: 404,
+          body: { _tag: "NotFound" }
+        })
+      }
+      expect(stripe.requests.length).toBe(before)
+      expect((yield* admin.client.billing.getBilling({ path: { organizationId } })).account?.spendCap.monthlyCredits).toBeNull()
+    }))
+
+  it.effect("checkout of a pack: one customer for the organization, a payment session at the pack's price, its URL", () =>
+    Effect.gen(function*() {
+      const { admin, organization } = yield* publishingTeam(0)
+      const organizationId = organization.id
+      const returnUrl = "https://app.example/billing?done=1"
+      const first = yield* admin.client.billing.createCheckout({
+        path: { organizationId },
+        payload: { purchase: "credits", credits: 5000, returnUrl }
+      })
+      expect(first.url).toMatch(/^https:\/\/checkout\.stripe\.test\/c\/pay\/cs_test_\d+$/)
+      const [customer] = stripe.to("/v1/customers").filter((request) => request.params.get("metadata[organizationId]") === organizationId)
+      expect(customer!.params.get("name")).toBe("Acme")
+      const sessions = () => stripe.to("/v1/checkout/sessions").filter((request) => request.params.get("client_reference_id") === organizationId)
+      const [session] = sessions()
+      const { paymentCustomerId } = (yield* admin.client.billing.getBilling({ path: { organizationId } })).account!
+      expect(paymentCustomerId).toMatch(/^cus_\d+$/)
+      expect(Object.fromEntries(session!.params)).toMatchObject({
+        mode: "payment",
+        customer: paymentCustomerId,
+        "line_items[0][price]": "price_pack_5000",
+        "line_items[0][quantity]": "1",
+        "metadata[purpose]": "credit_pack",
+        "metadata[organizationId]": organizationId,
+        "metadata[credits]": "5000",
+        "payment_intent_data[setup_future_usage]": "off_session",
+        success_url: returnUrl,
+        cancel_url: returnUrl
+      })
+      // The second checkout uses the same customer.
+      yield* admin.client.billing.createCheckout({ path: { organizationId }, payload: { purchase: "credits", credits: 1000, returnUrl } })
+      expect(sessions().map((request) => request.params.get("customer"))).toEqual([paymentCustomerId, paymentCustomerId])
+      expect(stripe.to("/v1/customers").filter((request) => request.params.get("metadata[organizationId]") === organizationId)).toHaveLength(1)
+
+      const path = billingPath(organizationId, "/checkout")
+      expect(yield* raw({ method: "POST", path, token: admin.token, json: { purchase: "credits", credits: 1234, returnUrl } }))
+        .toMatchObject({
+          status: 400,
+          body: { _tag: "BadRequest", message: "No pack of 1234 credits is on sale; the packs: 1000, 5000" }
+        })
+      for (
+        const json of [
+          { purchase: "credits", credits: 1000 },
+          { purchase: "credits", credits: 1000, returnUrl: "javascript:alert(1)" },
+          { purchase: "credits", credits: 0, returnUrl },
+          { purchase: "gift", returnUrl },
+          { purchase: "subscription", returnUrl, extra: true }
+        ]
+      ) {
+        const answer = yield* raw({ method: "POST", path, token: admin.token, json })
+        expect(answer.status, JSON.stringify(json)).toBe(400)
+        expect(answer.body._tag).toBe("HttpApiDecodeError")
+      }
+      expect(sessions()).toHaveLength(2)
+    }))
+
+  it.effect("checkout of the plan: its price and the metered price in one subscription session; 409 once subscribed", () =>
+    Effect.gen(function*() {
+      const { admin, organization } = yield* publishingTeam(0)
+      const organizationId = organization.id
+      const payload = { purchase: "subscription", returnUrl: "https://app.example/" } as const
+      yield* admin.client.billing.createCheckout({ path: { organizationId }, payload })
+      const [session] = stripe.to("/v1/checkout/sessions").filter((request) => request.params.get("client_reference_id") === organizationId)
+      expect(Object.fromEntries(session!.params)).toMatchObject({
+        mode: "subscription",
+        "line_items[0][price]": "price_plan",
+        "line_items[0][quantity]": "1",
+        "line_items[1][price]": "price_metered",
+        "subscription_data[metadata][organizationId]": organizationId
+      })
+      expect(session!.params.has("line_items[1][quantity]")).toBe(false)
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`UPDATE organizations SET is_subscribed = true, subscription_status = 'active' WHERE id = ${organizationId}`
+      expect(yield* raw({ method: "POST", path: billingPath(organizationId, "/checkout"), token: admin.token, json: payload }))
+        .toMatchObject({
+          status: 409,
+          body: {
+            _tag: "Conflict",
+            message: "The organization is subscribed already (active): change the subscription in the billing portal"
+          }
+        })
+    }))
+
+  it.effect("portal: a session of the provider's portal for the organization's customer", () =>
+    Effect.gen(function*() {
+      const { admin, organization } = yield* publishingTeam(0)
+      const organizationId = organization.id
+      const { url } = yield* admin.client.billing.createPortal({ path: { organizationId }, payload: { returnUrl: "https://app.example/" } })
+      expect(url).toMatch(/^https:\/\/billing\.stripe\.test\/p\/session\/bps_\d+$/)
+      const { paymentCustomerId } = (yield* admin.client.billing.getBilling({ path: { organizationId } })).account!
+      const portal = stripe.to("/v1/billing_portal/sessions").find((request) => request.params.get("customer") === paymentCustomerId)
+      expect(portal!.params.get("return_url")).toBe("https://app.example/")
+    }))
+
+  it.effect("checkout.session.completed grants the pack's credits once per event id: replayed, and 20 deliveries at once", () =>
+    Effect.gen(function*() {
+      const { credit, organization } = yield* publishingTeam(0)
+      const session = (id: string, credits = "1000") => ({
+        id,
+        object: "checkout.session",
+        mode: "payment",
+        payment_status: "paid",
+        client_reference_id: organization.id,
+        metadata: { purpose: "credit_pack", organizationId: organization.id, credits }
+      })
+      const completed = { id: `evt_${randomUUID()}`, type: "checkout.session.completed", object: session("cs_1") }
+      expect((yield* deliver(completed)).status).toBe(204)
+      expect((yield* deliver(completed)).status).toBe(204)
+      expect(yield* credit).toEqual({ balance: 1000, reserved: 0, available: 1000 })
+
+      const concurrent = { id: `evt_${randomUUID()}`, type: "checkout.session.completed", object: session("cs_2", "5000") }
+      const answers = yield* Effect.all(Array.from({ length: 20 }, () => deliver(concurrent)), { concurrency: "unbounded" })
+      expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(204))
+      expect(yield* credit).toEqual({ balance: 6000, reserved: 0, available: 6000 })
+
+      const sql = yield* SqlClient.SqlClient
+      const grants = yield* sql<{ amount: number; note: string }>`SELECT amount::float8 AS amount, note FROM credit_transactions
+        WHERE organization_id = ${organization.id} ORDER BY amount`
+      expect(grants).toEqual([
+        { amount: 1000, note: "Credit pack, checkout cs_1" },
+        { amount: 5000, note: "Credit pack, checkout cs_2" }
+      ])
+      // Unpaid (a payment that completes later), it grants nothing until its async_payment_succeeded.
+      const unpaid = { ...session("cs_3"), payment_status: "unpaid" }
+      expect((yield* deliver({ id: `evt_${randomUUID()}`, type: "checkout.session.completed", object: unpaid })).status).toBe(204)
+      expect((yield* credit).balance).toBe(6000)
+      yield* deliver({ id: `evt_${randomUUID()}`, type: "checkout.session.async_payment_succeeded", object: session("cs_3") })
+      expect((yield* credit).balance).toBe(7000)
+    }))
+
+  it.effect("a bad or missing signature is 400 and changes nothing; unknown events are acknowledged and ignored", () =>
+    Effect.gen(function*() {
+      const { credit, organization } = yield* publishingTeam(0)
+      const event = {
+        id: `evt_${randomUUID()}`,
+        type: "checkout.session.completed",
+        object: {
+          id: "cs_forged",
+          mode: "payment",
+          payment_status: "paid",
+          metadata: { purpose: "credit_pack", organizationId: organization.id, credits: "5000" }
+        }
+      }
+      expect(yield* deliver(event, "whsec_someone_else")).toMatchObject({
+        status: 400,
+        body: { _tag: "BadRequest", message: "The Stripe-Signature header does not match the body" }
+      })
+      const { body } = signedEvent(event)
+      expect(
+        yield* raw({ method: "POST", path: "/v1/billing/webhooks/stripe", headers: { "content-type": "application/json" }, body })
+      ).toMatchObject({ status: 400, body: { _tag: "BadRequest", message: "The Stripe-Signature header is missing" } })
+      // A body changed after signing: the signature covers the raw bytes.
+      const signed = signedEvent(event)
+      expect(
+        yield* raw({
+          method: "POST",
+          path: "/v1/billing/webhooks/stripe",
+          headers: { "content-type": "application/json", "stripe-signature": signed.signature },
+          body: signed.body.replace("5000", "50000")
+        })
+      ).toMatchObject({ status: 400, body: { _tag: "BadRequest" } })
+      expect((yield* credit).balance).toBe(0)
+      expect((yield* deliver({ id: `evt_${randomUUID()}`, type: "customer.created", object: { id: "cus_x" } })).status).toBe(204)
+      expect((yield* credit).balance).toBe(0)
+    }))
+
+  it.effect("customer.subscription.* drives subscriptionStatus, the plan and its dates; invoice.payment_failed → past_due", () =>
+    Effect.gen(function*() {
+      const { admin, organization } = yield* publishingTeam(0)
+      const organizationId = organization.id as OrganizationId
+      yield* admin.client.billing.createPortal({ path: { organizationId }, payload: { returnUrl: "https://app.example/" } })
+      const account = () => Effect.map(admin.client.billing.getBilling({ path: { organizationId } }), (billing) => billing.account!)
+      const customerId = (yield* account()).paymentCustomerId!
+      const start = Date.UTC(2026, 10, 1) / 1000
+      const periodEnd = Date.UTC(2026, 11, 1) / 1000
+      const subscription = (status: string, extra: Record<string, unknown> = {}) => ({
+        id: "sub_1",
+        object: "subscription",
+        customer: customerId,
+        status,
+        start_date: start,
+        ended_at: null,
+        cancel_at: null,
+        default_payment_method: "pm_sub",
+        items: {
+          object: "list",
+          data: [
+            { id: "si_plan", price: { id: "price_plan" }, current_period_end: periodEnd },
+            { id: "si_metered", price: { id: "price_metered" }, current_period_end: periodEnd }
+          ]
+        },
+        ...extra
+      })
+      const now = Math.floor(Date.now() / 1000)
+      const event = (type: string, object: unknown, created: number) => deliver({ id: `evt_${randomUUID()}`, type, object, created })
+
+      yield* event("customer.subscription.created", subscription("trialing"), now - 10)
+      expect(yield* account()).toMatchObject({
+        paymentSubscriptionId: "sub_1",
+        paymentMeteredSubscriptionItemId: "si_metered",
+        paymentPaymentMethodId: "pm_sub",
+        isSubscribed: true,
+        subscriptionStatus: "trialing",
+        subscriptionPlan: "Pro",
+        subscriptionStartedAt: "2026-11-01T00:00:00.000Z",
+        subscriptionEndsAt: null,
+        subscriptionCurrentPeriodEnd: "2026-12-01T00:00:00.000Z"
+      })
+      yield* event("customer.subscription.updated", subscription("active"), now - 8)
+      expect((yield* account()).subscriptionStatus).toBe("active")
+      yield* event("invoice.payment_failed", { id: "in_1", object: "invoice", customer: customerId }, now - 6)
+      expect(yield* account()).toMatchObject({ subscriptionStatus: "past_due", isSubscribed: true })
+      // An older event that arrives late changes nothing.
+      yield* event("customer.subscription.updated", subscription("active"), now - 9)
+      expect((yield* account()).subscriptionStatus).toBe("past_due")
+      for (const status of ["unpaid", "paused", "active", "incomplete"] as const) {
+        yield* event("customer.subscription.updated", subscription(status), now - 5)
+      }
+      expect(yield* account()).toMatchObject({ subscriptionStatus: "inactive", isSubscribed: false })
+      yield* event("customer.subscription.updated", subscription("paused"), now - 4)
+      expect(yield* account()).toMatchObject({ subscriptionStatus: "paused", isSubscribed: false })
+      const cancelAt = Date.UTC(2026, 11, 15) / 1000
+      yield* event("customer.subscription.deleted", subscription("canceled", { ended_at: cancelAt }), now - 3)
+      expect(yield* account()).toMatchObject({
+        subscriptionStatus: "canceled",
+        isSubscribed: false,
+        subscriptionEndsAt: "2026-12-15T00:00:00.000Z"
+      })
+      // The organization's row is what the contract's Organization shows too.
+      const shown = yield* admin.client.organizations.getOrganization({ path: { organizationId } })
+      expect(shown).toMatchObject({ subscriptionStatus: "canceled", paymentSubscriptionId: "sub_1", subscriptionPlan: "Pro" })
+    }))
+
+  it.scoped("auto-recharge: admins set it; it takes a threshold, a pack's credits and a saved payment method", () =>
+    Effect.gen(function*() {
+      const { organization, patch } = yield* spendingTeam(0)
+      expect(yield* patch("/auto-recharge", { enabled: true, threshold: 100, amount: 1000 })).toMatchObject({
+        status: 409,
+        body: {
+          _tag: "Conflict",
+          message: "The organization has no saved payment method: buy a credit pack first, its card is kept for recharges"
+        }
+      })
+      // A pack paid through a checkout keeps its card.
+      yield* deliver({
+        id: `evt_${randomUUID()}`,
+        type: "payment_intent.succeeded",
+        object: { id: "pi_pack", object: "payment_intent", payment_method: "pm_card", metadata: { purpose: "credit_pack", organizationId: organization.id } }
+      })
+      expect(yield* patch("/auto-recharge", { enabled: true, threshold: 100 })).toMatchObject({
+        status: 400,
+        body: { _tag: "BadRequest", message: "Auto-recharge needs a threshold and an amount" }
+      })
+      expect(yield* patch("/auto-recharge", { enabled: true, threshold: 100, amount: 1500 })).toMatchObject({
+        status: 400,
+        body: { _tag: "BadRequest", message: "amount must be the credits of a pack on sale: 1000, 5000" }
+      })
+      for (const json of [{ threshold: 100 }, { enabled: "yes" }, { enabled: true, threshold: -1, amount: 1000 }, { enabled: true, other: 1 }]) {
+        const answer = yield* patch("/auto-recharge", json)
+        expect(answer.status, JSON.stringify(json)).toBe(400)
+        expect(answer.body._tag).toBe("HttpApiDecodeError")
+      }
+      expect(yield* patch("/auto-recharge", { enabled: true, threshold: 100, amount: 1000 })).toMatchObject({
+        status: 200,
+        body: {
+          account: {
+            paymentPaymentMethodId: "pm_card",
+            autoRecharge: { enabled: true, threshold: 100, amount: 1000, pending: false, lastError: null }
+          }
+        }
+      })
+      // Turned off, it keeps its figures for the next time.
+      expect((yield* patch("/auto-recharge", { enabled: false })).body.account.autoRecharge).toEqual({
+        enabled: false,
+        threshold: 100,
+        amount: 1000,
+        pending: false,
+        lastError: null
+      })
+    }))
+
+  it.scoped("auto-recharge: a spend below the threshold starts one recharge, never two; its webhook brings the credits once", () =>
+    Effect.gen(function*() {
+      const { billing, credit, organization, patch, spendOne } = yield* spendingTeam(5)
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`UPDATE organizations SET payment_customer_id = 'cus_recharge', payment_payment_method_id = 'pm_recharge'
+        WHERE id = ${organization.id}`
+      yield* patch("/auto-recharge", { enabled: true, threshold: 4, amount: 1000 })
+      const intents = () =>
+        stripe.to("/v1/payment_intents").filter((request) => request.params.get("metadata[organizationId]") === organization.id)
+
+      expect((yield* spendOne).status).toBe(200) // 4 left: not below the threshold
+      expect((yield* billing).body.account.autoRecharge.pending).toBe(false)
+      // Below it, concurrently: one recharge is decided, whatever the number of spends.
+      const spends = yield* Effect.all([spendOne, spendOne, spendOne], { concurrency: "unbounded" })
+      expect(spends.map((answer) => answer.status)).toEqual([200, 200, 200])
+      expect((yield* billing).body.account.autoRecharge.pending).toBe(true)
+      const [intent] = yield* eventually(Effect.sync(intents), (found) => found.length > 0)
+      expect(Object.fromEntries(intent!.params)).toMatchObject({
+        amount: "1000",
+        currency: "usd",
+        customer: "cus_recharge",
+        payment_method: "pm_recharge",
+        off_session: "true",
+        confirm: "true",
+        "metadata[purpose]": "auto_recharge",
+        "metadata[credits]": "1000"
+      })
+      const [{ paymentIntentId }] = yield* eventually(
+        sql<{ paymentIntentId: string | null }>`SELECT auto_recharge_payment_intent_id AS "paymentIntentId" FROM organizations
+          WHERE id = ${organization.id}`,
+        ([row]) => row?.paymentIntentId !== null
+      )
+      expect((yield* spendOne).status).toBe(200)
+      expect(intents()).toHaveLength(1)
+      expect(yield* credit).toEqual({ balance: 0, reserved: 0, available: 0 })
+
+      const succeeded = {
+        id: `evt_${randomUUID()}`,
+        type: "payment_intent.succeeded",
+        object: {
+          id: paymentIntentId,
+          object: "payment_intent",
+          payment_method: "pm_recharge",
+          metadata: Object.fromEntries([...intent!.params].flatMap(([key, value]) => {
+            const match = /^metadata\[(.+)\]$/.exec(key)
+            return match ? [[match[1], value]] : []
+          }))
+        }
+      }
+      const answers = yield* Effect.all(Array.from({ length: 20 }, () => deliver(succeeded)), { concurrency: "unbounded" })
+      expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(204))
+      expect(yield* credit).toEqual({ balance: 1000, reserved: 0, available: 1000 })
+      expect((yield* billing).body.account.autoRecharge).toMatchObject({ enabled: true, pending: false, lastError: null })
+    }))
+
+  it.scoped("auto-recharge: a declined recharge ends it and turns auto-recharge off, with the reason", () =>
+    Effect.gen(function*() {
+      const { billing, organization, patch, spendOne } = yield* spendingTeam(2)
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`UPDATE organizations SET payment_customer_id = 'cus_declined', payment_payment_method_id = 'pm_declined'
+        WHERE id = ${organization.id}`
+      yield* patch("/auto-recharge", { enabled: true, threshold: 5, amount: 5000 })
+      stripe.declineNextPayment()
+      expect((yield* spendOne).status).toBe(200)
+      const after = yield* eventually(billing, (answer) => answer.body.account.autoRecharge.pending === false)
+      expect(after.body.account.autoRecharge).toEqual({
+        enabled: false,
+        threshold: 5,
+        amount: 5000,
+        pending: false,
+        lastError: "The recharge failed: Your card was declined."
+      })
+      // Off, a spend starts nothing.
+      expect((yield* spendOne).status).toBe(200)
+      expect((yield* billing).body.account.autoRecharge.pending).toBe(false)
+      // Turned on again, the reason goes.
+      expect((yield* patch("/auto-recharge", { enabled: true })).body.account.autoRecharge.lastError).toBeNull()
+    }))
+
+  it.scoped("the spend cap holds under concurrent publishes: exactly the cap is spent, the rest 402", () =>
+    Effect.gen(function*() {
+      const { billing, credit, patch, spendOne } = yield* spendingTeam(100)
+      yield* patch("/spend-cap", { monthlyCredits: 3 })
+      const answers = yield* Effect.all(Array.from({ length: 10 }, () => spendOne), { concurrency: "unbounded" })
+      expect(answers.filter((answer) => answer.status === 200)).toHaveLength(3)
+      for (const refused of answers.filter((answer) => answer.status !== 200)) {
+        expect(refused).toMatchObject({ status: 402, body: { _tag: "PaymentRequired", message: expect.stringContaining("monthly spend cap of 3 credits") } })
+      }
+      expect(yield* credit).toEqual({ balance: 97, reserved: 0, available: 97 })
+      expect((yield* billing).body.account.spendCap).toEqual({ monthlyCredits: 3, spentThisMonth: 3 })
+    }))
+
+  it.scoped("a direct charge (live analytics reads) counts against the spend cap and decides a recharge, as publishing does", () =>
+    Effect.gen(function*() {
+      const { billing, credit, organization, patch } = yield* spendingTeam(10)
+      const organizationId = organization.id as OrganizationId
+      const credits = yield* CreditsRepo
+      const read = (amount: number) => withSystemActor(credits.charge(organizationId, [{ socialAccountId: randomUUID() as SocialAccountId, amount }]))
+      yield* patch("/spend-cap", { monthlyCredits: 3 })
+      yield* read(2)
+      expect(yield* Effect.flip(read(2))).toMatchObject({
+        _tag: "PaymentRequired",
+        message: "This needs 2 credits, beyond the organization's monthly spend cap of 3 credits (2 spent this month); " +
+          "an admin or owner may raise the cap"
+      })
+      expect(yield* credit).toEqual({ balance: 8, reserved: 0, available: 8 })
+
+      const sql = yield* SqlClient.SqlClient
+      // No customer: the recharge this decides cannot start, and says why.
+      yield* sql`UPDATE organizations SET payment_payment_method_id = 'pm_x' WHERE id = ${organizationId}`
+      yield* patch("/auto-recharge", { enabled: true, threshold: 8, amount: 1000 })
+      yield* read(1)
+      const after = yield* eventually(billing, (answer) => answer.body.account.autoRecharge.enabled === false)
+      expect(after.body.account.autoRecharge).toMatchObject({
+        pending: false,
+        lastError: "The recharge could not start: no saved payment method"
+      })
+      expect(after.body.account.spendCap).toEqual({ monthlyCredits: 3, spentThisMonth: 3 })
+    }))
+})

@@ -1,0 +1,120 @@
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
+import Stripe from "stripe"
+
+/**
+ * No Stripe server can run here, so outbound Stripe calls go to this HTTP-level fake of the few endpoints the
+ * server uses (customers, checkout and portal sessions, prices, payment intents). The server's real `stripe` SDK
+ * talks to it (STRIPE_API_URL); it records each request's form parameters and keeps Stripe's idempotency keys.
+ */
+export interface StripeRequest {
+  readonly method: string
+  readonly path: string
+  readonly params: URLSearchParams
+}
+
+export const stripeWebhookSecret = "whsec_postline_test"
+
+export const makeStripeFake = async () => {
+  const requests: Array<StripeRequest> = []
+  const byIdempotencyKey = new Map<string, unknown>()
+  let counter = 0
+  let declineNext = false
+  const prices: Record<string, number> = { price_pack_1000: 1000, price_pack_5000: 4500 }
+
+  const answer = (request: StripeRequest): { status: number; body: unknown } => {
+    const id = (prefix: string) => `${prefix}_${++counter}`
+    const metadata = Object.fromEntries(
+      [...request.params].flatMap(([key, value]) => {
+        const match = /^metadata\[(.+)\]$/.exec(key)
+        return match ? [[match[1], value]] : []
+      })
+    )
+    if (request.method === "POST" && request.path === "/v1/customers") {
+      return { status: 200, body: { id: id("cus"), object: "customer", metadata } }
+    }
+    if (request.method === "POST" && request.path === "/v1/checkout/sessions") {
+      const session = id("cs_test")
+      return { status: 200, body: { id: session, object: "checkout.session", url: `https://checkout.stripe.test/c/pay/${session}` } }
+    }
+    if (request.method === "POST" && request.path === "/v1/billing_portal/sessions") {
+      const session = id("bps")
+      return { status: 200, body: { id: session, object: "billing_portal.session", url: `https://billing.stripe.test/p/session/${session}` } }
+    }
+    const price = /^\/v1\/prices\/(\w+)$/.exec(request.path)
+    if (request.method === "GET" && price) {
+      const amount = prices[price[1]!]
+      return amount === undefined
+        ? { status: 404, body: { error: { type: "invalid_request_error", message: `No such price: '${price[1]}'` } } }
+        : { status: 200, body: { id: price[1], object: "price", unit_amount: amount, currency: "usd" } }
+    }
+    if (request.method === "POST" && request.path === "/v1/payment_intents") {
+      if (declineNext) {
+        declineNext = false
+        return { status: 402, body: { error: { type: "card_error", code: "card_declined", message: "Your card was declined." } } }
+      }
+      return { status: 200, body: { id: id("pi"), object: "payment_intent", status: "succeeded", metadata } }
+    }
+    return { status: 404, body: { error: { type: "invalid_request_error", message: `Unrecognized request URL (${request.path})` } } }
+  }
+
+  const server = createServer((incoming, response) => {
+    const chunks: Array<Buffer> = []
+    incoming.on("data", (chunk: Buffer) => chunks.push(chunk))
+    incoming.on("end", () => {
+      const url = new URL(incoming.url ?? "/", "http://stripe.test")
+      const request = { method: incoming.method ?? "GET", path: url.pathname, params: new URLSearchParams(Buffer.concat(chunks).toString("utf8")) }
+      const key = incoming.headers["idempotency-key"]
+      const replayKey = typeof key === "string" ? `${request.path} ${key}` : undefined
+      const stored = replayKey === undefined ? undefined : byIdempotencyKey.get(replayKey) as { status: number; body: unknown } | undefined
+      if (stored === undefined) requests.push(request)
+      const { body, status } = stored ?? answer(request)
+      if (replayKey !== undefined && stored === undefined) byIdempotencyKey.set(replayKey, { status, body })
+      response.writeHead(status, { "content-type": "application/json", "request-id": `req_${counter}` }).end(JSON.stringify(body))
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  server.unref()
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  return {
+    url,
+    requests,
+    /** The requests to one path. */
+    to: (path: string) => requests.filter((request) => request.path === path),
+    /** The next payment intent is declined, as a card would be. */
+    declineNextPayment: () => void (declineNext = true),
+    /** The settings of a server that sells through this fake. */
+    settings: {
+      STRIPE_SECRET_KEY: "sk_test_postline",
+      STRIPE_WEBHOOK_SECRET: stripeWebhookSecret,
+      STRIPE_API_URL: url,
+      BILLING_CREDIT_PACKS: JSON.stringify({ 1000: "price_pack_1000", 5000: "price_pack_5000" }),
+      BILLING_PLAN_PRICE_ID: "price_plan",
+      BILLING_PLAN_METERED_PRICE_ID: "price_metered",
+      BILLING_PLAN_NAME: "Pro",
+      BILLING_RECHARGE_POLL_MS: "20"
+    }
+  }
+}
+
+const signer = new Stripe("sk_test_postline")
+
+/** An event as Stripe sends it: its JSON and a real `Stripe-Signature` over it, made with the endpoint's secret. */
+export const signedEvent = (
+  event: { readonly id: string; readonly type: string; readonly created?: number; readonly object: unknown },
+  secret = stripeWebhookSecret
+) => {
+  const body = JSON.stringify({
+    id: event.id,
+    object: "event",
+    api_version: "2026-10-28.endive",
+    created: event.created ?? Math.floor(Date.now() / 1000),
+    type: event.type,
+    livemode: false,
+    pending_webhooks: 1,
+    request: { id: null, idempotency_key: null },
+    data: { object: event.object }
+  })
+  return { body, signature: signer.webhooks.generateTestHeaderString({ payload: body, secret }) }
+}
+
