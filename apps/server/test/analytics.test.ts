@@ -214,6 +214,12 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
         const seriesOf = (postId: PostId) =>
           Effect.map(team.client.getPostAnalytics({ path: { teamId: team.teamId, postId } }), (analytics) => mastodonTarget(analytics).series)
         const statusReads = () => team.mastodon.requests.filter(({ path }) => path.startsWith("/api/v1/statuses?"))
+        const sql = yield* SqlClient.SqlClient
+        const webhookTargetsDue = Effect.map(
+          sql<{ due: number }>`SELECT count(*)::int AS due FROM post_targets
+            WHERE social_account_id = ${team.hook.id} AND analytics_due_at IS NOT NULL`,
+          ([row]) => row!.due
+        )
         const balance = (yield* team.credit).balance
 
         yield* Effect.gen(function*() {
@@ -222,6 +228,8 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
           yield* TestClock.setTime(start)
           yield* snapshots.snapshotDue
           expect(yield* seriesOf(first.id)).toEqual([])
+          // The webhook's targets are due like any other until the first run finds nothing to read there.
+          expect(yield* webhookTargetsDue).toBe(2)
 
           for (const [i, offset] of snapshotOffsetsSeconds.entries()) {
             team.mastodon.setCounts(first.statusId, { favourites_count: i + 1 })
@@ -240,6 +248,7 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
             yield* snapshots.snapshotDue
             expect(statusReads()).toHaveLength(i + 1)
           }
+          expect(yield* webhookTargetsDue).toBe(0)
           yield* at(365 * 86_400)
           yield* snapshots.snapshotDue
           expect(yield* seriesOf(first.id)).toHaveLength(snapshotOffsetsSeconds.length)

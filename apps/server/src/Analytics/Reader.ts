@@ -1,4 +1,3 @@
-import type { SocialAccountId } from "@postline/domain"
 import { Effect } from "effect"
 import { credentialsFromJson } from "../Providers/Credentials.js"
 import { CredentialsCipher } from "../Providers/CredentialsCipher.js"
@@ -40,17 +39,17 @@ export class AnalyticsReader extends Effect.Service<AnalyticsReader>()("Analytic
       )
 
     /** Takes one call from the account's budgets at `now`, or fails OverBudget. */
-    const takeCall = (accountId: SocialAccountId, account: ReadableAccount, now: Date) =>
+    const takeCall = (account: ReadableAccount, now: Date) =>
       transactionally(Effect.gen(function*() {
-        const usage = yield* repo.lockUsage(accountId, now, budgets.windowsOf(account.provider))
+        const usage = yield* repo.lockUsage(account.id, now, budgets.windowsOf(account.provider))
         if (budgets.overIn(account.provider, usage) !== undefined) return yield* Effect.fail<ReadFailure>({ _tag: "OverBudget" })
-        yield* repo.recordRead(accountId, now)
+        yield* repo.recordRead(account.id, now)
       }))
 
     const call = <A>(account: ReadableAccount, now: Date, read: (opened: SocialAccountOf) => Effect.Effect<A, ProviderError>) =>
       Effect.gen(function*() {
         const opened = yield* open(account)
-        yield* takeCall(account.id, account, now)
+        yield* takeCall(account, now)
         return yield* read(opened).pipe(Effect.mapError(refused))
       })
 
