@@ -70,6 +70,7 @@ layer(serverWith({ ...costs, STRIPE_SECRET_KEY: "" }), { excludeTestServices: tr
       expect(billing).toMatchObject({
         enabled: false,
         creditPacks: [],
+        plan: null,
         credits: { balance: 7, reserved: 0, available: 7 },
         account: { paymentCustomerId: null, subscriptionStatus: "inactive", isSubscribed: false, spendCap: { monthlyCredits: null } }
       })
@@ -154,6 +155,7 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       expect(whole).toEqual({
         enabled: true,
         creditPacks: [{ credits: 1000 }, { credits: 5000 }],
+        plan: { name: "Pro", includedCredits: 2000 },
         credits: { balance: 3, reserved: 0, available: 3 },
         account: {
           paymentCustomerId: null,
@@ -371,7 +373,7 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       expect((yield* credit).balance).toBe(0)
     }))
 
-  it.effect("customer.subscription.* drives subscriptionStatus, the plan and its dates; invoice.payment_failed → past_due", () =>
+  it.effect("customer.subscription.* drives subscriptionStatus, the plan and its dates; invoice.payment_failed → past_due; invoice.paid brings the plan's credits", () =>
     Effect.gen(function*() {
       const { admin, organization } = yield* publishingTeam(0)
       const organizationId = organization.id as OrganizationId
@@ -433,6 +435,12 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
         isSubscribed: false,
         subscriptionEndsAt: "2026-12-15T00:00:00.000Z"
       })
+      // Each paid period of the plan brings its credits, once per event; an invoice of no subscription none.
+      const paid = { id: `evt_${randomUUID()}`, type: "invoice.paid", object: { id: "in_2", object: "invoice", customer: customerId, parent: { subscription_details: { subscription: "sub_1" } } } }
+      yield* deliver(paid)
+      yield* deliver(paid)
+      yield* event("invoice.paid", { id: "in_3", object: "invoice", customer: customerId, parent: null }, now)
+      expect((yield* admin.client.billing.getBilling({ path: { organizationId } })).credits.balance).toBe(2000)
       // The organization's row is what the contract's Organization shows too.
       const shown = yield* admin.client.organizations.getOrganization({ path: { organizationId } })
       expect(shown).toMatchObject({ subscriptionStatus: "canceled", paymentSubscriptionId: "sub_1", subscriptionPlan: "Pro" })

@@ -20,6 +20,11 @@ export const CreditPack = Schema.Struct({
   credits: CreditAmount
 }).annotations({ identifier: "CreditPack", description: "A pack of credits on sale; its price is the payment provider's" })
 
+export const PlanOffer = Schema.Struct({
+  name: Schema.String,
+  includedCredits: integer("The credits each paid period of the plan brings")
+}).annotations({ identifier: "PlanOffer", description: "The subscription plan on sale" })
+
 export const AutoRecharge = Schema.Struct({
   enabled: Schema.Boolean,
   threshold: Schema.NullOr(CreditAmount).annotations({ description: "A recharge starts when available credits fall below it" }),
@@ -59,6 +64,7 @@ export const Billing = Schema.Struct({
     description: "Whether this server sells credits; without a payment provider an operator grants them"
   }),
   creditPacks: Schema.Array(CreditPack),
+  plan: Schema.NullOr(PlanOffer).annotations({ description: "The subscription plan on sale; null when none is" }),
   credits: CreditBalance,
   account: Schema.NullOr(BillingAccount).annotations({
     description: "The organization's billing; null for members, who see only the credits"

@@ -21,6 +21,8 @@ export type PaymentEvent = Data.TaggedEnum<{
   }
   /** A subscription's invoice could not be paid. */
   SubscriptionPaymentFailed: { readonly customerId: string }
+  /** A subscription's invoice was paid: a period of the plan, with its credits. */
+  PlanPeriodPaid: { readonly customerId: string; readonly reference: string }
   RechargePaid: {
     readonly organizationId: OrganizationId
     readonly token: string

@@ -123,6 +123,12 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
     const exists = (organizationId: OrganizationId) =>
       sql`SELECT 1 FROM organizations WHERE id = ${organizationId}`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
 
+    const organizationOfCustomer = (customerId: string) =>
+      sql<{ id: OrganizationId }>`SELECT id FROM organizations WHERE payment_customer_id = ${customerId}`.pipe(
+        Effect.map(([row]) => Option.fromNullable(row?.id)),
+        Effect.orDie
+      )
+
     const savePaymentMethod = (organizationId: OrganizationId, paymentMethodId: string) =>
       sql`UPDATE organizations SET payment_payment_method_id = ${paymentMethodId}, updated_at = now()
         WHERE id = ${organizationId}`.pipe(Effect.asVoid, Effect.orDie)
@@ -171,13 +177,14 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
 
     return {
       find: (organizationId: OrganizationId) => policyRequire("Billing", "view")(find(organizationId)),
-      /** The row, locked until the caller's transaction ends, for a change that depends on it. */
+      /** The row for a manager's change; inside a transaction, locked until it ends. */
       findForUpdate: (organizationId: OrganizationId) => policyRequire("Billing", "manage")(find(organizationId, true)),
       keepCustomer,
       setAutoRecharge,
       setSpendCap,
       recordEvent,
       exists,
+      organizationOfCustomer,
       savePaymentMethod,
       setSubscription,
       markPastDue,

@@ -28,11 +28,13 @@ export class Billing extends Effect.Service<Billing>()("Billing", {
     const settings = yield* BillingSettings
     const { gateway } = yield* PaymentProvider
     const creditPacks = settings.packs.map(({ credits }) => ({ credits }))
+    const plan = Option.getOrNull(Option.map(settings.plan, ({ includedCredits, name }) => ({ name, includedCredits })))
     const packCredits = settings.packs.map((pack) => pack.credits).join(", ")
 
     const stateOf = (row: BillingRow, whole: boolean): BillingState => ({
       enabled: Option.isSome(gateway),
       creditPacks,
+      plan,
       credits: { balance: row.balance, reserved: row.reserved, available: row.available },
       account: whole
         ? {

@@ -6,10 +6,11 @@ export interface PackSetting {
   readonly priceId: string
 }
 
-/** The subscription plan: its name, its Stripe price, and the metered price of usage beyond its credits. */
+/** The subscription plan: its name, its Stripe price, the credits each paid period brings, and the metered price of usage beyond them. */
 export interface PlanSetting {
   readonly name: string
   readonly priceId: string
+  readonly includedCredits: number
   readonly meteredPriceId: string | null
 }
 
@@ -54,7 +55,8 @@ const priceIdOf = (name: string) =>
 /**
  * Billing's settings, read once at start. Without STRIPE_SECRET_KEY the server sells nothing (an operator grants
  * credits); with it, STRIPE_WEBHOOK_SECRET and BILLING_CREDIT_PACKS must be set and valid, or the server does not
- * start. BILLING_PLAN_PRICE_ID (with BILLING_PLAN_METERED_PRICE_ID and BILLING_PLAN_NAME) offers a subscription.
+ * start. BILLING_PLAN_PRICE_ID (with BILLING_PLAN_CREDITS, BILLING_PLAN_METERED_PRICE_ID and BILLING_PLAN_NAME)
+ * offers a subscription.
  */
 export class BillingSettings extends Effect.Service<BillingSettings>()("Billing/Settings", {
   effect: Effect.gen(function*() {
@@ -85,6 +87,10 @@ export class BillingSettings extends Effect.Service<BillingSettings>()("Billing/
       return yield* Effect.fail(invalid("BILLING_PLAN_METERED_PRICE_ID", "needs BILLING_PLAN_PRICE_ID, the plan it belongs to"))
     }
     const planName = yield* Config.string("BILLING_PLAN_NAME").pipe(Config.withDefault("standard"))
+    const includedCredits = yield* Config.integer("BILLING_PLAN_CREDITS").pipe(
+      Config.validate({ message: `must be a whole number of credits from 0 to 1000000000`, validation: (n) => n >= 0 && n <= 1_000_000_000 }),
+      Config.withDefault(0)
+    )
     const apiUrl = yield* Config.url("STRIPE_API_URL").pipe(Config.withDefault(new URL("https://api.stripe.com")))
     return {
       stripe: Option.some<StripeSettings>({ secretKey: secretKey.value, webhookSecret: webhookSecret.value, apiUrl }),
@@ -92,6 +98,7 @@ export class BillingSettings extends Effect.Service<BillingSettings>()("Billing/
       plan: Option.map(planPrice, (priceId): PlanSetting => ({
         name: planName,
         priceId,
+        includedCredits,
         meteredPriceId: Option.getOrNull(meteredPrice)
       })),
       rechargePollMs

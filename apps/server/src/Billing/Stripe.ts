@@ -111,6 +111,13 @@ const meaningOf = (event: Stripe.Event, plan: Option.Option<PlanSetting>): Payme
       const customerId = idOf(event.data.object.customer)
       return customerId === null ? PaymentEvent.Ignored() : PaymentEvent.SubscriptionPaymentFailed({ customerId })
     }
+    case "invoice.paid": {
+      const invoice = event.data.object
+      const customerId = idOf(invoice.customer)
+      return customerId === null || !invoice.parent?.subscription_details?.subscription
+        ? PaymentEvent.Ignored()
+        : PaymentEvent.PlanPeriodPaid({ customerId, reference: invoice.id })
+    }
     default:
       return PaymentEvent.Ignored()
   }

@@ -92,6 +92,7 @@ export const makeStripeFake = async () => {
       BILLING_PLAN_PRICE_ID: "price_plan",
       BILLING_PLAN_METERED_PRICE_ID: "price_metered",
       BILLING_PLAN_NAME: "Pro",
+      BILLING_PLAN_CREDITS: "2000",
       BILLING_RECHARGE_POLL_MS: "20"
     }
   }

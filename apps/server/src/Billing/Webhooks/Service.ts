@@ -1,4 +1,4 @@
-import { BadRequest, NotFound } from "@postline/domain"
+import { BadRequest, NotFound, type OrganizationId } from "@postline/domain"
 import { Effect, Option } from "effect"
 import { withSystemActor } from "../../Access/Authorization.js"
 import { CreditsRepo } from "../../Credits/Repo.js"
@@ -19,8 +19,9 @@ export class BillingWebhooks extends Effect.Service<BillingWebhooks>()("BillingW
     const settings = yield* BillingSettings
     const { gateway } = yield* PaymentProvider
     const planName = Option.getOrNull(Option.map(settings.plan, (plan) => plan.name))
+    const includedCredits = Option.match(settings.plan, { onNone: () => 0, onSome: (plan) => plan.includedCredits })
 
-    const grant = (organizationId: Parameters<typeof repo.exists>[0], amount: number, note: string) =>
+    const grant = (organizationId: OrganizationId, amount: number, note: string) =>
       Effect.flatMap(repo.exists(organizationId), (exists) =>
         exists
           ? Effect.asVoid(withSystemActor(credits.grant(organizationId, amount, note)))
@@ -33,6 +34,11 @@ export class BillingWebhooks extends Effect.Service<BillingWebhooks>()("BillingW
         SubscriptionChanged: ({ customerId, ...state }) =>
           repo.setSubscription(customerId, { ...state, plan: planName }, createdAt),
         SubscriptionPaymentFailed: ({ customerId }) => repo.markPastDue(customerId, createdAt),
+        PlanPeriodPaid: ({ customerId, reference }) =>
+          includedCredits === 0 ? Effect.void : Effect.flatMap(repo.organizationOfCustomer(customerId), Option.match({
+            onNone: () => Effect.logWarning(`Billing: invoice ${reference} paid by ${customerId}, no organization's customer`),
+            onSome: (organizationId) => grant(organizationId, includedCredits, `Plan credits, invoice ${reference}`)
+          })),
         RechargePaid: ({ credits, organizationId, reference, token }) =>
           Effect.zipRight(
             repo.rechargeEnded(organizationId, token, null),

@@ -1324,6 +1324,10 @@ export type Billing = {
      */
     enabled: boolean;
     creditPacks: Array<CreditPack>;
+    /**
+     * The subscription plan on sale; null when none is
+     */
+    plan: PlanOffer | null;
     credits: CreditBalance;
     /**
      * The organization's billing; null for members, who see only the credits
@@ -1342,6 +1346,17 @@ export type CreditPack = {
  * A whole number of credits, 1 to 1000000000
  */
 export type CreditAmount = number;
+
+/**
+ * The subscription plan on sale
+ */
+export type PlanOffer = {
+    name: string;
+    /**
+     * The credits each paid period of the plan brings
+     */
+    includedCredits: number;
+};
 
 export type BillingAccount = {
     paymentCustomerId: string | null;
