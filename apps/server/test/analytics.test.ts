@@ -205,6 +205,30 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
   })
 
   describe("scheduled snapshots", () => {
+    it.scoped("a removed account's targets are read no more; their snapshots stay, without a provider", () =>
+      Effect.gen(function*() {
+        const team = yield* publishedToMastodonAndWebhook(5)
+        const post = yield* team.publish("Hello")
+        const path = { teamId: team.teamId, postId: post.id }
+        yield* team.client.refreshPostAnalytics({ path, headers: {} })
+        expect((yield* team.call("DELETE", `/social-accounts/${team.toot.id}`)).status).toBe(200)
+        const reads = team.mastodon.requests.length
+        const snapshots = yield* AnalyticsSnapshots
+        yield* Effect.zipRight(
+          TestClock.setTime(Date.now() + snapshotOffsetsSeconds[0]! * 1000 + 1000),
+          snapshots.snapshotDue
+        ).pipe(Effect.provide(TestContext.TestContext))
+        expect(team.mastodon.requests.length).toBe(reads)
+        const target = (yield* team.client.getPostAnalytics({ path })).targets.find((t) => t.socialAccountId === team.toot.id)
+        expect(target).toMatchObject({ provider: null, externalId: post.statusId, latest: { likes: 0 } })
+        expect(target!.series).toHaveLength(1)
+        const sql = yield* SqlClient.SqlClient
+        const [due] = yield* sql<{ due: Date | null }>`SELECT analytics_due_at AS due FROM post_targets
+          WHERE post_id = ${post.id} AND social_account_id = ${team.toot.id}`
+        expect(due!.due).toBeNull()
+        expect((yield* team.call("GET", `/social-accounts/${team.toot.id}/analytics`)).status).toBe(404)
+      }))
+
     it.scoped("follow the decaying schedule on a compressed clock, one batched read per account, then never; accounts daily", () =>
       Effect.gen(function*() {
         const team = yield* publishedToMastodonAndWebhook(10)
