@@ -573,6 +573,24 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       expect((yield* patch("/auto-recharge", { enabled: true })).body.account.autoRecharge.lastError).toBeNull()
     }))
 
+  it.scoped("auto-recharge: a pack's price that Stripe no longer has ends the recharge as a decline does, not tried again", () =>
+    Effect.gen(function*() {
+      const { billing, organization, patch, spendOne } = yield* spendingTeam(2)
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`UPDATE organizations SET payment_customer_id = 'cus_gone', payment_payment_method_id = 'pm_gone'
+        WHERE id = ${organization.id}`
+      yield* patch("/auto-recharge", { enabled: true, threshold: 5, amount: 5000 })
+      const restore = stripe.forgetPrice("price_pack_5000")
+      yield* Effect.addFinalizer(() => Effect.sync(restore))
+      expect((yield* spendOne).status).toBe(200)
+      const after = yield* eventually(billing, (answer) => answer.body.account.autoRecharge.enabled === false)
+      expect(after.body.account.autoRecharge).toMatchObject({
+        pending: false,
+        lastError: "The recharge failed: No such price: 'price_pack_5000'"
+      })
+      expect(stripe.to("/v1/payment_intents").filter((request) => request.params.get("customer") === "cus_gone")).toEqual([])
+    }))
+
   it.scoped("the spend cap holds under concurrent publishes: exactly the cap is spent, the rest 402", () =>
     Effect.gen(function*() {
       const { billing, credit, patch, spendOne } = yield* spendingTeam(100)

@@ -44,6 +44,19 @@ const call = <A>(what: string, run: () => Promise<A>) =>
     Effect.orDie
   )
 
+/**
+ * A call of a recharge: a declined card, or a price or payment method Stripe does not have, fails it for good
+ * (trying again would not help); not reaching Stripe is a defect, tried again later.
+ */
+const refusable = <A>(run: () => Promise<A>) =>
+  Effect.tryPromise({ try: run, catch: (cause) => cause }).pipe(
+    Effect.catchAll((cause) =>
+      cause instanceof Stripe.errors.StripeCardError || cause instanceof Stripe.errors.StripeInvalidRequestError
+        ? new PaymentDeclined({ message: cause.message })
+        : Effect.die(cause)
+    )
+  )
+
 const subscriptionEvent = (subscription: Stripe.Subscription, plan: Option.Option<PlanSetting>) => {
   const items = subscription.items.data
   const metered = Option.flatMap(plan, (plan) => Option.fromNullable(items.find((item) => item.price.id === plan.meteredPriceId)))
@@ -191,28 +204,21 @@ export const makeStripeGateway = (settings: StripeSettings, plan: Option.Option<
 
     recharge: ({ customerId, organizationId, pack, paymentMethodId, token }) =>
       Effect.gen(function*() {
-        const price = yield* call("reading a pack's price", () => stripe.prices.retrieve(pack.priceId))
+        const price = yield* refusable(() => stripe.prices.retrieve(pack.priceId))
         if (price.unit_amount === null) {
           return yield* new PaymentDeclined({ message: `The price ${pack.priceId} has no fixed amount` })
         }
-        const intent = yield* Effect.tryPromise({
-          try: () =>
-            stripe.paymentIntents.create({
-              amount: price.unit_amount!,
-              currency: price.currency,
-              customer: customerId,
-              payment_method: paymentMethodId,
-              off_session: true,
-              confirm: true,
-              metadata: { purpose: autoRecharge, organizationId, token, credits: String(pack.credits) }
-            }, { idempotencyKey: `postline-recharge-${token}` }),
-          catch: (cause) => cause
-        }).pipe(Effect.catchAll((cause) =>
-          // A declined card or a payment method Stripe no longer has: trying again would not help.
-          cause instanceof Stripe.errors.StripeCardError || cause instanceof Stripe.errors.StripeInvalidRequestError
-            ? new PaymentDeclined({ message: cause.message })
-            : Effect.die(cause)
-        ))
+        const intent = yield* refusable(() =>
+          stripe.paymentIntents.create({
+            amount: price.unit_amount!,
+            currency: price.currency,
+            customer: customerId,
+            payment_method: paymentMethodId,
+            off_session: true,
+            confirm: true,
+            metadata: { purpose: autoRecharge, organizationId, token, credits: String(pack.credits) }
+          }, { idempotencyKey: `postline-recharge-${token}` })
+        )
         return { paymentIntentId: intent.id }
       }),
 

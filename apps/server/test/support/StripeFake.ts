@@ -20,7 +20,7 @@ export const makeStripeFake = async () => {
   const byIdempotencyKey = new Map<string, unknown>()
   let counter = 0
   let declineNext = false
-  const prices: Record<string, number> = { price_pack_1000: 1000, price_pack_5000: 4500 }
+  const prices = new Map([["price_pack_1000", 1000], ["price_pack_5000", 4500]])
 
   const answer = (request: StripeRequest): { status: number; body: unknown } => {
     const id = (prefix: string) => `${prefix}_${++counter}`
@@ -43,7 +43,7 @@ export const makeStripeFake = async () => {
     }
     const price = /^\/v1\/prices\/(\w+)$/.exec(request.path)
     if (request.method === "GET" && price) {
-      const amount = prices[price[1]!]
+      const amount = prices.get(price[1]!)
       return amount === undefined
         ? { status: 404, body: { error: { type: "invalid_request_error", message: `No such price: '${price[1]}'` } } }
         : { status: 200, body: { id: price[1], object: "price", unit_amount: amount, currency: "usd" } }
@@ -83,6 +83,12 @@ export const makeStripeFake = async () => {
     to: (path: string) => requests.filter((request) => request.path === path),
     /** The next payment intent is declined, as a card would be. */
     declineNextPayment: () => void (declineNext = true),
+    /** Stripe no longer has the price, as after its deletion; answers how to give it back. */
+    forgetPrice: (id: string) => {
+      const amount = prices.get(id)!
+      prices.delete(id)
+      return () => void prices.set(id, amount)
+    },
     /** The settings of a server that sells through this fake. */
     settings: {
       STRIPE_SECRET_KEY: "sk_test_postline",
