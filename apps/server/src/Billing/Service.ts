@@ -72,14 +72,20 @@ export class Billing extends Effect.Service<Billing>()("Billing", {
 
     const requireGateway = Option.match(gateway, { onNone: () => billingDisabled, onSome: Effect.succeed })
 
-    /** The organization's customer at the provider, made on first use. */
+    /**
+     * The organization's customer at the provider, made on first use (outside any transaction: it is a call to the
+     * provider), then kept with the caller's role held.
+     */
     const customerOf = (organizationId: OrganizationId) =>
       Effect.gen(function*() {
         const provider = yield* requireGateway
         const row = yield* Effect.flatMap(repo.findForUpdate(organizationId), found(organizationId))
         if (row.paymentCustomerId !== null) return { provider, row, customerId: row.paymentCustomerId }
         const made = yield* provider.createCustomer({ id: organizationId, name: row.name })
-        return { provider, row, customerId: yield* repo.keepCustomer(organizationId, made) }
+        const customerId = yield* authorize(policy.canManage(organizationId, { lock: true }))(() =>
+          repo.keepCustomer(organizationId, made)
+        ).pipe(transactionally)
+        return { provider, row, customerId }
       })
 
     const checkout = (organizationId: OrganizationId, request: CheckoutRequest) =>
