@@ -7,6 +7,7 @@ import { pathToFileURL } from "node:url"
 import { inject } from "vitest"
 import { HeicDecodeModule, SharpModule } from "../src/Assets/Images.js"
 import { S3StorageModule } from "../src/Assets/StorageConfig.js"
+import { StripeModule } from "../src/Billing/PaymentProvider.js"
 import { DocsPageModule } from "../src/Http/Docs.js"
 import { type LazyModule, lazyModule, LazyModuleMismatch } from "../src/LazyModule.js"
 import { AtProtoModule } from "../src/Providers/Bluesky.js"
@@ -73,7 +74,8 @@ describe("the server's lazily loaded chunks, as built", () => {
     TracingSdkModule,
     S3StorageModule,
     SharpModule,
-    HeicDecodeModule
+    HeicDecodeModule,
+    StripeModule
   ]
   // A module left outside the bundle (no chunk) is what Node gives the bundle from node_modules.
   const namespaceOf = (specifier: string) => {

@@ -1,7 +1,10 @@
 import type { OrganizationId, SubscriptionStatus } from "@postline/domain"
 import { Data, Effect, Option } from "effect"
+import { lazyModule } from "../LazyModule.js"
 import { BillingSettings, type PackSetting, type PlanSetting } from "./Settings.js"
-import { makeStripeGateway } from "./Stripe.js"
+
+// The Stripe SDK is big: it is loaded only when STRIPE_SECRET_KEY is set, so a server that sells nothing never parses it.
+export const StripeModule = lazyModule("./Stripe.js", () => import("./Stripe.js"), { makeStripeGateway: "function" })
 
 /** What a payment provider's event means here; each comes from a verified event. */
 export type PaymentEvent = Data.TaggedEnum<{
@@ -77,8 +80,11 @@ export interface PaymentGateway {
 
 /** The payment provider: Stripe when STRIPE_SECRET_KEY is set, none otherwise. */
 export class PaymentProvider extends Effect.Service<PaymentProvider>()("Billing/PaymentProvider", {
-  effect: Effect.map(BillingSettings, (settings) => ({
-    gateway: Option.map(settings.stripe, (stripe) => makeStripeGateway(stripe, settings.plan))
-  })),
+  effect: Effect.gen(function*() {
+    const settings = yield* BillingSettings
+    if (Option.isNone(settings.stripe)) return { gateway: Option.none<PaymentGateway>() }
+    const { makeStripeGateway } = yield* StripeModule.load
+    return { gateway: Option.some(makeStripeGateway(settings.stripe.value, settings.plan)) }
+  }),
   dependencies: [BillingSettings.Default]
 }) {}
