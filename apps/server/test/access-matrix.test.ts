@@ -388,7 +388,7 @@ const cases: ReadonlyArray<Case> = [
     statuses: [200, 200, 403, 404, 200, 404, 401, 401, 401] },
   // Stripe's webhook: the signature is the permission, whatever bearer token comes with it.
   { operation: "billingWebhooks.receiveStripeEvent", call: () => ({ method: "POST", path: "/v1/billing/webhooks/stripe", ...stripeEvent() }),
-    statuses: [204, 204, 204, 204, 204, 204, 204, 204, 204] },
+    statuses: [200, 200, 200, 200, 200, 200, 200, 200, 200] },
   { operation: "billingWebhooks.receiveStripeEvent", variant: "with a bad signature", call: () => ({ method: "POST", path: "/v1/billing/webhooks/stripe", ...stripeEvent("whsec_forged") }),
     statuses: [400, 400, 400, 400, 400, 400, 400, 400, 400] },
   { operation: "links.listPostLinks", call: (w, t) => ({ method: "GET", path: `/v1/teams/${w.teamA}/posts/${t.postId}/links` }),

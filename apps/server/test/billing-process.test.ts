@@ -40,7 +40,7 @@ describe("the built server with Stripe", () => {
           body
         })
       )
-      expect(delivered.status).toBe(204)
+      expect(delivered.status).toBe(200)
       expect((yield* call("GET", path)).body).toMatchObject({ enabled: true, credits: { balance: 1000 } })
     }), 60_000)
 })

@@ -313,13 +313,13 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
         metadata: { purpose: "credit_pack", organizationId: organization.id, credits }
       })
       const completed = { id: `evt_${randomUUID()}`, type: "checkout.session.completed", object: session("cs_1") }
-      expect((yield* deliver(completed)).status).toBe(204)
-      expect((yield* deliver(completed)).status).toBe(204)
+      expect((yield* deliver(completed)).status).toBe(200)
+      expect((yield* deliver(completed)).status).toBe(200)
       expect(yield* credit).toEqual({ balance: 1000, reserved: 0, available: 1000 })
 
       const concurrent = { id: `evt_${randomUUID()}`, type: "checkout.session.completed", object: session("cs_2", "5000") }
       const answers = yield* Effect.all(Array.from({ length: 20 }, () => deliver(concurrent)), { concurrency: "unbounded" })
-      expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(204))
+      expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(200))
       expect(yield* credit).toEqual({ balance: 6000, reserved: 0, available: 6000 })
 
       const sql = yield* SqlClient.SqlClient
@@ -331,7 +331,7 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       ])
       // Unpaid (a payment that completes later), it grants nothing until its async_payment_succeeded.
       const unpaid = { ...session("cs_3"), payment_status: "unpaid" }
-      expect((yield* deliver({ id: `evt_${randomUUID()}`, type: "checkout.session.completed", object: unpaid })).status).toBe(204)
+      expect((yield* deliver({ id: `evt_${randomUUID()}`, type: "checkout.session.completed", object: unpaid })).status).toBe(200)
       expect((yield* credit).balance).toBe(6000)
       yield* deliver({ id: `evt_${randomUUID()}`, type: "checkout.session.async_payment_succeeded", object: session("cs_3") })
       expect((yield* credit).balance).toBe(7000)
@@ -369,7 +369,10 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
         })
       ).toMatchObject({ status: 400, body: { _tag: "BadRequest" } })
       expect((yield* credit).balance).toBe(0)
-      expect((yield* deliver({ id: `evt_${randomUUID()}`, type: "customer.created", object: { id: "cus_x" } })).status).toBe(204)
+      expect(yield* deliver({ id: `evt_${randomUUID()}`, type: "customer.created", object: { id: "cus_x" } })).toMatchObject({
+        status: 200,
+        body: { received: true }
+      })
       expect((yield* credit).balance).toBe(0)
     }))
 
@@ -544,7 +547,7 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
         }
       }
       const answers = yield* Effect.all(Array.from({ length: 20 }, () => deliver(succeeded)), { concurrency: "unbounded" })
-      expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(204))
+      expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(200))
       expect(yield* credit).toEqual({ balance: 1000, reserved: 0, available: 1000 })
       expect((yield* billing).body.account.autoRecharge).toMatchObject({ enabled: true, pending: false, lastError: null })
     }))

@@ -1,4 +1,4 @@
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { CreditBalance } from "./Credits.js"
 import { BillingDisabled, NotFound } from "./Errors.js"
@@ -190,11 +190,16 @@ export const PaymentEvent = Schema.Struct(
   }
 })
 
+export const PaymentEventReceived = Schema.Struct({ received: Schema.Literal(true) }).annotations({
+  identifier: "PaymentEventReceived",
+  description: "The event was taken: acted on now or before (a repeat), or ignored as one the server does not use"
+})
+
 export class BillingWebhooksGroup extends HttpApiGroup.make("billingWebhooks")
   .add(
     HttpApiEndpoint.post("receiveStripeEvent", "/v1/billing/webhooks/stripe")
       .setPayload(PaymentEvent)
-      .addSuccess(HttpApiSchema.NoContent.annotations({ description: "Received (or already received, or ignored)" }))
+      .addSuccess(PaymentEventReceived)
       .addError(NotFound)
       .annotate(OpenApi.Summary, "Receive a Stripe event")
       .annotate(

@@ -13,5 +13,6 @@ export const BillingWebhooksHttpLive = HttpApiBuilder.group(PostlineApi, "billin
         if (signature === undefined) return yield* new BadRequest({ message: "The Stripe-Signature header is missing" })
         const body = new Uint8Array(yield* Effect.orDie(request.arrayBuffer))
         yield* webhooks.receive(body, signature)
+        return { received: true } as const
       }))
   })).pipe(Layer.provide(BillingWebhooks.Default))

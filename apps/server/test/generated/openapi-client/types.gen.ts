@@ -1604,6 +1604,13 @@ export type PaymentEvent = {
     [key: string]: unknown;
 };
 
+/**
+ * The event was taken: acted on now or before (a repeat), or ignored as one the server does not use
+ */
+export type PaymentEventReceived = {
+    received: true;
+};
+
 export type HealthStatus = {
     status: 'ok';
     database: 'up';
@@ -6747,9 +6754,9 @@ export type BillingWebhooksReceiveStripeEventError = BillingWebhooksReceiveStrip
 
 export type BillingWebhooksReceiveStripeEventResponses = {
     /**
-     * Received (or already received, or ignored)
+     * The event was taken: acted on now or before (a repeat), or ignored as one the server does not use
      */
-    204: void;
+    200: PaymentEventReceived;
 };
 
 export type BillingWebhooksReceiveStripeEventResponse = BillingWebhooksReceiveStripeEventResponses[keyof BillingWebhooksReceiveStripeEventResponses];
