@@ -9,6 +9,7 @@ import { makeMastodonFake } from "./support/MastodonFake.js"
 import { LocalProviders } from "./support/Providers.js"
 import { makeWebhookReceiver, publishingTeam } from "./support/Publishing.js"
 import { raw, signUp, TestServer } from "./support/TestServer.js"
+import { eventually } from "./support/Waiting.js"
 
 const analyticsLedgerOf = (organizationId: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -299,7 +300,10 @@ const TightBudgets = Layer.setConfigProvider(
   ConfigProvider.fromMap(
     new Map([
       ["PROVIDER_BUDGETS", JSON.stringify({ mastodon: [{ limit: 2, cost: 1, seconds: 86_400 }] })],
-      ["CREDIT_COSTS", JSON.stringify({ analytics: { mastodon: 2 } })]
+      ["CREDIT_COSTS", JSON.stringify({ analytics: { mastodon: 2 } })],
+      // So that a post can be scheduled a second ahead and the dispatcher takes it soon after.
+      ["SCHEDULE_MIN_LEAD_SECONDS", "1"],
+      ["SCHEDULER_POLL_MS", "100"]
     ])
   ).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
 )
@@ -343,6 +347,28 @@ layer(Layer.provideMerge(Snapshots, TestServer).pipe(Layer.provide(TightBudgets)
         expect(mastodonTarget(yield* team.client.getPostAnalytics({ path })).series).toHaveLength(1)
         // Tried again five minutes later.
         expect(yield* dueAt).toBe(now + 300_000)
+      }))
+
+    it.scoped("a scheduled post counts the analytics reads too: after a publish and a refresh it waits for the day's window", () =>
+      Effect.gen(function*() {
+        const team = yield* publishedToMastodonAndWebhook(10)
+        const post = yield* team.publish("Hello")
+        yield* team.client.refreshPostAnalytics({ path: { teamId: team.teamId, postId: post.id }, headers: {} })
+        const sql = yield* SqlClient.SqlClient
+        const [{ firstCall }] = yield* sql<{ firstCall: Date }>`SELECT min(started_at) AS "firstCall" FROM publish_attempts
+          WHERE social_account_id = ${team.toot.id}`
+
+        // The publish and the read used the day's two calls: the next send waits for the publish to age out.
+        const later = yield* team.draft("Later")
+        const { answer } = yield* team.scheduleSoon(later.id, [team.toot.id], 3)
+        expect(answer.status).toBe(200)
+        const held = yield* eventually(
+          Effect.map(team.call("GET", `/posts/${later.id}`), (response) => response.body),
+          (found) => found.waitingUntil !== null
+        )
+        expect(held).toMatchObject({ status: "scheduled", waitingUntil: expect.any(String) })
+        expect(Date.parse(held.waitingUntil)).toBeGreaterThanOrEqual(firstCall.getTime() + 86_400_000)
+        expect(team.mastodon.statuses.map((status) => status.text)).toEqual(["Hello"])
       }))
   }
 )

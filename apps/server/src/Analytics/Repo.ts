@@ -11,7 +11,8 @@ import type {
 import { Effect } from "effect"
 import { policyRequire } from "../Access/Authorization.js"
 import { isoUtc } from "../Database/Columns.js"
-import type { BudgetWindow, Usage } from "../Publishing/Budgets.js"
+import type { BudgetWindow } from "../Publishing/Budgets.js"
+import { lockProviderUsage } from "../Publishing/ProviderCalls.js"
 import type { AccountCounts, Engagement } from "../Providers/SocialProvider.js"
 
 /** An account to read from: null fields once it was removed. */
@@ -150,23 +151,9 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("AnalyticsRep
     const setAccountDue = (socialAccountId: SocialAccountId, at: Date | null) =>
       sql`UPDATE social_accounts SET analytics_due_at = ${at} WHERE id = ${socialAccountId}`.pipe(Effect.asVoid, Effect.orDie)
 
-    /**
-     * The account's provider calls in each window (sends and analytics reads together), its row locked until
-     * the transaction ends, so that two processes take turns at counting.
-     */
+    /** The account's provider calls in each window (sends and analytics reads together), its row locked. */
     const lockUsage = (socialAccountId: SocialAccountId, now: Date, windows: ReadonlyArray<BudgetWindow>) =>
-      Effect.gen(function*() {
-        yield* sql`SELECT 1 FROM social_accounts WHERE id = ${socialAccountId} FOR UPDATE`
-        const [{ usage }] = yield* sql<{ readonly usage: Usage }>`SELECT ARRAY(
-            SELECT ((SELECT count(*) FROM publish_attempts a WHERE a.social_account_id = ${socialAccountId}
-                AND a.started_at > ${now}::timestamptz - make_interval(secs => w.seconds::int))
-              + (SELECT count(*) FROM analytics_reads r WHERE r.social_account_id = ${socialAccountId}
-                AND r.read_at > ${now}::timestamptz - make_interval(secs => w.seconds::int)))::int
-            FROM jsonb_array_elements_text(${JSON.stringify(windows.map((window) => window.seconds))}::jsonb)
-              WITH ORDINALITY AS w (seconds, n)
-            ORDER BY w.n) AS usage`
-        return usage
-      }).pipe(Effect.orDie)
+      lockProviderUsage(sql, socialAccountId, windows, now).pipe(Effect.orDie)
 
     /** One provider call for analytics, counted against the account's budgets; those older than a day are let go. */
     const recordRead = (socialAccountId: SocialAccountId, at: Date) =>

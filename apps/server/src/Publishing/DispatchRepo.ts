@@ -3,7 +3,8 @@ import type { PostId, SocialAccountId } from "@postline/domain"
 import { Effect } from "effect"
 import { policyRequire } from "../Access/Authorization.js"
 import type { PublishingAccount } from "../SocialAccounts/Repo.js"
-import type { BudgetWindow, Usage } from "./Budgets.js"
+import type { BudgetWindow } from "./Budgets.js"
+import { lockProviderUsage, providerCalls } from "./ProviderCalls.js"
 import type { AttemptToSend, Started } from "./Repo.js"
 
 /** A target whose time has come, locked with its post, and its account: null once the account is removed. */
@@ -42,30 +43,19 @@ export class DispatchRepo extends Effect.Service<DispatchRepo>()("DispatchRepo",
         ORDER BY due.due_at
         FOR UPDATE OF p SKIP LOCKED`.pipe(Effect.orDie, policyRequire("Post", "publish"))
 
-    /**
-     * The account's sends in each window, its row locked until the transaction ends: two processes sending
-     * for one account take turns at counting.
-     */
+    /** The account's provider calls in each window, its row locked until the transaction ends. */
     const lockUsage = (socialAccountId: SocialAccountId, windows: ReadonlyArray<BudgetWindow>) =>
-      Effect.gen(function*() {
-        yield* sql`SELECT 1 FROM social_accounts WHERE id = ${socialAccountId} FOR UPDATE`
-        const [{ usage }] = yield* sql<{ readonly usage: Usage }>`SELECT ARRAY(
-            SELECT (SELECT count(*) FROM publish_attempts a WHERE a.social_account_id = ${socialAccountId}
-              AND a.started_at > now() - make_interval(secs => w.seconds::int))::int
-            FROM jsonb_array_elements_text(${JSON.stringify(windows.map((window) => window.seconds))}::jsonb)
-              WITH ORDINALITY AS w (seconds, n)
-            ORDER BY w.n) AS usage`
-        return usage
-      }).pipe(Effect.orDie, policyRequire("Post", "publish"))
+      lockProviderUsage(sql, socialAccountId, windows).pipe(Effect.orDie, policyRequire("Post", "publish"))
 
     /**
-     * When the `count`th oldest send of the account in the last `seconds` ages out of them. One not yet in the
-     * table is a send of this claim's batch, which starts at the transaction's `now()`.
+     * When the `count`th oldest provider call of the account (a send or an analytics read) in the last `seconds`
+     * ages out of them. One not yet in the tables is a send of this claim's batch, which starts at the
+     * transaction's `now()`.
      */
     const agesOut = (socialAccountId: SocialAccountId, seconds: number, count: number) =>
-      sql<{ readonly at: Date }>`SELECT coalesce((SELECT started_at FROM publish_attempts
-          WHERE social_account_id = ${socialAccountId} AND started_at > now() - make_interval(secs => ${seconds})
-          ORDER BY started_at OFFSET ${count - 1} LIMIT 1), now()) + make_interval(secs => ${seconds}) AS at`.pipe(
+      sql<{ readonly at: Date }>`SELECT coalesce((SELECT c.at FROM ${providerCalls(sql, socialAccountId)} c
+          WHERE c.at > now() - make_interval(secs => ${seconds})
+          ORDER BY c.at OFFSET ${count - 1} LIMIT 1), now()) + make_interval(secs => ${seconds}) AS at`.pipe(
         Effect.map(([row]) => row.at),
         Effect.orDie,
         policyRequire("Post", "publish")
