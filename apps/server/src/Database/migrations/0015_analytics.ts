@@ -50,8 +50,14 @@ export default Effect.gen(function*() {
 
   yield* sql`ALTER TABLE post_targets ADD COLUMN analytics_due_at timestamptz(3)`
   yield* sql`CREATE INDEX post_targets_analytics_due ON post_targets (analytics_due_at) WHERE analytics_due_at IS NOT NULL`
-  // Targets published before: read once soon, then on the schedule from their publishing.
-  yield* sql`UPDATE post_targets SET analytics_due_at = now() WHERE status = 'published' AND external_id IS NOT NULL`
+  // Targets published in the last 30 days join the schedule at its next point after now (older ones have passed
+  // its end): a bounded backlog at deploy, spread over the schedule, rather than every past post due at once. The
+  // schedule's offsets as of this migration (Analytics/Schedule.ts), in seconds.
+  yield* sql`UPDATE post_targets pt SET analytics_due_at = (
+      SELECT min(pt.published_at + make_interval(secs => o.seconds)) FROM unnest(ARRAY[
+        900, 3600, 21600, 86400, 259200, 604800, 2592000]) AS o (seconds)
+      WHERE pt.published_at + make_interval(secs => o.seconds) > now())
+    WHERE pt.status = 'published' AND pt.external_id IS NOT NULL AND pt.published_at > now() - interval '30 days'`
   // Connecting verified the account just now: its first daily counts a day later; accounts there before, soon.
   yield* sql`ALTER TABLE social_accounts ADD COLUMN analytics_due_at timestamptz(3) DEFAULT now()`
   yield* sql`ALTER TABLE social_accounts ALTER COLUMN analytics_due_at SET DEFAULT now() + interval '1 day'`
