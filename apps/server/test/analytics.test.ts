@@ -1,7 +1,7 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import type { PostId, SocialAccountId, TeamId } from "@postline/domain"
-import { ConfigProvider, Effect, Layer, TestClock, TestContext } from "effect"
+import { ConfigProvider, Effect, Fiber, Layer, TestClock, TestContext } from "effect"
 import { randomUUID } from "node:crypto"
 import { AnalyticsSnapshots } from "../src/Analytics/Snapshots.js"
 import { snapshotOffsetsSeconds } from "../src/Analytics/Schedule.js"
@@ -228,6 +228,34 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
           WHERE post_id = ${post.id} AND social_account_id = ${team.toot.id}`
         expect(due!.due).toBeNull()
         expect((yield* team.call("GET", `/social-accounts/${team.toot.id}/analytics`)).status).toBe(404)
+      }))
+
+    it.scoped("a read that outlasts its lease: the process that claimed the target again stores it, the first stores nothing", () =>
+      Effect.gen(function*() {
+        const team = yield* publishedToMastodonAndWebhook(5)
+        const post = yield* team.publish("Hello")
+        const snapshots = yield* AnalyticsSnapshots
+        const statusReads = () => team.mastodon.requests.filter(({ path }) => path.startsWith("/api/v1/statuses?"))
+        const due = Date.now() + snapshotOffsetsSeconds[0]! * 1000 + 1000
+        // Each run on a clock of its own, as two processes: the first's read hangs at the instance (a slow fake).
+        const release = team.mastodon.holdNext()
+        const first = yield* Effect.fork(
+          Effect.zipRight(TestClock.setTime(due), snapshots.snapshotDue).pipe(Effect.provide(TestContext.TestContext))
+        )
+        yield* eventually(Effect.sync(() => statusReads().length), (reads) => reads === 1)
+        team.mastodon.setCounts(post.statusId, { favourites_count: 4 })
+        // Past the first one's lease, another process claims the target, reads and stores it.
+        yield* Effect.zipRight(TestClock.setTime(due + 400_000), snapshots.snapshotDue).pipe(Effect.provide(TestContext.TestContext))
+        release()
+        yield* Fiber.join(first)
+        expect(statusReads()).toHaveLength(2)
+        const series = mastodonTarget(yield* team.client.getPostAnalytics({ path: { teamId: team.teamId, postId: post.id } })).series
+        expect(series).toEqual([expect.objectContaining({ likes: 4 })])
+        const sql = yield* SqlClient.SqlClient
+        const [row] = yield* sql<{ dueAt: Date }>`SELECT analytics_due_at AS "dueAt" FROM post_targets
+          WHERE post_id = ${post.id} AND social_account_id = ${team.toot.id}`
+        // Its next read, an hour after publishing, as the second process set it.
+        expect(row!.dueAt.getTime()).toBeGreaterThan(due + 400_000)
       }))
 
     it.scoped("follow the decaying schedule on a compressed clock, one batched read per account, then never; accounts daily", () =>

@@ -2,7 +2,6 @@ import { SqlClient } from "@effect/sql"
 import type {
   AccountSnapshot,
   EngagementSnapshot,
-  OrganizationId,
   PostId,
   SocialAccountId,
   SocialProvider,
@@ -33,8 +32,11 @@ export interface PublishedTarget {
 }
 
 /** A target whose snapshot is due, claimed for a while. */
-export interface DueTarget extends PublishedTarget {
-  readonly organizationId: OrganizationId
+export type DueTarget = PublishedTarget
+
+export interface TargetKey {
+  readonly postId: PostId
+  readonly socialAccountId: SocialAccountId
 }
 
 export type StoredEngagement = EngagementSnapshot & { readonly socialAccountId: SocialAccountId }
@@ -120,36 +122,49 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("AnalyticsRep
         VALUES (${socialAccountId}, ${takenAt}, ${counts.followers}, ${counts.following}, ${counts.posts},
           ${JSON.stringify(counts.raw)}::jsonb)`.pipe(Effect.asVoid, Effect.orDie)
 
-    /** Up to `limit` targets due at `now`, oldest due first, leased until `now` + `leaseSeconds`. */
-    const claimDueTargets = (now: Date, limit: number, leaseSeconds: number) =>
+    /** Up to `limit` targets due at `now`, oldest due first, leased until `leasedUntil`. */
+    const claimDueTargets = (now: Date, limit: number, leasedUntil: Date) =>
       sql<DueTarget>`WITH due AS (
           SELECT post_id, social_account_id FROM post_targets WHERE analytics_due_at <= ${now}
           ORDER BY analytics_due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED),
         leased AS (
-          UPDATE post_targets pt SET analytics_due_at = ${now}::timestamptz + make_interval(secs => ${leaseSeconds})
+          UPDATE post_targets pt SET analytics_due_at = ${leasedUntil}
           FROM due WHERE pt.post_id = due.post_id AND pt.social_account_id = due.social_account_id
           RETURNING pt.post_id, pt.social_account_id, pt.external_id, pt.published_at)
         SELECT l.post_id AS "postId", l.social_account_id AS "socialAccountId", l.external_id AS "externalId",
-          l.published_at AS "publishedAt", t.organization_id AS "organizationId", ${sql.literal(accountJson)} AS account
-        FROM leased l JOIN posts p ON p.id = l.post_id JOIN teams t ON t.id = p.team_id
+          l.published_at AS "publishedAt", ${sql.literal(accountJson)} AS account
+        FROM leased l JOIN posts p ON p.id = l.post_id
           LEFT JOIN social_accounts sa ON sa.id = l.social_account_id AND sa.team_id = p.team_id`.pipe(Effect.orDie)
 
-    /** When the target is next read: null, never again. */
-    const setTargetDue = (postId: PostId, socialAccountId: SocialAccountId, at: Date | null) =>
-      sql`UPDATE post_targets SET analytics_due_at = ${at}
-        WHERE post_id = ${postId} AND social_account_id = ${socialAccountId}`.pipe(Effect.asVoid, Effect.orDie)
+    /**
+     * Moves each target still leased until `heldUntil` to its `at` (a new lease, its next read, or null: never);
+     * answers those moved. One whose lease ran out and that another process claimed since is left to it.
+     */
+    const moveLeasedTargets = (
+      targets: ReadonlyArray<{ readonly postId: PostId; readonly socialAccountId: SocialAccountId; readonly at: Date | null }>,
+      heldUntil: Date
+    ) =>
+      targets.length === 0
+        ? Effect.succeed<ReadonlyArray<TargetKey>>([])
+        : sql<TargetKey>`WITH t AS (
+            SELECT * FROM jsonb_to_recordset(${JSON.stringify(targets)}::jsonb) AS t ("postId" uuid, "socialAccountId" uuid, at timestamptz))
+          UPDATE post_targets pt SET analytics_due_at = t.at
+          FROM t WHERE pt.post_id = t."postId" AND pt.social_account_id = t."socialAccountId" AND pt.analytics_due_at = ${heldUntil}
+          RETURNING pt.post_id AS "postId", pt.social_account_id AS "socialAccountId"`.pipe(Effect.orDie)
 
-    /** Up to `limit` accounts whose daily counts are due at `now`, leased until `now` + `leaseSeconds`. */
-    const claimDueAccounts = (now: Date, limit: number, leaseSeconds: number) =>
+    /** Up to `limit` accounts whose daily counts are due at `now`, leased until `leasedUntil`. */
+    const claimDueAccounts = (now: Date, limit: number, leasedUntil: Date) =>
       sql<ReadableAccount>`WITH due AS (
           SELECT id FROM social_accounts WHERE analytics_due_at <= ${now}
           ORDER BY analytics_due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
-        UPDATE social_accounts sa SET analytics_due_at = ${now}::timestamptz + make_interval(secs => ${leaseSeconds})
+        UPDATE social_accounts sa SET analytics_due_at = ${leasedUntil}
         FROM due WHERE sa.id = due.id
         RETURNING sa.id, sa.provider, sa.status, sa.credentials AS ciphertext`.pipe(Effect.orDie)
 
-    const setAccountDue = (socialAccountId: SocialAccountId, at: Date | null) =>
-      sql`UPDATE social_accounts SET analytics_due_at = ${at} WHERE id = ${socialAccountId}`.pipe(Effect.asVoid, Effect.orDie)
+    /** Moves the account to `at` if it is still leased until `heldUntil`; answers whether it was. */
+    const moveLeasedAccount = (socialAccountId: SocialAccountId, heldUntil: Date, at: Date | null) =>
+      sql`UPDATE social_accounts SET analytics_due_at = ${at} WHERE id = ${socialAccountId} AND analytics_due_at = ${heldUntil}
+        RETURNING id`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
 
     /** The account's provider calls in each window (sends and analytics reads together), its row locked. */
     const lockUsage = (socialAccountId: SocialAccountId, now: Date, windows: ReadonlyArray<BudgetWindow>) =>
@@ -180,11 +195,12 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("AnalyticsRep
       recordRead: (...args: Parameters<typeof recordRead>) => policyRequire("Analytics", "refresh")(recordRead(...args)),
       claimDueTargets: (...args: Parameters<typeof claimDueTargets>) =>
         policyRequire("Analytics", "refresh")(claimDueTargets(...args)),
-      setTargetDue: (...args: Parameters<typeof setTargetDue>) => policyRequire("Analytics", "refresh")(setTargetDue(...args)),
+      moveLeasedTargets: (...args: Parameters<typeof moveLeasedTargets>) =>
+        policyRequire("Analytics", "refresh")(moveLeasedTargets(...args)),
       claimDueAccounts: (...args: Parameters<typeof claimDueAccounts>) =>
         policyRequire("Analytics", "refresh")(claimDueAccounts(...args)),
-      setAccountDue: (...args: Parameters<typeof setAccountDue>) =>
-        policyRequire("Analytics", "refresh")(setAccountDue(...args))
+      moveLeasedAccount: (...args: Parameters<typeof moveLeasedAccount>) =>
+        policyRequire("Analytics", "refresh")(moveLeasedAccount(...args))
     } as const
   })
 }) {}

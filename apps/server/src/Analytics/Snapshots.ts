@@ -43,70 +43,90 @@ export class AnalyticsSnapshots extends Effect.Service<AnalyticsSnapshots>()("An
         )
         : Effect.void
 
-    /** One account's due targets: read in batches, a snapshot each, and each moved to its next read. */
-    const snapshotAccount = (account: ReadableAccount | null, targets: ReadonlyArray<DueTarget>, now: Date) =>
+    /**
+     * One account's due targets, claimed until `heldUntil`: leased again just before the read, since a claim's
+     * accounts wait their turn, then read in batches, a snapshot each, and each moved to its next read. Every
+     * step moves only the targets still held, so that one whose lease ran out and that another process claimed
+     * is read and stored by that process alone.
+     */
+    const snapshotAccount = (account: ReadableAccount | null, claimed: ReadonlyArray<DueTarget>, heldUntil: Date) =>
       Effect.gen(function*() {
+        const move = (targets: ReadonlyArray<DueTarget>, at: (target: DueTarget) => Date | null, leasedUntil: Date) =>
+          Effect.map(
+            repo.moveLeasedTargets(
+              targets.map((target) => ({ postId: target.postId, socialAccountId: target.socialAccountId, at: at(target) })),
+              leasedUntil
+            ),
+            (moved) => {
+              const keys = new Set(moved.map((key) => key.postId))
+              return targets.filter((target) => keys.has(target.postId))
+            }
+          )
         if (account === null || !reader.hasAnalytics(account)) {
           // Removed, or a provider with nothing to read: never again.
-          return yield* Effect.forEach(targets, (target) => repo.setTargetDue(target.postId, target.socialAccountId, null))
+          return yield* move(claimed, () => null, heldUntil)
         }
-        const read = yield* Effect.either(reader.engagement(account, targets.map((target) => target.externalId), now))
+        const now = new Date(yield* Clock.currentTimeMillis)
+        const lease = later(now, leaseSeconds)
+        const held = yield* move(claimed, () => lease, heldUntil)
+        if (held.length === 0) return
+        const read = yield* Effect.either(reader.engagement(account, held.map((target) => target.externalId), now))
         if (Either.isLeft(read)) {
           yield* logFailure("posts' engagement", account, read.left)
-          return yield* Effect.forEach(targets, (target) =>
-            repo.setTargetDue(
-              target.postId,
-              target.socialAccountId,
-              read.left._tag === "OverBudget" ? later(now, overBudgetSeconds) : nextSnapshotAt(target.publishedAt, now)
-            ))
+          const next = (target: DueTarget) =>
+            read.left._tag === "OverBudget" ? later(now, overBudgetSeconds) : nextSnapshotAt(target.publishedAt, now)
+          return yield* move(held, next, lease)
         }
         const byExternalId = new Map(read.right.map((engagement) => [engagement.externalId, engagement]))
         yield* transactionally(Effect.gen(function*() {
+          const stored = yield* move(held, (target) => nextSnapshotAt(target.publishedAt, now), lease)
           yield* repo.addPostSnapshots(
             now,
-            targets.flatMap((target) => {
+            stored.flatMap((target) => {
               const engagement = byExternalId.get(target.externalId)
               return engagement === undefined ? [] : [{ postId: target.postId, socialAccountId: target.socialAccountId, engagement }]
             })
           )
-          yield* Effect.forEach(targets, (target) =>
-            repo.setTargetDue(target.postId, target.socialAccountId, nextSnapshotAt(target.publishedAt, now)))
         }))
       })
 
     /** Claims due targets and snapshots them, account by account; answers how many were claimed. */
     const snapshotPosts = Effect.gen(function*() {
       const now = new Date(yield* Clock.currentTimeMillis)
-      const due = yield* transactionally(repo.claimDueTargets(now, targetsPerClaim, leaseSeconds))
+      const heldUntil = later(now, leaseSeconds)
+      const due = yield* transactionally(repo.claimDueTargets(now, targetsPerClaim, heldUntil))
       const byAccount = new Map<SocialAccountId, Array<DueTarget>>()
       for (const target of due) byAccount.set(target.socialAccountId, [...(byAccount.get(target.socialAccountId) ?? []), target])
-      yield* Effect.forEach(byAccount.values(), (targets) => snapshotAccount(targets[0]!.account, targets, now), {
+      yield* Effect.forEach(byAccount.values(), (targets) => snapshotAccount(targets[0]!.account, targets, heldUntil), {
         concurrency: 4,
         discard: true
       })
       return due.length
     })
 
-    const snapshotCounts = (account: ReadableAccount, now: Date) =>
+    /** One account's daily counts, stored only while the account is still leased until `heldUntil`. */
+    const snapshotCounts = (account: ReadableAccount, now: Date, heldUntil: Date) =>
       Effect.gen(function*() {
-        if (!reader.hasAnalytics(account)) return yield* repo.setAccountDue(account.id, null)
+        if (!reader.hasAnalytics(account)) return yield* repo.moveLeasedAccount(account.id, heldUntil, null)
         const counts = yield* Effect.either(reader.counts(account, now))
         if (Either.isLeft(counts)) {
           yield* logFailure("the account's counts", account, counts.left)
           const retry = counts.left._tag === "OverBudget" ? overBudgetSeconds : accountSnapshotSeconds
-          return yield* repo.setAccountDue(account.id, later(now, retry))
+          return yield* repo.moveLeasedAccount(account.id, heldUntil, later(now, retry))
         }
-        yield* transactionally(Effect.zipRight(
-          repo.addAccountSnapshot(account.id, now, counts.right!),
-          repo.setAccountDue(account.id, later(now, accountSnapshotSeconds))
-        ))
+        yield* transactionally(Effect.gen(function*() {
+          if (yield* repo.moveLeasedAccount(account.id, heldUntil, later(now, accountSnapshotSeconds))) {
+            yield* repo.addAccountSnapshot(account.id, now, counts.right!)
+          }
+        }))
       })
 
     /** Claims accounts whose daily counts are due and reads them; answers how many were claimed. */
     const snapshotAccounts = Effect.gen(function*() {
       const now = new Date(yield* Clock.currentTimeMillis)
-      const due = yield* transactionally(repo.claimDueAccounts(now, accountsPerClaim, leaseSeconds))
-      yield* Effect.forEach(due, (account) => snapshotCounts(account, now), { concurrency: 4, discard: true })
+      const heldUntil = later(now, leaseSeconds)
+      const due = yield* transactionally(repo.claimDueAccounts(now, accountsPerClaim, heldUntil))
+      yield* Effect.forEach(due, (account) => snapshotCounts(account, now, heldUntil), { concurrency: 4, discard: true })
       return due.length
     })
 

@@ -68,6 +68,8 @@ export interface MastodonFake {
   readonly media: ReadonlyArray<FakeMedia>
   /** The next request gets this answer instead of the API's (a 429, a 503, ...). */
   readonly answerNext: (answer: CannedAnswer) => void
+  /** The next request waits for the answered function to be called before it is answered (a slow instance). */
+  readonly holdNext: () => () => void
   /** The user revokes the token at the instance: from now on it gets 401. */
   readonly revokeToken: () => void
   /** What the status's counts read from now on (each 0 until set). */
@@ -130,6 +132,7 @@ export const makeMastodonFake = (options: MastodonFakeOptions = {}) =>
     const statuses: Array<FakeStatus> = []
     const media: Array<FakeMedia> = []
     const canned: Array<CannedAnswer> = []
+    const holds: Array<Promise<void>> = []
     let url = ""
     let revoked = false
     const counts = new Map<string, StatusCounts>()
@@ -187,6 +190,8 @@ export const makeMastodonFake = (options: MastodonFakeOptions = {}) =>
         const body = raw.toString("utf8")
         const path = request.url ?? "/"
         requests.push({ method: request.method ?? "", path, headers: request.headers, body })
+        const hold = holds.shift()
+        if (hold) await hold
         const send = (status: number, json: unknown, headers: Record<string, string> = {}) => {
           response.writeHead(status, { "content-type": "application/json; charset=utf-8", ...headers })
           response.end(JSON.stringify(json))
@@ -313,6 +318,11 @@ export const makeMastodonFake = (options: MastodonFakeOptions = {}) =>
       statuses,
       media,
       answerNext: (answer) => void canned.push(answer),
+      holdNext: () => {
+        let release = () => {}
+        holds.push(new Promise<void>((resolve) => (release = resolve)))
+        return release
+      },
       revokeToken: () => void (revoked = true),
       setCounts: (statusId, set) => void counts.set(statusId, { ...(counts.get(statusId) ?? noCounts), ...set }),
       setAccountCounts: (set) => void (accountCounts = { ...accountCounts, ...set })
