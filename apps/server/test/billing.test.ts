@@ -576,6 +576,43 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       expect((yield* patch("/auto-recharge", { enabled: true })).body.account.autoRecharge.lastError).toBeNull()
     }))
 
+  it.scoped("auto-recharge turned off after a spend decided a recharge that has not started: no payment follows", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const recharging = (customerId: string) =>
+        Effect.gen(function*() {
+          const team = yield* spendingTeam(2)
+          yield* sql`UPDATE organizations SET payment_customer_id = ${customerId}, payment_payment_method_id = 'pm_card'
+            WHERE id = ${team.organization.id}`
+          yield* team.patch("/auto-recharge", { enabled: true, threshold: 5, amount: 1000 })
+          return team
+        })
+      const intentsOf = (customerId: string) => stripe.to("/v1/payment_intents").filter((request) => request.params.get("customer") === customerId)
+      const first = yield* recharging(`cus_held_${randomUUID()}`)
+      const second = yield* recharging(`cus_off_${randomUUID()}`)
+      // The first organization's payment is held at Stripe: the recharger waits in it, so the second's decision
+      // and its turning off both happen before the recharger can look at the second.
+      const release = stripe.holdPayments()
+      yield* Effect.addFinalizer(() => Effect.sync(release))
+      expect((yield* first.spendOne).status).toBe(200)
+      const firstCustomer = (yield* first.billing).body.account.paymentCustomerId
+      yield* eventually(Effect.sync(() => intentsOf(firstCustomer)), (found) => found.length === 1)
+      expect((yield* second.spendOne).status).toBe(200)
+      expect((yield* second.billing).body.account.autoRecharge.pending).toBe(true)
+      expect(yield* second.patch("/auto-recharge", { enabled: false })).toMatchObject({
+        status: 200,
+        body: { account: { autoRecharge: { enabled: false, pending: false } } }
+      })
+      release()
+      yield* eventually(
+        sql<{ id: string | null }>`SELECT auto_recharge_payment_intent_id AS id FROM organizations WHERE id = ${first.organization.id}`,
+        ([row]) => row?.id !== null
+      )
+      // Several rounds of the recharger (BILLING_RECHARGE_POLL_MS is 20 here): none pays for the second.
+      yield* Effect.sleep("200 millis")
+      expect(intentsOf((yield* second.billing).body.account.paymentCustomerId)).toEqual([])
+    }))
+
   it.scoped("auto-recharge: a pack's price that Stripe no longer has ends the recharge as a decline does, not tried again", () =>
     Effect.gen(function*() {
       const { billing, organization, patch, spendOne } = yield* spendingTeam(2)

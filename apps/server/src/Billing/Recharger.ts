@@ -1,7 +1,7 @@
 import { Effect, Layer, Option, Schedule } from "effect"
 import { PaymentProvider } from "./PaymentProvider.js"
 import { BillingRepo, type DueRecharge } from "./Repo.js"
-import { BillingSettings } from "./Settings.js"
+import { BillingSettings, type PackSetting } from "./Settings.js"
 
 const batch = 20
 
@@ -21,13 +21,20 @@ export const RechargerLive = Layer.scopedDiscard(Effect.gen(function*() {
 
   const start = (due: DueRecharge) => {
     const pack = settings.packs.find((pack) => pack.credits === due.credits)
-    if (pack === undefined || due.customerId === null || due.paymentMethodId === null) {
+    const { customerId, paymentMethodId } = due
+    if (pack === undefined || customerId === null || paymentMethodId === null) {
       const reason = pack === undefined ? `no pack of ${due.credits} credits is on sale` : "no saved payment method"
       return repo.rechargeEnded(due.organizationId, due.token, `The recharge could not start: ${reason}`)
     }
-    return provider.recharge({
-      customerId: due.customerId,
-      paymentMethodId: due.paymentMethodId,
+    // Claimed first: auto-recharge turned off before this starts no payment.
+    return Effect.flatMap(repo.claimRecharge(due.organizationId, due.token), (claimed) =>
+      claimed ? pay(due, pack, customerId, paymentMethodId) : Effect.void)
+  }
+
+  const pay = (due: DueRecharge, pack: PackSetting, customerId: string, paymentMethodId: string) =>
+    provider.recharge({
+      customerId,
+      paymentMethodId,
       organizationId: due.organizationId,
       pack,
       token: due.token
@@ -36,7 +43,6 @@ export const RechargerLive = Layer.scopedDiscard(Effect.gen(function*() {
       Effect.catchTag("PaymentDeclined", (declined) =>
         repo.rechargeEnded(due.organizationId, due.token, `The recharge failed: ${declined.message}`))
     )
-  }
 
   // A provider that does not answer leaves the recharge due: the next round tries it again.
   const round = Effect.flatMap(repo.dueRecharges(batch), (due) => Effect.forEach(due, start, { discard: true })).pipe(

@@ -106,6 +106,9 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
       updated(sql<BillingRow>`UPDATE organizations o SET auto_recharge_enabled = ${settings.enabled},
           auto_recharge_threshold = ${settings.threshold}, auto_recharge_amount = ${settings.amount},
           auto_recharge_last_error = CASE WHEN ${settings.enabled} THEN NULL ELSE auto_recharge_last_error END,
+          -- Turned off, a recharge decided but not claimed by the recharger is withdrawn: no payment follows.
+          auto_recharge_token = CASE WHEN ${settings.enabled} OR auto_recharge_claimed_at IS NOT NULL
+            THEN auto_recharge_token END,
           updated_at = now()
         WHERE o.id = ${organizationId} RETURNING ${columns}`).pipe(policyRequire("Billing", "manage"))
 
@@ -162,7 +165,19 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
           auto_recharge_amount::float8 AS credits, payment_customer_id AS "customerId",
           payment_payment_method_id AS "paymentMethodId"
         FROM organizations WHERE auto_recharge_token IS NOT NULL AND auto_recharge_payment_intent_id IS NULL
+          AND (auto_recharge_enabled OR auto_recharge_claimed_at IS NOT NULL)
         LIMIT ${limit}`.pipe(Effect.orDie)
+
+    /**
+     * Claims the recharge before its payment is asked for: true while auto-recharge is on (or it was claimed
+     * before, a payment that may have started). A PATCH that turns it off either came first (no claim, no
+     * payment) or finds it claimed and leaves it, the payment under way.
+     */
+    const claimRecharge = (organizationId: OrganizationId, token: string) =>
+      sql`UPDATE organizations SET auto_recharge_claimed_at = coalesce(auto_recharge_claimed_at, now())
+        WHERE id = ${organizationId} AND auto_recharge_token::text = ${token}
+          AND (auto_recharge_enabled OR auto_recharge_claimed_at IS NOT NULL)
+        RETURNING id`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
 
     const rechargeStarted = (organizationId: OrganizationId, token: string, paymentIntentId: string) =>
       sql`UPDATE organizations SET auto_recharge_payment_intent_id = ${paymentIntentId}
@@ -171,6 +186,7 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
     /** Ends the recharge of `token`: the next spend below the threshold may start another; a failure turns it off. */
     const rechargeEnded = (organizationId: OrganizationId, token: string, failure: string | null) =>
       sql`UPDATE organizations SET auto_recharge_token = NULL, auto_recharge_payment_intent_id = NULL,
+          auto_recharge_claimed_at = NULL,
           auto_recharge_enabled = auto_recharge_enabled AND ${failure === null},
           auto_recharge_last_error = coalesce(${failure}, auto_recharge_last_error)
         WHERE id = ${organizationId} AND auto_recharge_token::text = ${token}`.pipe(Effect.asVoid, Effect.orDie)
@@ -189,6 +205,7 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
       setSubscription,
       markPastDue,
       dueRecharges,
+      claimRecharge,
       rechargeStarted,
       rechargeEnded
     } as const

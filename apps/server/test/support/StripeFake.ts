@@ -20,6 +20,8 @@ export const makeStripeFake = async () => {
   const byIdempotencyKey = new Map<string, unknown>()
   let counter = 0
   let declineNext = false
+  // While set, payment intents are answered only once it resolves: a recharge held at Stripe.
+  let held: Promise<void> | undefined
   const prices = new Map([["price_pack_1000", 1000], ["price_pack_5000", 4500]])
 
   const answer = (request: StripeRequest): { status: number; body: unknown } => {
@@ -70,7 +72,10 @@ export const makeStripeFake = async () => {
       if (stored === undefined) requests.push(request)
       const { body, status } = stored ?? answer(request)
       if (replayKey !== undefined && stored === undefined) byIdempotencyKey.set(replayKey, { status, body })
-      response.writeHead(status, { "content-type": "application/json", "request-id": `req_${counter}` }).end(JSON.stringify(body))
+      const reply = () =>
+        response.writeHead(status, { "content-type": "application/json", "request-id": `req_${counter}` }).end(JSON.stringify(body))
+      if (held !== undefined && request.path === "/v1/payment_intents") void held.then(reply)
+      else reply()
     })
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
@@ -83,6 +88,15 @@ export const makeStripeFake = async () => {
     to: (path: string) => requests.filter((request) => request.path === path),
     /** The next payment intent is declined, as a card would be. */
     declineNextPayment: () => void (declineNext = true),
+    /** Payment intents are answered only once the returned function is called (the requests are recorded at once). */
+    holdPayments: () => {
+      let release!: () => void
+      held = new Promise<void>((resolve) => (release = resolve))
+      return () => {
+        held = undefined
+        release()
+      }
+    },
     /** Stripe no longer has the price, as after its deletion; answers how to give it back. */
     forgetPrice: (id: string) => {
       const amount = prices.get(id)!

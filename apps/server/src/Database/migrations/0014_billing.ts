@@ -6,7 +6,8 @@ import { Effect } from "effect"
  * of what it does, so that a replayed or concurrently delivered event acts once. On the organization: the
  * monthly spend cap and what was spent or held in `spend_month`; a recharge that has been decided
  * (`auto_recharge_token`, set in the statement of the spend that decided it, so there is never a second one
- * under way) and its payment once started; and when the subscription's state was last set, so that an older
+ * under way), when the recharger claimed it to start its payment (from then on turning auto-recharge off no
+ * longer withdraws it) and its payment once started; and when the subscription's state was last set, so that an older
  * event arriving late does not overwrite a newer one.
  */
 export default Effect.gen(function*() {
@@ -22,6 +23,7 @@ export default Effect.gen(function*() {
     ADD COLUMN spend_month date,
     ADD COLUMN month_spent bigint NOT NULL DEFAULT 0,
     ADD COLUMN auto_recharge_token uuid,
+    ADD COLUMN auto_recharge_claimed_at timestamptz(3),
     ADD COLUMN auto_recharge_payment_intent_id text,
     ADD COLUMN auto_recharge_last_error text,
     ADD COLUMN subscription_event_at timestamptz(3)`
