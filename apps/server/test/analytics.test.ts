@@ -126,6 +126,34 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
         expect(yield* analyticsLedgerOf(team.organization.id)).toHaveLength(2)
       }))
 
+    it.scoped("a refresh's charge and the answer its Idempotency-Key replays commit together: when the answer cannot be kept, nothing is paid", () =>
+      Effect.gen(function*() {
+        const team = yield* publishedToMastodonAndWebhook(3)
+        const post = yield* team.publish("Hello")
+        const sql = yield* SqlClient.SqlClient
+        // Keeping this key's answer fails, as a database might just after the charge.
+        yield* sql.unsafe(`CREATE OR REPLACE FUNCTION refuse_refresh_answer() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN IF NEW.key = 'refresh-unkept' AND NEW.response_status IS NOT NULL THEN RAISE EXCEPTION 'no answer kept'; END IF;
+          RETURN NEW; END $$`)
+        yield* sql.unsafe(`CREATE TRIGGER refuse_refresh_answer BEFORE UPDATE ON idempotency_keys
+          FOR EACH ROW EXECUTE FUNCTION refuse_refresh_answer()`)
+        const refresh = () => team.call("POST", `/posts/${post.id}/analytics/refresh`, undefined, { "idempotency-key": "refresh-unkept" })
+        expect((yield* refresh()).status).toBe(500)
+        expect(yield* team.credit).toEqual({ balance: 2, reserved: 0, available: 2 })
+        expect(yield* analyticsLedgerOf(team.organization.id)).toEqual([])
+        expect(mastodonTarget(yield* team.client.getPostAnalytics({ path: { teamId: team.teamId, postId: post.id } })).series)
+          .toEqual([])
+
+        yield* sql.unsafe(`DROP TRIGGER refuse_refresh_answer ON idempotency_keys`)
+        const paid = yield* refresh()
+        expect(paid.status).toBe(200)
+        const replayed = yield* refresh()
+        expect(replayed.headers.get("idempotent-replayed")).toBe("true")
+        expect(replayed.body).toEqual(paid.body)
+        expect(yield* team.credit).toEqual({ balance: 1, reserved: 0, available: 1 })
+        expect(yield* analyticsLedgerOf(team.organization.id)).toHaveLength(1)
+      }))
+
     it.scoped("a provider that refuses the read: 409 with its reason, nothing charged or stored", () =>
       Effect.gen(function*() {
         const team = yield* publishedToMastodonAndWebhook(3)

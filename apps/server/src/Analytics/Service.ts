@@ -19,6 +19,7 @@ import { CreditsPolicy } from "../Credits/Policy.js"
 import { type AnalyticsRead, CreditsRepo } from "../Credits/Repo.js"
 import { transactionally } from "../Database/Transaction.js"
 import { accountNotFound, postNotFound } from "../Posts/Service.js"
+import { storeIdempotentAnswer } from "../Idempotency/Service.js"
 import { AnalyticsPolicy } from "./Policy.js"
 import { AnalyticsReader, type ReadFailure } from "./Reader.js"
 import { AnalyticsRepo, type PublishedTarget, type ReadableAccount } from "./Repo.js"
@@ -35,8 +36,8 @@ const failedRead = (account: ReadableAccount) => (failure: ReadFailure) =>
 
 /**
  * Analytics of a team's posts and accounts: the stored snapshots, free to read, and live reads (refresh),
- * paid in credits per account read. A refresh reads first, then charges and stores in one transaction: a
- * read that fails charges and stores nothing.
+ * paid in credits per account read. A refresh reads first, then charges, stores and answers (the answer
+ * kept for its Idempotency-Key) in one transaction: a read that fails charges and stores nothing.
  */
 export class Analytics extends Effect.Service<Analytics>()("Analytics", {
   effect: Effect.gen(function*() {
@@ -126,7 +127,7 @@ export class Analytics extends Effect.Service<Analytics>()("Analytics", {
             return { organizationId: team.organizationId, read, takenAt }
           })
         )
-        yield* transactionally(authorize(policy.canRefresh(teamId, { lock: true }))(() =>
+        return yield* transactionally(authorize(policy.canRefresh(teamId, { lock: true }))(() =>
           Effect.gen(function*() {
             const charges: Array<AnalyticsRead> = read.map(({ target }) => ({
               socialAccountId: target.socialAccountId,
@@ -140,9 +141,10 @@ export class Analytics extends Effect.Service<Analytics>()("Analytics", {
                 engagement === undefined ? [] : [{ postId, socialAccountId: target.socialAccountId, engagement }]
               )
             )
+            // The answer a retry with the same Idempotency-Key replays commits with the charge: never paid twice.
+            return yield* Effect.tap(getPost(teamId, postId), storeIdempotentAnswer)
           })
         ))
-        return yield* getPost(teamId, postId)
       })
 
     const accountOf = (teamId: TeamId, socialAccountId: SocialAccountId) =>
@@ -178,13 +180,13 @@ export class Analytics extends Effect.Service<Analytics>()("Analytics", {
             return { counts: { account, counts: counts! }, organizationId: team.organizationId, takenAt }
           })
         )
-        yield* transactionally(authorize(policy.canRefresh(teamId, { lock: true }))(() =>
+        return yield* transactionally(authorize(policy.canRefresh(teamId, { lock: true }))(() =>
           Effect.gen(function*() {
             yield* credits.charge(organizationId, [{ socialAccountId, amount: costOf(counts.account) }])
             yield* repo.addAccountSnapshot(socialAccountId, takenAt, counts.counts)
+            return yield* Effect.tap(getAccount(teamId, socialAccountId), storeIdempotentAnswer)
           })
         ))
-        return yield* getAccount(teamId, socialAccountId)
       })
 
     return { getPost, estimatePost, refreshPost, getAccount, estimateAccount, refreshAccount } as const

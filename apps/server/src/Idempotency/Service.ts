@@ -1,6 +1,6 @@
 import { HttpApiSchema, HttpServerResponse } from "@effect/platform"
 import { BadRequest, Conflict, CurrentCaller, replayedHeader } from "@postline/domain"
-import { Cause, Config, Effect, Exit, Option, Schema } from "effect"
+import { Cause, Config, Context, Effect, Exit, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { callerLabel } from "../Access/CallerLabel.js"
 import { IdempotencyRepo, type KeyOf, type StoredAnswer } from "./Repo.js"
@@ -29,6 +29,19 @@ const answerOfError = (error: unknown): Option.Option<StoredAnswer> => {
   if (status >= 500) return Option.none()
   return Option.some({ status, body: JSON.stringify(Schema.encodeUnknownSync(schema as Schema.Schema<unknown>)(error)) })
 }
+
+/**
+ * Given to an operation while its key is held: `store` keeps the operation's answer in the transaction it is
+ * called in, so that what the operation paid for and the answer a retry replays commit together.
+ */
+export class IdempotentAnswer extends Context.Tag("IdempotentAnswer")<
+  IdempotentAnswer,
+  { readonly store: (answer: unknown) => Effect.Effect<void> }
+>() {}
+
+/** Keeps `answer` as the request's key's, in the current transaction; nothing when the request has no key. */
+export const storeIdempotentAnswer = (answer: unknown) =>
+  Effect.flatMap(Effect.serviceOption(IdempotentAnswer), (held) => Option.isSome(held) ? held.value.store(answer) : Effect.void)
 
 /**
  * Idempotency-Key, as the IETF draft and Stripe's users expect it. The first
@@ -87,7 +100,12 @@ export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
           }
         }
         yield* repo.sweep
-        const exit = yield* Effect.exit(run)
+        // Whether the operation kept its answer itself, in its own transaction (storeIdempotentAnswer).
+        let storedWithin = false
+        const exit = yield* Effect.exit(Effect.provideService(run, IdempotentAnswer, {
+          store: (value) =>
+            Effect.zipRight(repo.store(id, encodeSuccess(value as A)), Effect.sync(() => void (storedWithin = true)))
+        }))
         const answer = Exit.match(exit, {
           onSuccess: (value) => Option.some(encodeSuccess(value)),
           onFailure: (cause) => Option.flatMap(Cause.failureOption(cause), answerOfError)
@@ -97,7 +115,7 @@ export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
           return yield* exit
         }
         // Not final: the key stays held, for `resume` to read the final answer when there is one.
-        if (!(resumable !== undefined && Exit.isSuccess(exit) && !resumable.final(exit.value))) {
+        if (!storedWithin && !(resumable !== undefined && Exit.isSuccess(exit) && !resumable.final(exit.value))) {
           yield* repo.store(id, answer.value)
         }
         return asResponse(answer.value, false)
