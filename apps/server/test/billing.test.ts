@@ -181,6 +181,40 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       })
     }))
 
+  it.effect("Organization's payment identifiers: admins, owners and API keys see them; a member gets null (get, list, agent context)", () =>
+    Effect.gen(function*() {
+      const { admin, organization } = yield* publishingTeam(0)
+      const organizationId = organization.id
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`UPDATE organizations SET payment_customer_id = 'cus_secret', payment_subscription_id = 'sub_secret',
+          payment_payment_method_id = 'pm_secret', payment_metered_subscription_item_id = 'si_secret',
+          is_subscribed = true, subscription_status = 'active', auto_recharge_enabled = true
+        WHERE id = ${organizationId}`
+      const member = yield* memberOf(organizationId)
+      const { key } = yield* admin.client.apiKeys.createApiKey({ path: { organizationId }, payload: { name: "Billing" } })
+      const identifiers = {
+        paymentCustomerId: "cus_secret",
+        paymentSubscriptionId: "sub_secret",
+        paymentPaymentMethodId: "pm_secret",
+        paymentMeteredSubscriptionItemId: "si_secret"
+      }
+      const hidden = { paymentCustomerId: null, paymentSubscriptionId: null, paymentPaymentMethodId: null, paymentMeteredSubscriptionItemId: null }
+      // The subscription's and auto-recharge's state stays visible to members: it is state, not an identifier.
+      const state = { isSubscribed: true, subscriptionStatus: "active", autoRechargeEnabled: true }
+      const seen = (token: string) =>
+        Effect.gen(function*() {
+          const one = yield* raw({ method: "GET", path: `/v1/organizations/${organizationId}`, token })
+          const list = yield* raw({ method: "GET", path: "/v1/organizations", token })
+          const context = yield* raw({ method: "GET", path: "/v1/agent/context", token })
+          const inList = list.body.data.find((item: { id: string }) => item.id === organizationId)
+          const inContext = context.body.organizations.data.find((item: { id: string }) => item.id === organizationId)
+          return [one.body, inList, inContext]
+        })
+      for (const shown of yield* seen(admin.token)) expect(shown).toMatchObject({ ...identifiers, ...state })
+      for (const shown of yield* seen(key)) expect(shown).toMatchObject({ ...identifiers, ...state })
+      for (const shown of yield* seen(member.token)) expect(shown).toMatchObject({ ...hidden, ...state })
+    }))
+
   it.effect("a member cannot change billing (403) and another organization cannot (404); nothing changes", () =>
     Effect.gen(function*() {
       const { admin, organization } = yield* publishingTeam(0)

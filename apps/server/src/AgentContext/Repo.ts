@@ -40,6 +40,7 @@ export class AgentContextRepo extends Effect.Service<AgentContextRepo>()("AgentC
      */
     const scopeOf = Caller.$match({
       User: ({ user }) => ({
+        organizationColumns: organizations.memberColumns,
         // memberships_user_joined and team_access_user_created_at hold these orders.
         organizations: sql`FROM memberships m JOIN organizations o ON o.id = m.organization_id
           WHERE m.user_id = ${user.id} ORDER BY m.created_at, m.organization_id`,
@@ -53,6 +54,7 @@ export class AgentContextRepo extends Effect.Service<AgentContextRepo>()("AgentC
           ORDER BY m.created_at, m.organization_id LIMIT 1`
       }),
       ApiKey: ({ apiKeyId, organizationId }) => ({
+        organizationColumns: organizations.columns,
         organizations: sql`FROM organizations o WHERE o.id = ${organizationId}`,
         teams: sql`FROM teams t WHERE t.organization_id = ${organizationId} ORDER BY t.created_at, t.id`,
         saved: sql`SELECT d.organization_id, d.team_id FROM agent_defaults d
@@ -77,7 +79,7 @@ export class AgentContextRepo extends Effect.Service<AgentContextRepo>()("AgentC
           WHERE t.organization_id = c.organization_id ORDER BY t.created_at, t.id LIMIT 1)) AS "teamId"
         FROM chosen c`
       return Effect.all({
-        organizations: Effect.map(sql<Organization>`SELECT ${organizations.columns} ${scope.organizations} LIMIT ${limit}`, firstItems),
+        organizations: Effect.map(sql<Organization>`SELECT ${scope.organizationColumns} ${scope.organizations} LIMIT ${limit}`, firstItems),
         teams: Effect.map(sql<Team>`SELECT ${teams.columns} ${scope.teams} LIMIT ${limit}`, firstItems),
         defaults: Effect.map(defaults, ([row]) => row ?? noDefaults)
       }, { concurrency: "unbounded" }).pipe(Effect.orDie, policyRequire("AgentContext", "read"))

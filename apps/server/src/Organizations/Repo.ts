@@ -17,30 +17,38 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    // The exact JSON form of the contract's Organization: rows are sent as they come.
-    const columns = selectFields<Organization>(sql, {
-      id: "o.id",
-      name: "o.name",
-      billingEmail: "o.billing_email",
-      onboardingData: "o.onboarding_data",
-      paymentCustomerId: "o.payment_customer_id",
-      paymentSubscriptionId: "o.payment_subscription_id",
-      paymentPaymentMethodId: "o.payment_payment_method_id",
-      paymentMeteredSubscriptionItemId: "o.payment_metered_subscription_item_id",
-      creditsBalance: "o.credits_balance::float8",
-      reservedCredits: "o.reserved_credits::float8",
-      autoRechargeEnabled: "o.auto_recharge_enabled",
-      autoRechargeThreshold: "o.auto_recharge_threshold::float8",
-      autoRechargeAmount: "o.auto_recharge_amount::float8",
-      isSubscribed: "o.is_subscribed",
-      subscriptionStatus: "o.subscription_status",
-      subscriptionPlan: "o.subscription_plan",
-      subscriptionStartedAt: isoUtc("o.subscription_started_at"),
-      subscriptionEndsAt: isoUtc("o.subscription_ends_at"),
-      subscriptionCurrentPeriodEnd: isoUtc("o.subscription_current_period_end"),
-      createdAt: isoUtc("o.created_at"),
-      updatedAt: isoUtc("o.updated_at")
-    })
+    /**
+     * The exact JSON form of the contract's Organization: rows are sent as they come. `identifier` shows or hides
+     * a payment identifier (the provider's customer, subscription, card and metered item ids).
+     */
+    const columnsWith = (identifier: (column: string) => string) =>
+      selectFields<Organization>(sql, {
+        id: "o.id",
+        name: "o.name",
+        billingEmail: "o.billing_email",
+        onboardingData: "o.onboarding_data",
+        paymentCustomerId: identifier("o.payment_customer_id"),
+        paymentSubscriptionId: identifier("o.payment_subscription_id"),
+        paymentPaymentMethodId: identifier("o.payment_payment_method_id"),
+        paymentMeteredSubscriptionItemId: identifier("o.payment_metered_subscription_item_id"),
+        creditsBalance: "o.credits_balance::float8",
+        reservedCredits: "o.reserved_credits::float8",
+        autoRechargeEnabled: "o.auto_recharge_enabled",
+        autoRechargeThreshold: "o.auto_recharge_threshold::float8",
+        autoRechargeAmount: "o.auto_recharge_amount::float8",
+        isSubscribed: "o.is_subscribed",
+        subscriptionStatus: "o.subscription_status",
+        subscriptionPlan: "o.subscription_plan",
+        subscriptionStartedAt: isoUtc("o.subscription_started_at"),
+        subscriptionEndsAt: isoUtc("o.subscription_ends_at"),
+        subscriptionCurrentPeriodEnd: isoUtc("o.subscription_current_period_end"),
+        createdAt: isoUtc("o.created_at"),
+        updatedAt: isoUtc("o.updated_at")
+      })
+    // For the organization's API keys and its admins and owners.
+    const columns = columnsWith((column) => column)
+    // Through the caller's membership `m`: the payment identifiers are billing's, null for plain members.
+    const memberColumns = columnsWith((column) => `CASE WHEN m.role IN ('admin', 'owner') THEN ${column} END`)
 
     const listForUser = (userId: UserId, request: PageRequest) =>
       paginate<Organization>({
@@ -48,7 +56,7 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
         request,
         columns: membershipSortColumns,
         idOf: (organization) => organization.id,
-        select: columns,
+        select: memberColumns,
         rowsFrom: sql`FROM memberships m JOIN organizations o ON o.id = m.organization_id WHERE m.user_id = ${userId}`,
         keysFrom: sql`FROM memberships m WHERE m.user_id = ${userId}`
       }).pipe(Effect.orDie, policyRequire("Organization", "list"))
@@ -72,7 +80,7 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
 
     /** The organization, if the user is a member: the membership join is the access check. */
     const findForMember = (userId: UserId, organizationId: OrganizationId) =>
-      sql<Organization>`SELECT ${columns} FROM organizations o
+      sql<Organization>`SELECT ${memberColumns} FROM organizations o
         JOIN memberships m ON m.organization_id = o.id AND m.user_id = ${userId}
         WHERE o.id = ${organizationId}`.pipe(Effect.map((rows) => Option.fromNullable(rows[0])), Effect.orDie)
 
@@ -107,8 +115,10 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
       findForMember,
       createForUser,
       update,
-      /** The contract's JSON form of `organizations o`, for other repositories' statements. */
-      columns
+      /** The contract's JSON form of `organizations o`, for other repositories' statements: whole, for an API key. */
+      columns,
+      /** The same through the caller's membership `m`, the payment identifiers hidden from plain members. */
+      memberColumns
     } as const
   })
 }) {}
