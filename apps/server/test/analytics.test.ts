@@ -389,6 +389,12 @@ layer(Layer.provideMerge(Snapshots, TestServer).pipe(Layer.provide(TightBudgets)
         })
         expect(yield* team.credit).toEqual({ balance: 7, reserved: 0, available: 7 })
         expect(team.mastodon.requests.length).toBe(reads)
+        // A 429 is not kept for its Idempotency-Key: the same key, tried again later, runs again rather than replaying it.
+        const keyed = () => team.call("POST", `/posts/${post.id}/analytics/refresh`, undefined, { "idempotency-key": "over-budget" })
+        expect((yield* keyed()).status).toBe(429)
+        const again = yield* keyed()
+        expect(again.status).toBe(429)
+        expect(again.headers.get("idempotent-replayed")).toBeNull()
 
         const sql = yield* SqlClient.SqlClient
         const dueAt = Effect.map(

@@ -26,7 +26,8 @@ const answerOfError = (error: unknown): Option.Option<StoredAnswer> => {
   const schema = (error as { readonly constructor?: unknown })?.constructor
   if (!Schema.isSchema(schema)) return Option.none()
   const status = HttpApiSchema.getStatusError(schema)
-  if (status >= 500) return Option.none()
+  // A 429 says to try again later: kept, the same key would replay it all day.
+  if (status >= 500 || status === 429) return Option.none()
   return Option.some({ status, body: JSON.stringify(Schema.encodeUnknownSync(schema as Schema.Schema<unknown>)(error)) })
 }
 
@@ -48,8 +49,8 @@ export const storeIdempotentAnswer = (answer: unknown) =>
  * request with a key runs; its answer, success or 4xx, is kept 24 hours and a
  * later request with the same key and the same request gets it again, byte for
  * byte, with `Idempotent-Replayed: true`, and nothing runs again. The same key
- * while the first runs gives 409; with another request, 400. A 5xx or a crash
- * keeps nothing, so the key may be tried again. Keys are the caller's own, per
+ * while the first runs gives 409; with another request, 400. A 5xx, a 429 or a
+ * crash keeps nothing, so the key may be tried again. Keys are the caller's own, per
  * operation. An operation that finishes in the background what its request
  * began (a publish in doubt, or whose process died) gives `resumable`: an
  * answer that is not `final` yet is not kept, and the key answers 409 until
