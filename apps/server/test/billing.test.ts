@@ -454,7 +454,19 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       })
       yield* event("customer.subscription.updated", subscription("active"), now - 8)
       expect((yield* account()).subscriptionStatus).toBe("active")
-      yield* event("invoice.payment_failed", { id: "in_1", object: "invoice", customer: customerId }, now - 6)
+      const invoice = (id: string, extra: Record<string, unknown> = {}) => ({
+        id,
+        object: "invoice",
+        customer: customerId,
+        parent: { subscription_details: { subscription: "sub_1" } },
+        billing_reason: "subscription_cycle",
+        amount_paid: 2900,
+        ...extra
+      })
+      // A one-off invoice's failure is no subscription's.
+      yield* event("invoice.payment_failed", invoice("in_one_off", { parent: null, billing_reason: "manual" }), now - 7)
+      expect(yield* account()).toMatchObject({ subscriptionStatus: "active", isSubscribed: true })
+      yield* event("invoice.payment_failed", invoice("in_1"), now - 6)
       expect(yield* account()).toMatchObject({ subscriptionStatus: "past_due", isSubscribed: true })
       // An older event that arrives late changes nothing.
       yield* event("customer.subscription.updated", subscription("active"), now - 9)
@@ -473,10 +485,14 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
         subscriptionEndsAt: "2026-12-15T00:00:00.000Z"
       })
       // Each paid period of the plan brings its credits, once per event; an invoice of no subscription none.
-      const paid = { id: `evt_${randomUUID()}`, type: "invoice.paid", object: { id: "in_2", object: "invoice", customer: customerId, parent: { subscription_details: { subscription: "sub_1" } } } }
+      const paid = { id: `evt_${randomUUID()}`, type: "invoice.paid", object: invoice("in_2") }
       yield* deliver(paid)
       yield* deliver(paid)
-      yield* event("invoice.paid", { id: "in_3", object: "invoice", customer: customerId, parent: null }, now)
+      yield* event("invoice.paid", invoice("in_3", { parent: null, billing_reason: "manual" }), now)
+      // Only a period's invoice (the first, a renewal) paid with money brings them: not a proration, nor $0.
+      yield* event("invoice.paid", invoice("in_4", { billing_reason: "subscription_update" }), now)
+      yield* event("invoice.paid", invoice("in_5", { billing_reason: "subscription_create", amount_paid: 0 }), now)
+      yield* event("invoice.paid", invoice("in_6", { billing_reason: "manual" }), now)
       expect((yield* admin.client.billing.getBilling({ path: { organizationId } })).credits.balance).toBe(2000)
       // The organization's row is what the contract's Organization shows too.
       const shown = yield* admin.client.organizations.getOrganization({ path: { organizationId } })

@@ -23,7 +23,7 @@ export type PaymentEvent = Data.TaggedEnum<{
     readonly paymentMethodId: string | null
   }
   /** A subscription's invoice could not be paid. */
-  SubscriptionPaymentFailed: { readonly customerId: string }
+  SubscriptionPaymentFailed: { readonly customerId: string; readonly subscriptionId: string }
   /** A subscription's invoice was paid: a period of the plan, with its credits. */
   PlanPeriodPaid: { readonly customerId: string; readonly reference: string }
   RechargePaid: {

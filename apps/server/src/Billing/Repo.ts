@@ -154,9 +154,10 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
           AND (subscription_event_at IS NULL OR subscription_event_at <= ${at})
         RETURNING id`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
 
-    const markPastDue = (customerId: string, at: Date) =>
+    /** An invoice of the organization's subscription was not paid; another invoice's failure is no subscription's. */
+    const markPastDue = (customerId: string, subscriptionId: string, at: Date) =>
       sql`UPDATE organizations SET subscription_status = 'past_due', subscription_event_at = ${at}, updated_at = now()
-        WHERE payment_customer_id = ${customerId} AND payment_subscription_id IS NOT NULL
+        WHERE payment_customer_id = ${customerId} AND payment_subscription_id = ${subscriptionId}
           AND subscription_status IN ('active', 'trialing', 'past_due')
           AND (subscription_event_at IS NULL OR subscription_event_at <= ${at})`.pipe(Effect.asVoid, Effect.orDie)
 

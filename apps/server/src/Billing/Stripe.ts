@@ -72,6 +72,11 @@ const subscriptionEvent = (subscription: Stripe.Subscription, plan: Option.Optio
   })
 }
 
+const periodReasons = new Set(["subscription_create", "subscription_cycle"])
+
+/** The subscription an invoice belongs to, or null for a one-off invoice. */
+const subscriptionOf = (invoice: Stripe.Invoice) => idOf(invoice.parent?.subscription_details?.subscription)
+
 /** What a Stripe event means here; anything else is acknowledged and ignored. */
 const meaningOf = (event: Stripe.Event, plan: Option.Option<PlanSetting>): PaymentEvent => {
   switch (event.type) {
@@ -121,13 +126,19 @@ const meaningOf = (event: Stripe.Event, plan: Option.Option<PlanSetting>): Payme
     case "customer.subscription.resumed":
       return subscriptionEvent(event.data.object, plan)
     case "invoice.payment_failed": {
-      const customerId = idOf(event.data.object.customer)
-      return customerId === null ? PaymentEvent.Ignored() : PaymentEvent.SubscriptionPaymentFailed({ customerId })
+      const invoice = event.data.object
+      const customerId = idOf(invoice.customer)
+      const subscriptionId = subscriptionOf(invoice)
+      return customerId === null || subscriptionId === null
+        ? PaymentEvent.Ignored()
+        : PaymentEvent.SubscriptionPaymentFailed({ customerId, subscriptionId })
     }
     case "invoice.paid": {
       const invoice = event.data.object
       const customerId = idOf(invoice.customer)
-      return customerId === null || !invoice.parent?.subscription_details?.subscription
+      // A period of the plan: its first invoice or a renewal, paid. A proration, a manual or a $0 invoice brings no credits.
+      return customerId === null || subscriptionOf(invoice) === null || !periodReasons.has(invoice.billing_reason ?? "") ||
+          !(invoice.amount_paid > 0)
         ? PaymentEvent.Ignored()
         : PaymentEvent.PlanPeriodPaid({ customerId, reference: invoice.id })
     }

@@ -33,7 +33,7 @@ export class BillingWebhooks extends Effect.Service<BillingWebhooks>()("BillingW
         PaymentMethodSaved: ({ organizationId, paymentMethodId }) => repo.savePaymentMethod(organizationId, paymentMethodId),
         SubscriptionChanged: ({ customerId, ...state }) =>
           repo.setSubscription(customerId, { ...state, plan: planName }, createdAt),
-        SubscriptionPaymentFailed: ({ customerId }) => repo.markPastDue(customerId, createdAt),
+        SubscriptionPaymentFailed: ({ customerId, subscriptionId }) => repo.markPastDue(customerId, subscriptionId, createdAt),
         PlanPeriodPaid: ({ customerId, reference }) =>
           includedCredits === 0 ? Effect.void : Effect.flatMap(repo.organizationOfCustomer(customerId), Option.match({
             onNone: () => Effect.logWarning(`Billing: invoice ${reference} paid by ${customerId}, no organization's customer`),
