@@ -545,6 +545,18 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
         pending: false,
         lastError: null
       })
+      // A pack taken off sale since: auto-recharge still turns off, and does not turn on with it.
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`UPDATE organizations SET auto_recharge_enabled = true, auto_recharge_amount = 777 WHERE id = ${organization.id}`
+      expect(yield* patch("/auto-recharge", { enabled: false })).toMatchObject({
+        status: 200,
+        body: { account: { autoRecharge: { enabled: false, amount: 777 } } }
+      })
+      expect(yield* patch("/auto-recharge", { enabled: true })).toMatchObject({
+        status: 400,
+        body: { _tag: "BadRequest", message: "amount must be the credits of a pack on sale: 1000, 5000" }
+      })
+      expect(yield* patch("/auto-recharge", { enabled: false, amount: 777 })).toMatchObject({ status: 400 })
     }))
 
   it.scoped("auto-recharge: a spend below the threshold starts one recharge, never two; its webhook brings the credits once", () =>

@@ -137,7 +137,9 @@ export class Billing extends Effect.Service<Billing>()("Billing", {
               })
             }
           }
-          if (amount !== null && !settings.packs.some((pack) => pack.credits === amount)) {
+          // A pack no longer on sale does not keep auto-recharge from being turned off.
+          const checked = update.enabled || update.amount !== undefined
+          if (checked && amount !== null && !settings.packs.some((pack) => pack.credits === amount)) {
             return yield* new BadRequest({ message: `amount must be the credits of a pack on sale: ${packCredits}` })
           }
           return stateOf(yield* repo.setAutoRecharge(organizationId, { enabled: update.enabled, threshold, amount }), true)
