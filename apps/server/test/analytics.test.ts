@@ -154,6 +154,25 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
         expect(yield* analyticsLedgerOf(team.organization.id)).toHaveLength(1)
       }))
 
+    it.scoped("an account removed while a refresh reads it: 404 naming it, nothing charged or stored", () =>
+      Effect.gen(function*() {
+        const team = yield* publishedToMastodonAndWebhook(3)
+        const post = yield* team.publish("Hello")
+        const statusReads = () => team.mastodon.requests.filter(({ path }) => path.startsWith("/api/v1/statuses?"))
+        const release = team.mastodon.holdNext()
+        const refreshing = yield* Effect.fork(team.call("POST", `/posts/${post.id}/analytics/refresh`))
+        yield* eventually(Effect.sync(() => statusReads().length), (reads) => reads === 1)
+        expect((yield* team.call("DELETE", `/social-accounts/${team.toot.id}`)).status).toBe(200)
+        release()
+        const refreshed = yield* Fiber.join(refreshing)
+        expect(refreshed.status).toBe(404)
+        expect(refreshed.body).toEqual({ _tag: "NotFound", message: `Social account ${team.toot.id} not found` })
+        expect(yield* team.credit).toEqual({ balance: 2, reserved: 0, available: 2 })
+        expect(yield* analyticsLedgerOf(team.organization.id)).toEqual([])
+        const sql = yield* SqlClient.SqlClient
+        expect(yield* sql`SELECT 1 FROM post_snapshots WHERE post_id = ${post.id}`).toEqual([])
+      }))
+
     it.scoped("a provider that refuses the read: 409 with its reason, nothing charged or stored", () =>
       Effect.gen(function*() {
         const team = yield* publishedToMastodonAndWebhook(3)

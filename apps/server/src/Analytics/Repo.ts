@@ -122,6 +122,19 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("AnalyticsRep
         VALUES (${socialAccountId}, ${takenAt}, ${counts.followers}, ${counts.following}, ${counts.posts},
           ${JSON.stringify(counts.raw)}::jsonb)`.pipe(Effect.asVoid, Effect.orDie)
 
+    /**
+     * Of these accounts of the team, those still there, locked against their removal until the transaction
+     * ends: what is charged and stored for them then refers to rows that exist.
+     */
+    const lockAccounts = (teamId: TeamId, socialAccountIds: ReadonlyArray<SocialAccountId>) =>
+      socialAccountIds.length === 0
+        ? Effect.succeed(new Set<SocialAccountId>())
+        : sql<{ readonly id: SocialAccountId }>`SELECT id FROM social_accounts
+            WHERE id IN ${sql.in(socialAccountIds)} AND team_id = ${teamId} FOR KEY SHARE`.pipe(
+            Effect.map((rows) => new Set(rows.map((row) => row.id))),
+            Effect.orDie
+          )
+
     /** Up to `limit` targets due at `now`, oldest due first, leased until `leasedUntil`. */
     const claimDueTargets = (now: Date, limit: number, leasedUntil: Date) =>
       sql<DueTarget>`WITH due AS (
@@ -187,6 +200,7 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("AnalyticsRep
         policyRequire("Analytics", "read")(account(teamId, socialAccountId)),
       accountSnapshots: (socialAccountId: SocialAccountId) =>
         policyRequire("Analytics", "read")(accountSnapshots(socialAccountId)),
+      lockAccounts: (...args: Parameters<typeof lockAccounts>) => policyRequire("Analytics", "refresh")(lockAccounts(...args)),
       addPostSnapshots: (...args: Parameters<typeof addPostSnapshots>) =>
         policyRequire("Analytics", "refresh")(addPostSnapshots(...args)),
       addAccountSnapshot: (...args: Parameters<typeof addAccountSnapshot>) =>

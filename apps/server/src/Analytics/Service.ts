@@ -68,6 +68,14 @@ export class Analytics extends Effect.Service<Analytics>()("Analytics", {
         })
       )
 
+    /** 404 for an account read that was removed meanwhile; the others are kept until the transaction ends. */
+    const requireAccounts = (teamId: TeamId, socialAccountIds: ReadonlyArray<SocialAccountId>) =>
+      Effect.gen(function*() {
+        const there = yield* repo.lockAccounts(teamId, socialAccountIds)
+        const gone = socialAccountIds.find((id) => !there.has(id))
+        if (gone !== undefined) return yield* accountNotFound(gone)
+      })
+
     const publishedTargetsOf = (teamId: TeamId, postId: PostId) =>
       Effect.gen(function*() {
         if (!(yield* repo.postExists(teamId, postId))) return yield* postNotFound(postId)
@@ -129,6 +137,7 @@ export class Analytics extends Effect.Service<Analytics>()("Analytics", {
         )
         return yield* transactionally(authorize(policy.canRefresh(teamId, { lock: true }))(() =>
           Effect.gen(function*() {
+            yield* requireAccounts(teamId, read.map(({ target }) => target.socialAccountId))
             const charges: Array<AnalyticsRead> = read.map(({ target }) => ({
               socialAccountId: target.socialAccountId,
               postId,
@@ -182,6 +191,7 @@ export class Analytics extends Effect.Service<Analytics>()("Analytics", {
         )
         return yield* transactionally(authorize(policy.canRefresh(teamId, { lock: true }))(() =>
           Effect.gen(function*() {
+            yield* requireAccounts(teamId, [socialAccountId])
             yield* credits.charge(organizationId, [{ socialAccountId, amount: costOf(counts.account) }])
             yield* repo.addAccountSnapshot(socialAccountId, takenAt, counts.counts)
             return yield* Effect.tap(getAccount(teamId, socialAccountId), storeIdempotentAnswer)

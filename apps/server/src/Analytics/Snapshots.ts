@@ -43,6 +43,11 @@ export class AnalyticsSnapshots extends Effect.Service<AnalyticsSnapshots>()("An
         )
         : Effect.void
 
+    // One account's failure (one removed while it was read, say) is logged and leaves the others to finish; what
+    // it had claimed is due again when its lease ends.
+    const alone = <A, E, R>(self: Effect.Effect<A, E, R>) =>
+      self.pipe(Effect.catchAllCause((cause) => Effect.logWarning("Analytics: could not take an account's snapshots", cause)))
+
     /**
      * One account's due targets, claimed until `heldUntil`: leased again just before the read, since a claim's
      * accounts wait their turn, then read in batches, a snapshot each, and each moved to its next read. Every
@@ -97,7 +102,7 @@ export class AnalyticsSnapshots extends Effect.Service<AnalyticsSnapshots>()("An
       const due = yield* transactionally(repo.claimDueTargets(now, targetsPerClaim, heldUntil))
       const byAccount = new Map<SocialAccountId, Array<DueTarget>>()
       for (const target of due) byAccount.set(target.socialAccountId, [...(byAccount.get(target.socialAccountId) ?? []), target])
-      yield* Effect.forEach(byAccount.values(), (targets) => snapshotAccount(targets[0]!.account, targets, heldUntil), {
+      yield* Effect.forEach(byAccount.values(), (targets) => alone(snapshotAccount(targets[0]!.account, targets, heldUntil)), {
         concurrency: 4,
         discard: true
       })
@@ -126,7 +131,7 @@ export class AnalyticsSnapshots extends Effect.Service<AnalyticsSnapshots>()("An
       const now = new Date(yield* Clock.currentTimeMillis)
       const heldUntil = later(now, leaseSeconds)
       const due = yield* transactionally(repo.claimDueAccounts(now, accountsPerClaim, heldUntil))
-      yield* Effect.forEach(due, (account) => snapshotCounts(account, now, heldUntil), { concurrency: 4, discard: true })
+      yield* Effect.forEach(due, (account) => alone(snapshotCounts(account, now, heldUntil)), { concurrency: 4, discard: true })
       return due.length
     })
 
