@@ -29,9 +29,10 @@ describe("CREDIT_COSTS", () => {
       expect([both.analyticsCostOf("bluesky"), both.analyticsCostOf("mastodon"), both.analyticsCostOf("webhook")]).toEqual([3, 0, 0])
     }))
 
-  it.effect("refuses what is not whole credits per provider, naming the setting", () =>
+  it.effect("refuses what is not whole credits per provider, or a name it does not know (a typo), naming the setting", () =>
     Effect.gen(function*() {
-      for (const bad of [`{"bluesky":-1}`, `{"analytics":{"mastodon":1.5}}`, `{"analytics":3}`, `not json`]) {
+      const typos = [`{"blusky":2}`, `{"analytics":{"mastdon":1}}`, `{"analytic":{"bluesky":1}}`]
+      for (const bad of [`{"bluesky":-1}`, `{"analytics":{"mastodon":1.5}}`, `{"analytics":3}`, `not json`, ...typos]) {
         const error = yield* Effect.flip(costsWith(bad))
         expect(String(error), bad).toContain("CREDIT_COSTS")
         expect(String(error), bad).toContain("must be a JSON object of whole credits per provider")

@@ -30,7 +30,8 @@ export class CreditCosts extends Effect.Service<CreditCosts>()("CreditCosts", {
       Config.withDefault("{}"),
       Config.mapOrFail((text) =>
         Either.mapLeft(
-          Schema.decodeEither(Overrides)(text),
+          // A misspelt provider would otherwise be dropped silently, leaving its default price.
+          Schema.decodeEither(Overrides, { onExcessProperty: "error" })(text),
           () =>
             ConfigError.InvalidData(
               ["CREDIT_COSTS"],
