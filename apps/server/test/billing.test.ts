@@ -675,6 +675,37 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       expect(intentsOf((yield* second.billing).body.account.paymentCustomerId)).toEqual([])
     }))
 
+  it.scoped("auto-recharge: a recharge Stripe keeps failing holds up no other, and ends after five attempts", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const recharging = (customerId: string) =>
+        Effect.gen(function*() {
+          const team = yield* spendingTeam(2)
+          yield* sql`UPDATE organizations SET payment_customer_id = ${customerId}, payment_payment_method_id = 'pm_card'
+            WHERE id = ${team.organization.id}`
+          yield* team.patch("/auto-recharge", { enabled: true, threshold: 5, amount: 1000 })
+          return team
+        })
+      const intentsOf = (customerId: string) => stripe.to("/v1/payment_intents").filter((request) => request.params.get("customer") === customerId)
+      const failingCustomer = `cus_failing_${randomUUID()}`
+      const healthyCustomer = `cus_healthy_${randomUUID()}`
+      const failing = yield* recharging(failingCustomer)
+      const healthy = yield* recharging(healthyCustomer)
+      const restore = stripe.failPaymentsOf(failingCustomer)
+      yield* Effect.addFinalizer(() => Effect.sync(restore))
+      expect((yield* failing.spendOne).status).toBe(200)
+      yield* eventually(Effect.sync(() => intentsOf(failingCustomer)), (found) => found.length >= 2)
+      expect((yield* healthy.spendOne).status).toBe(200)
+      yield* eventually(Effect.sync(() => intentsOf(healthyCustomer)), (found) => found.length === 1)
+      const after = yield* eventually(failing.billing, (answer) => answer.body.account.autoRecharge.enabled === false)
+      expect(after.body.account.autoRecharge).toMatchObject({
+        pending: false,
+        lastError: "The recharge could not start: the payment provider failed 5 times"
+      })
+      expect(intentsOf(failingCustomer)).toHaveLength(5)
+      expect(intentsOf(healthyCustomer)).toHaveLength(1)
+    }))
+
   it.scoped("auto-recharge: a pack's price that Stripe no longer has ends the recharge as a decline does, not tried again", () =>
     Effect.gen(function*() {
       const { billing, organization, patch, spendOne } = yield* spendingTeam(2)

@@ -4,6 +4,7 @@ import { BillingRepo, type DueRecharge } from "./Repo.js"
 import { BillingSettings, type PackSetting } from "./Settings.js"
 
 const batch = 20
+const maxFailures = 5
 
 /**
  * Starts the recharges that spends decided (CreditsRepo marks them in the statement of the spend): one
@@ -44,9 +45,29 @@ export const RechargerLive = Layer.scopedDiscard(Effect.gen(function*() {
         repo.rechargeEnded(due.organizationId, due.token, `The recharge failed: ${declined.message}`))
     )
 
-  // A provider that does not answer leaves the recharge due: the next round tries it again.
-  const round = Effect.flatMap(repo.dueRecharges(batch), (due) => Effect.forEach(due, start, { discard: true })).pipe(
-    Effect.catchAllCause((cause) => Effect.logWarning("Billing: starting recharges failed; they are tried again", cause))
+  /**
+   * A provider that does not answer leaves the recharge due, tried again after a longer wait each time, behind
+   * the others; after `maxFailures` it ends as a declined one. One failing recharge never holds up another.
+   */
+  const attempt = (due: DueRecharge) =>
+    start(due).pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.gen(function*() {
+          yield* Effect.logWarning(`Billing: starting the recharge of organization ${due.organizationId} failed`, cause)
+          const failures = yield* repo.rechargeAttemptFailed(due.organizationId, due.token)
+          if (failures >= maxFailures) {
+            yield* repo.rechargeEnded(
+              due.organizationId,
+              due.token,
+              `The recharge could not start: the payment provider failed ${failures} times`
+            )
+          }
+        })
+      )
+    )
+
+  const round = Effect.flatMap(repo.dueRecharges(batch, settings.rechargePollMs), (due) => Effect.forEach(due, attempt, { discard: true })).pipe(
+    Effect.catchAllCause((cause) => Effect.logWarning("Billing: reading the due recharges failed; they are tried again", cause))
   )
   yield* Effect.forkScoped(Effect.repeat(round, Schedule.spaced(settings.rechargePollMs)))
 }))

@@ -161,13 +161,24 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
           AND subscription_status IN ('active', 'trialing', 'past_due')
           AND (subscription_event_at IS NULL OR subscription_event_at <= ${at})`.pipe(Effect.asVoid, Effect.orDie)
 
-    const dueRecharges = (limit: number) =>
+    /** Due: not started, and past the wait after its last failed attempt (pollMs doubled for each failure); the least tried first. */
+    const dueRecharges = (limit: number, pollMs: number) =>
       sql<DueRecharge>`SELECT id AS "organizationId", auto_recharge_token::text AS token,
           auto_recharge_amount::float8 AS credits, payment_customer_id AS "customerId",
           payment_payment_method_id AS "paymentMethodId"
         FROM organizations WHERE auto_recharge_token IS NOT NULL AND auto_recharge_payment_intent_id IS NULL
           AND (auto_recharge_enabled OR auto_recharge_claimed_at IS NOT NULL)
+          AND (auto_recharge_attempted_at IS NULL OR auto_recharge_attempted_at
+            + ${pollMs} * power(2, auto_recharge_failures) * interval '1 millisecond' <= now())
+        ORDER BY auto_recharge_attempted_at NULLS FIRST, id
         LIMIT ${limit}`.pipe(Effect.orDie)
+
+    /** An attempt to start the recharge failed (Stripe did not answer); answers the failures so far. */
+    const rechargeAttemptFailed = (organizationId: OrganizationId, token: string) =>
+      sql<{ failures: number }>`UPDATE organizations SET auto_recharge_failures = auto_recharge_failures + 1,
+          auto_recharge_attempted_at = now()
+        WHERE id = ${organizationId} AND auto_recharge_token::text = ${token}
+        RETURNING auto_recharge_failures AS failures`.pipe(Effect.map(([row]) => row?.failures ?? 0), Effect.orDie)
 
     /**
      * Claims the recharge before its payment is asked for: true while auto-recharge is on (or it was claimed
@@ -187,7 +198,7 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
     /** Ends the recharge of `token`: the next spend below the threshold may start another; a failure turns it off. */
     const rechargeEnded = (organizationId: OrganizationId, token: string, failure: string | null) =>
       sql`UPDATE organizations SET auto_recharge_token = NULL, auto_recharge_payment_intent_id = NULL,
-          auto_recharge_claimed_at = NULL,
+          auto_recharge_claimed_at = NULL, auto_recharge_failures = 0, auto_recharge_attempted_at = NULL,
           auto_recharge_enabled = auto_recharge_enabled AND ${failure === null},
           auto_recharge_last_error = coalesce(${failure}, auto_recharge_last_error)
         WHERE id = ${organizationId} AND auto_recharge_token::text = ${token}`.pipe(Effect.asVoid, Effect.orDie)
@@ -207,6 +218,7 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
       markPastDue,
       dueRecharges,
       claimRecharge,
+      rechargeAttemptFailed,
       rechargeStarted,
       rechargeEnded
     } as const

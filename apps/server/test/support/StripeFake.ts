@@ -20,6 +20,8 @@ export const makeStripeFake = async () => {
   const byIdempotencyKey = new Map<string, unknown>()
   let counter = 0
   let declineNext = false
+  // Customers whose payment intents fail as Stripe's outage would: 500, not to be retried by the SDK at once.
+  const failing = new Set<string>()
   // While set, payment intents are answered only once it resolves: a recharge held at Stripe.
   let held: Promise<void> | undefined
   const prices = new Map([["price_pack_1000", 1000], ["price_pack_5000", 4500]])
@@ -50,6 +52,9 @@ export const makeStripeFake = async () => {
         ? { status: 404, body: { error: { type: "invalid_request_error", message: `No such price: '${price[1]}'` } } }
         : { status: 200, body: { id: price[1], object: "price", unit_amount: amount, currency: "usd" } }
     }
+    if (request.method === "POST" && request.path === "/v1/payment_intents" && failing.has(request.params.get("customer") ?? "")) {
+      return { status: 500, body: { error: { type: "api_error", message: "Something went wrong on Stripe's end." } } }
+    }
     if (request.method === "POST" && request.path === "/v1/payment_intents") {
       if (declineNext) {
         declineNext = false
@@ -71,9 +76,10 @@ export const makeStripeFake = async () => {
       const stored = replayKey === undefined ? undefined : byIdempotencyKey.get(replayKey) as { status: number; body: unknown } | undefined
       if (stored === undefined) requests.push(request)
       const { body, status } = stored ?? answer(request)
-      if (replayKey !== undefined && stored === undefined) byIdempotencyKey.set(replayKey, { status, body })
+      if (replayKey !== undefined && stored === undefined && status < 500) byIdempotencyKey.set(replayKey, { status, body })
       const reply = () =>
-        response.writeHead(status, { "content-type": "application/json", "request-id": `req_${counter}` }).end(JSON.stringify(body))
+        response.writeHead(status, { "content-type": "application/json", "request-id": `req_${counter}`, "stripe-should-retry": "false" })
+          .end(JSON.stringify(body))
       if (held !== undefined && request.path === "/v1/payment_intents") void held.then(reply)
       else reply()
     })
@@ -96,6 +102,11 @@ export const makeStripeFake = async () => {
         held = undefined
         release()
       }
+    },
+    /** The customer's payment intents fail (500) until the returned function is called. */
+    failPaymentsOf: (customerId: string) => {
+      failing.add(customerId)
+      return () => void failing.delete(customerId)
     },
     /** Stripe no longer has the price, as after its deletion; answers how to give it back. */
     forgetPrice: (id: string) => {

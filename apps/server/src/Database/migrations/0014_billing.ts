@@ -7,7 +7,8 @@ import { Effect } from "effect"
  * monthly spend cap and what was spent or held in `spend_month`; a recharge that has been decided
  * (`auto_recharge_token`, set in the statement of the spend that decided it, so there is never a second one
  * under way), when the recharger claimed it to start its payment (from then on turning auto-recharge off no
- * longer withdraws it) and its payment once started; and when the subscription's state was last set, so that an older
+ * longer withdraws it), its failed attempts to start (tried again later, after each a longer wait) and its
+ * payment once started; and when the subscription's state was last set, so that an older
  * event arriving late does not overwrite a newer one.
  */
 export default Effect.gen(function*() {
@@ -24,6 +25,8 @@ export default Effect.gen(function*() {
     ADD COLUMN month_spent bigint NOT NULL DEFAULT 0,
     ADD COLUMN auto_recharge_token uuid,
     ADD COLUMN auto_recharge_claimed_at timestamptz(3),
+    ADD COLUMN auto_recharge_failures integer NOT NULL DEFAULT 0,
+    ADD COLUMN auto_recharge_attempted_at timestamptz(3),
     ADD COLUMN auto_recharge_payment_intent_id text,
     ADD COLUMN auto_recharge_last_error text,
     ADD COLUMN subscription_event_at timestamptz(3)`
