@@ -471,10 +471,17 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       // An older event that arrives late changes nothing.
       yield* event("customer.subscription.updated", subscription("active"), now - 9)
       expect((yield* account()).subscriptionStatus).toBe("past_due")
-      for (const status of ["unpaid", "paused", "active", "incomplete"] as const) {
+      // Within one second the last delivered applies, but the subscription's `created` (incomplete), delivered
+      // after its `updated`, does not undo the status reached since.
+      for (const status of ["unpaid", "paused", "active"] as const) {
         yield* event("customer.subscription.updated", subscription(status), now - 5)
       }
-      expect(yield* account()).toMatchObject({ subscriptionStatus: "inactive", isSubscribed: false })
+      expect(yield* account()).toMatchObject({ subscriptionStatus: "active", isSubscribed: true })
+      yield* event("customer.subscription.created", subscription("incomplete"), now - 5)
+      expect(yield* account()).toMatchObject({ subscriptionStatus: "active", isSubscribed: true })
+      // An event about another subscription (an old or a duplicate one) does not overwrite the current one.
+      yield* event("customer.subscription.updated", subscription("canceled", { id: "sub_old" }), now - 4)
+      expect(yield* account()).toMatchObject({ paymentSubscriptionId: "sub_1", subscriptionStatus: "active", isSubscribed: true })
       yield* event("customer.subscription.updated", subscription("paused"), now - 4)
       expect(yield* account()).toMatchObject({ subscriptionStatus: "paused", isSubscribed: false })
       const cancelAt = Date.UTC(2026, 11, 15) / 1000
@@ -497,6 +504,9 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       // The organization's row is what the contract's Organization shows too.
       const shown = yield* admin.client.organizations.getOrganization({ path: { organizationId } })
       expect(shown).toMatchObject({ subscriptionStatus: "canceled", paymentSubscriptionId: "sub_1", subscriptionPlan: "Pro" })
+      // Once it is canceled, a new subscription's events are the organization's.
+      yield* event("customer.subscription.created", subscription("active", { id: "sub_2" }), now)
+      expect(yield* account()).toMatchObject({ paymentSubscriptionId: "sub_2", subscriptionStatus: "active", isSubscribed: true })
     }))
 
   it.scoped("auto-recharge: admins set it; it takes a threshold, a pack's credits and a saved payment method", () =>

@@ -136,7 +136,12 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
       sql`UPDATE organizations SET payment_payment_method_id = ${paymentMethodId}, updated_at = now()
         WHERE id = ${organizationId}`.pipe(Effect.asVoid, Effect.orDie)
 
-    /** Sets the subscription's state, unless a later event of the provider set it already; whether it was set. */
+    /**
+     * Sets the subscription's state, unless a later event of the provider set it already; whether it was set.
+     * An event about another subscription (an old or a duplicate one) counts only once the stored one has ended
+     * (canceled, or never completed). Events of one second come in any order: among them, an incomplete
+     * subscription's (its `created`, delivered late) does not undo a status it reached since.
+     */
     const setSubscription = (customerId: string, state: SubscriptionState, at: Date) =>
       sql`UPDATE organizations SET
           payment_subscription_id = ${state.subscriptionId},
@@ -151,7 +156,10 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
           subscription_event_at = ${at},
           updated_at = now()
         WHERE payment_customer_id = ${customerId}
-          AND (subscription_event_at IS NULL OR subscription_event_at <= ${at})
+          AND (payment_subscription_id IS NULL OR payment_subscription_id = ${state.subscriptionId}
+            OR subscription_status IN ('canceled', 'inactive'))
+          AND (subscription_event_at IS NULL OR subscription_event_at < ${at} OR (subscription_event_at = ${at}
+            AND NOT (${state.status} = 'inactive' AND subscription_status <> 'inactive')))
         RETURNING id`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
 
     /** An invoice of the organization's subscription was not paid; another invoice's failure is no subscription's. */
