@@ -28,6 +28,10 @@ export interface BlueskyNetworkWithAppView extends BlueskyNetwork {
   readonly like: (account: TestAccount, uri: string) => Promise<void>
   readonly repost: (account: TestAccount, uri: string) => Promise<void>
   readonly follow: (account: TestAccount, did: string) => Promise<void>
+  /** `account` posts `text`; replies to, or quotes, the post at `uri` with it. */
+  readonly post: (account: TestAccount, text: string) => Promise<void>
+  readonly reply: (account: TestAccount, uri: string, text: string) => Promise<void>
+  readonly quote: (account: TestAccount, uri: string, text: string) => Promise<void>
   /** Waits until the AppView has indexed everything the PDS has written so far. */
   readonly processAll: () => Promise<void>
 }

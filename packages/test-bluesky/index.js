@@ -48,6 +48,17 @@ export const startBlueskyNetworkWithAppView = async ({ dbPostgresUrl, redisHost 
     follow: async (account, did) => {
       await (await agentOf(account)).follow(did)
     },
+    post: async (account, text) => {
+      await (await agentOf(account)).post({ text })
+    },
+    reply: async (account, uri, text) => {
+      const ref = await strongRef(uri)
+      await (await agentOf(account)).post({ text, reply: { root: ref, parent: ref } })
+    },
+    quote: async (account, uri, text) => {
+      const ref = await strongRef(uri)
+      await (await agentOf(account)).post({ text, embed: { $type: "app.bsky.embed.record", record: ref } })
+    },
     processAll: () => network.processAll(),
     close: () => network.close()
   }

@@ -7,21 +7,30 @@ import { TestServer } from "./support/TestServer.js"
 
 layer(Layer.merge(TestServer, BlueskyAppViewNetwork.layer), { excludeTestServices: true })("Bluesky analytics", (it) => {
   describe("from a real AppView, read through the account's PDS", () => {
-    it.scoped("a second account's like and repost appear in the post's snapshot, its follow in the account's", () =>
+    it.scoped("other accounts' like, reposts, reply and quote appear in the post's snapshot, their follows in the account's", () =>
       Effect.gen(function*() {
         const network = yield* BlueskyAppViewNetwork
         const author = yield* Effect.promise(() => network.createAccount())
         const fan = yield* Effect.promise(() => network.createAccount())
+        const other = yield* Effect.promise(() => network.createAccount())
         const team = yield* publishingTeam(5)
         const sky = yield* team.connect({ provider: "bluesky", handle: author.handle, appPassword: author.appPassword, serviceUrl: network.serviceUrl })
         const post = yield* team.draft("Hello from Postline")
         const sent = yield* team.postNow(post.id, [sky.id])
         expect(sent.body.outcome).toBe("none_failed")
         const uri: string = sent.body.results[0].externalId
+        // Each count differs from the others, so that a count read into the wrong field fails.
         yield* Effect.promise(async () => {
           await network.like(fan, uri)
           await network.repost(fan, uri)
+          await network.repost(other, uri)
+          await network.reply(fan, uri, "Nice")
+          await network.quote(other, uri, "Look")
           await network.follow(fan, author.did)
+          await network.follow(other, author.did)
+          await network.follow(author, fan.did)
+          await network.post(author, "Second")
+          await network.post(author, "Third")
           await network.processAll()
         })
 
@@ -30,7 +39,7 @@ layer(Layer.merge(TestServer, BlueskyAppViewNetwork.layer), { excludeTestService
           path: { teamId: team.team.id as TeamId, postId: post.id as PostId },
           headers: {}
         })
-        const snapshot = { takenAt: expect.any(String), likes: 1, reposts: 1, replies: 0, quotes: 0, views: null, linkClicks: 0 }
+        const snapshot = { takenAt: expect.any(String), likes: 1, reposts: 2, replies: 1, quotes: 1, views: null, linkClicks: 0 }
         expect(refreshed.targets).toEqual([
           { socialAccountId: sky.id, provider: "bluesky", externalId: uri, latest: snapshot, series: [snapshot] }
         ])
@@ -38,7 +47,7 @@ layer(Layer.merge(TestServer, BlueskyAppViewNetwork.layer), { excludeTestService
           path: { teamId: team.team.id as TeamId, socialAccountId: sky.id as SocialAccountId },
           headers: {}
         })
-        expect(account.latest).toEqual({ takenAt: expect.any(String), followers: 1, following: 0, posts: 1 })
+        expect(account.latest).toEqual({ takenAt: expect.any(String), followers: 2, following: 1, posts: 3 })
         // One credit for each read: 5 - 1 (publishing) - 2.
         expect(yield* team.credit).toEqual({ balance: 2, reserved: 0, available: 2 })
       }))
