@@ -89,9 +89,11 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
         expect(yield* team.client.getPostAnalytics({ path })).toEqual(refreshed)
         expect(yield* team.credit).toEqual({ balance: 3, reserved: 0, available: 3 })
         expect(yield* analyticsLedgerOf(team.organization.id)).toEqual([{ amount: 1, postId: post.id, socialAccountId: toot }])
-        const [stored] = yield* sql<{ raw: unknown }>`SELECT raw FROM post_snapshots WHERE post_id = ${post.id}`
-        expect(typeof stored!.raw === "string" ? JSON.parse(stored!.raw) : stored!.raw)
-          .toMatchObject({ id: post.statusId, favourites_count: 7, content: "<p>Hello</p>" })
+        // The provider's answer is stored as a JSON object, not a JSON string of one.
+        const [stored] = yield* sql<{ kind: string; raw: string }>`SELECT jsonb_typeof(raw) AS kind, raw::text AS raw
+          FROM post_snapshots WHERE post_id = ${post.id}`
+        expect(stored!.kind).toBe("object")
+        expect(JSON.parse(stored!.raw)).toMatchObject({ id: post.statusId, favourites_count: 7, content: "<p>Hello</p>" })
       }))
 
     it.scoped("a refresh with an Idempotency-Key is paid once and replayed; 402 when the credits are short, nothing read", () =>
@@ -235,6 +237,9 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
         const snapshot = { takenAt: expect.any(String), followers: 12, following: 3, posts: 1 }
         expect(refreshed).toEqual({ socialAccountId: team.toot.id, provider: "mastodon", latest: snapshot, series: [snapshot] })
         expect(yield* analyticsLedgerOf(team.organization.id)).toEqual([{ amount: 1, postId: null, socialAccountId: team.toot.id }])
+        const sql = yield* SqlClient.SqlClient
+        expect(yield* sql`SELECT jsonb_typeof(raw) AS kind FROM account_snapshots WHERE social_account_id = ${team.toot.id}`)
+          .toEqual([{ kind: "object" }])
         const short = yield* team.call("POST", `/social-accounts/${team.toot.id}/analytics/refresh`)
         expect(short.body).toEqual({ _tag: "PaymentRequired", message: "Reading analytics needs 1 credits and the organization has 0 available" })
 

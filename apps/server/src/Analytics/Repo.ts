@@ -101,20 +101,23 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("AnalyticsRep
       Effect.gen(function*() {
         if (snapshots.length === 0) return
         const clicks = yield* linkClicks([...new Set(snapshots.map((snapshot) => snapshot.postId))])
-        yield* sql`INSERT INTO post_snapshots ${
-          sql.insert(snapshots.map(({ engagement, postId, socialAccountId }) => ({
-            post_id: postId,
-            social_account_id: socialAccountId,
-            taken_at: takenAt,
-            likes: engagement.likes,
-            reposts: engagement.reposts,
-            replies: engagement.replies,
-            quotes: engagement.quotes,
-            views: engagement.views,
-            link_clicks: clicks.get(postId) ?? 0,
-            raw: JSON.stringify(engagement.raw)
-          })))
-        }`
+        const rows = snapshots.map(({ engagement, postId, socialAccountId }) => ({
+          postId,
+          socialAccountId,
+          likes: engagement.likes,
+          reposts: engagement.reposts,
+          replies: engagement.replies,
+          quotes: engagement.quotes,
+          views: engagement.views,
+          linkClicks: clicks.get(postId) ?? 0,
+          raw: engagement.raw
+        }))
+        // One JSON document whose `raw` fields are jsonb as they are: the provider's answer stays an object.
+        yield* sql`INSERT INTO post_snapshots
+            (post_id, social_account_id, taken_at, likes, reposts, replies, quotes, views, link_clicks, raw)
+          SELECT s."postId", s."socialAccountId", ${takenAt}, s.likes, s.reposts, s.replies, s.quotes, s.views, s."linkClicks", s.raw
+          FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS s ("postId" uuid, "socialAccountId" uuid, likes bigint,
+            reposts bigint, replies bigint, quotes bigint, views bigint, "linkClicks" bigint, raw jsonb)`
       }).pipe(Effect.orDie)
 
     const addAccountSnapshot = (socialAccountId: SocialAccountId, takenAt: Date, counts: AccountCounts) =>
