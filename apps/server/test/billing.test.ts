@@ -403,6 +403,15 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
         })
       ).toMatchObject({ status: 400, body: { _tag: "BadRequest" } })
       expect((yield* credit).balance).toBe(0)
+      // Correctly signed but not of the shape Stripe sends: said so, not blamed on the signature.
+      const unreadable = { id: `evt_${randomUUID()}`, type: "customer.subscription.updated", object: { id: "sub_x" } }
+      expect(yield* deliver(unreadable)).toMatchObject({
+        status: 400,
+        body: {
+          _tag: "BadRequest",
+          message: `The event ${unreadable.id} (customer.subscription.updated) is signed but its content cannot be read`
+        }
+      })
       expect(yield* deliver({ id: `evt_${randomUUID()}`, type: "customer.created", object: { id: "cus_x" } })).toMatchObject({
         status: 200,
         body: { received: true }

@@ -47,6 +47,9 @@ export interface ReceivedEvent {
 
 export class InvalidSignature extends Data.TaggedError("InvalidSignature")<{ readonly message: string }> {}
 
+/** A correctly signed event whose content the server cannot read (a shape it does not expect). */
+export class UnreadableEvent extends Data.TaggedError("UnreadableEvent")<{ readonly message: string }> {}
+
 /** The provider refused the payment for good (a declined card, a removed payment method): it is not tried again. */
 export class PaymentDeclined extends Data.TaggedError("PaymentDeclined")<{ readonly message: string }> {}
 
@@ -75,7 +78,7 @@ export interface PaymentGateway {
     readonly token: string
   }) => Effect.Effect<{ readonly paymentIntentId: string }, PaymentDeclined>
   /** The event the body holds, once its signature is checked against the raw bytes. */
-  readonly receive: (body: Uint8Array, signature: string) => Effect.Effect<ReceivedEvent, InvalidSignature>
+  readonly receive: (body: Uint8Array, signature: string) => Effect.Effect<ReceivedEvent, InvalidSignature | UnreadableEvent>
 }
 
 /** The payment provider: Stripe when STRIPE_SECRET_KEY is set, none otherwise. */

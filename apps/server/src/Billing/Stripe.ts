@@ -6,7 +6,8 @@ import {
   PaymentDeclined,
   PaymentEvent,
   type PaymentGateway,
-  type ReceivedEvent
+  type ReceivedEvent,
+  UnreadableEvent
 } from "./PaymentProvider.js"
 import type { PlanSetting, StripeSettings } from "./Settings.js"
 
@@ -233,13 +234,22 @@ export const makeStripeGateway = (settings: StripeSettings, plan: Option.Option<
         return { paymentIntentId: intent.id }
       }),
 
+    // Verified first, read apart: a verified event that cannot be read is said so, not blamed on the signature.
     receive: (body, signature) =>
       Effect.try({
-        try: (): ReceivedEvent => {
-          const event = stripe.webhooks.constructEvent(Buffer.from(body), signature, webhookSecret)
-          return { id: event.id, type: event.type, createdAt: new Date(event.created * 1000), event: meaningOf(event, plan) }
-        },
+        try: () => stripe.webhooks.constructEvent(Buffer.from(body), signature, webhookSecret),
         catch: () => new InvalidSignature({ message: "The Stripe-Signature header does not match the body" })
-      })
+      }).pipe(Effect.flatMap((event) =>
+        Effect.try({
+          try: (): ReceivedEvent => ({
+            id: event.id,
+            type: event.type,
+            createdAt: new Date(event.created * 1000),
+            event: meaningOf(event, plan)
+          }),
+          catch: () =>
+            new UnreadableEvent({ message: `The event ${event.id} (${event.type}) is signed but its content cannot be read` })
+        })
+      ))
   }
 }

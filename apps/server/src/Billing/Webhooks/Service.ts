@@ -56,6 +56,7 @@ export class BillingWebhooks extends Effect.Service<BillingWebhooks>()("BillingW
           onSome: Effect.succeed
         })
         const received = yield* provider.receive(body, signature).pipe(
+          Effect.tapErrorTag("UnreadableEvent", (error) => Effect.logWarning(`Billing: ${error.message}`)),
           Effect.mapError((error) => new BadRequest({ message: error.message }))
         )
         if (received.event._tag === "Ignored") return
