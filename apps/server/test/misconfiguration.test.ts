@@ -125,7 +125,7 @@ describe("a misconfigured server says what to do in one line, and exits at once"
 })
 
 describe("billing's settings, checked at start", () => {
-  it.scopedLive("STRIPE_SECRET_KEY without the webhook's secret, or packs that are not credits to price ids", () =>
+  it.scopedLive("STRIPE_SECRET_KEY without the webhook's secret, packs that are not credits to price ids, or a recharge poll of 0 ms", () =>
     Effect.gen(function*() {
       const database = yield* freshDatabaseEnv
       const stripe = { STRIPE_SECRET_KEY: "sk_test_postline", BILLING_CREDIT_PACKS: `{"1000":"price_pack_1000"}` }
@@ -134,6 +134,11 @@ describe("billing's settings, checked at start", () => {
         yield* refusedStart({ ...database, ...stripe, STRIPE_WEBHOOK_SECRET: "whsec_x", BILLING_CREDIT_PACKS: `{"many":"price_1"}` }),
         "BILLING_CREDIT_PACKS",
         "JSON object of credits to Stripe price ids"
+      )
+      expectRefused(
+        yield* refusedStart({ ...database, BILLING_RECHARGE_POLL_MS: "0" }),
+        "BILLING_RECHARGE_POLL_MS",
+        "whole number of milliseconds from 10 to 3600000"
       )
     }), 60_000)
 })

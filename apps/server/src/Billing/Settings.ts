@@ -61,7 +61,14 @@ const priceIdOf = (name: string) =>
 export class BillingSettings extends Effect.Service<BillingSettings>()("Billing/Settings", {
   effect: Effect.gen(function*() {
     const secretKey = yield* setting("STRIPE_SECRET_KEY")
-    const rechargePollMs = yield* Config.integer("BILLING_RECHARGE_POLL_MS").pipe(Config.withDefault(2000))
+    // Under 10 ms the poll is a busy loop on the database; over an hour a recharge comes too late to help.
+    const rechargePollMs = yield* Config.integer("BILLING_RECHARGE_POLL_MS").pipe(
+      Config.validate({
+        message: "must be a whole number of milliseconds from 10 to 3600000",
+        validation: (ms) => ms >= 10 && ms <= 3_600_000
+      }),
+      Config.withDefault(2000)
+    )
     if (Option.isNone(secretKey)) {
       yield* Effect.logInfo("STRIPE_SECRET_KEY is not set: billing is off, credits are granted with the admin command")
       return { stripe: Option.none<StripeSettings>(), packs: [] as ReadonlyArray<PackSetting>, plan: Option.none<PlanSetting>(), rechargePollMs }
