@@ -743,6 +743,18 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       expect(stripe.to("/v1/payment_intents").filter((request) => request.params.get("customer") === "cus_gone")).toEqual([])
     }))
 
+  it.effect("payment events received over 30 days ago are forgotten; younger ones kept", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const old = `evt_old_${randomUUID()}`
+      const young = `evt_young_${randomUUID()}`
+      yield* sql`INSERT INTO billing_events (event_id, type, received_at) VALUES
+        (${old}, 'invoice.paid', now() - interval '31 days'), (${young}, 'invoice.paid', now() - interval '29 days')`
+      const kept = sql<{ id: string }>`SELECT event_id AS id FROM billing_events WHERE event_id IN (${old}, ${young})`
+      const rows = yield* eventually(kept, (rows) => rows.length === 1)
+      expect(rows).toEqual([{ id: young }])
+    }))
+
   it.scoped("the spend cap holds under concurrent publishes: exactly the cap is spent, the rest 402", () =>
     Effect.gen(function*() {
       const { billing, credit, patch, spendOne } = yield* spendingTeam(100)

@@ -5,13 +5,14 @@ import { BillingSettings, type PackSetting } from "./Settings.js"
 
 const batch = 20
 const maxFailures = 5
+const pruneBatch = 500
 
 /**
  * Starts the recharges that spends decided (CreditsRepo marks them in the statement of the spend): one
  * off-session payment per decision, its idempotency key the decision's token, so that a start repeated after a
  * crash, or by another process, is the same payment. The credits come with the payment's webhook; a payment
  * the provider refuses ends the recharge and turns auto-recharge off, with the reason kept. Every
- * BILLING_RECHARGE_POLL_MS while billing is on.
+ * BILLING_RECHARGE_POLL_MS while billing is on; each round also forgets payment events over 30 days old.
  */
 export const RechargerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const settings = yield* BillingSettings
@@ -66,8 +67,13 @@ export const RechargerLive = Layer.scopedDiscard(Effect.gen(function*() {
       )
     )
 
-  const round = Effect.flatMap(repo.dueRecharges(batch, settings.rechargePollMs), (due) => Effect.forEach(due, attempt, { discard: true })).pipe(
+  const recharges = Effect.flatMap(repo.dueRecharges(batch, settings.rechargePollMs), (due) => Effect.forEach(due, attempt, { discard: true })).pipe(
     Effect.catchAllCause((cause) => Effect.logWarning("Billing: reading the due recharges failed; they are tried again", cause))
   )
+  // The provider's events are kept to act once on each; a round also forgets a batch of old ones.
+  const prune = repo.pruneEvents(pruneBatch).pipe(
+    Effect.catchAllCause((cause) => Effect.logWarning("Billing: forgetting old payment events failed", cause))
+  )
+  const round = Effect.zipRight(recharges, prune)
   yield* Effect.forkScoped(Effect.repeat(round, Schedule.spaced(settings.rechargePollMs)))
 }))

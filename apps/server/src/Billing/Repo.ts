@@ -123,6 +123,11 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
       sql`INSERT INTO billing_events (event_id, type) VALUES (${eventId}, ${type})
         ON CONFLICT (event_id) DO NOTHING RETURNING event_id`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
 
+    /** Forgets up to `limit` events received over 30 days ago: Stripe redelivers an event for 3 days at most. */
+    const pruneEvents = (limit: number) =>
+      sql`DELETE FROM billing_events WHERE event_id IN (SELECT event_id FROM billing_events
+        WHERE received_at < now() - interval '30 days' ORDER BY received_at LIMIT ${limit})`.pipe(Effect.asVoid, Effect.orDie)
+
     const exists = (organizationId: OrganizationId) =>
       sql`SELECT 1 FROM organizations WHERE id = ${organizationId}`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
 
@@ -219,6 +224,7 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
       setAutoRecharge,
       setSpendCap,
       recordEvent,
+      pruneEvents,
       exists,
       organizationOfCustomer,
       savePaymentMethod,

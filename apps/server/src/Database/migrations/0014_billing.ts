@@ -19,6 +19,8 @@ export default Effect.gen(function*() {
       type text NOT NULL,
       received_at timestamptz(3) NOT NULL DEFAULT now()
     )`
+  // The recharger deletes events older than 30 days (Stripe retries a delivery for 3): by age, in batches.
+  yield* sql`CREATE INDEX billing_events_received ON billing_events (received_at)`
   yield* sql`ALTER TABLE organizations
     ADD COLUMN spend_cap bigint CHECK (spend_cap > 0),
     ADD COLUMN spend_month date,
