@@ -101,6 +101,13 @@ layer(serverWith({ ...costs, STRIPE_SECRET_KEY: "" }), { excludeTestServices: tr
         status: 404,
         body: { _tag: "NotFound", message: "Billing is off on this server: it takes no payment events" }
       })
+      // Unsigned too: there is no endpoint, rather than a request to sign.
+      expect(
+        yield* raw({ method: "POST", path: "/v1/billing/webhooks/stripe", headers: { "content-type": "application/json" }, body: "{}" })
+      ).toMatchObject({
+        status: 404,
+        body: { _tag: "NotFound", message: "Billing is off on this server: it takes no payment events" }
+      })
       expect((yield* admin.client.billing.getBilling({ path: { organizationId } })).credits.balance).toBe(7)
     }))
 
@@ -313,6 +320,14 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       })
       expect(session!.params.has("line_items[1][quantity]")).toBe(false)
       const sql = yield* SqlClient.SqlClient
+      // Subscribed and no customer yet: refused before one is made at Stripe.
+      const fresh = yield* publishingTeam(0)
+      yield* sql`UPDATE organizations SET is_subscribed = true, subscription_status = 'active' WHERE id = ${fresh.organization.id}`
+      expect(
+        yield* raw({ method: "POST", path: billingPath(fresh.organization.id, "/checkout"), token: fresh.admin.token, json: payload })
+      ).toMatchObject({ status: 409, body: { _tag: "Conflict" } })
+      expect(stripe.to("/v1/customers").filter((request) => request.params.get("metadata[organizationId]") === fresh.organization.id))
+        .toEqual([])
       yield* sql`UPDATE organizations SET is_subscribed = true, subscription_status = 'active' WHERE id = ${organizationId}`
       expect(yield* raw({ method: "POST", path: billingPath(organizationId, "/checkout"), token: admin.token, json: payload }))
         .toMatchObject({
@@ -791,8 +806,18 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       const after = yield* eventually(billing, (answer) => answer.body.account.autoRecharge.enabled === false)
       expect(after.body.account.autoRecharge).toMatchObject({
         pending: false,
-        lastError: "The recharge could not start: no saved payment method"
+        lastError: "The recharge could not start: the organization has no customer at the payment provider"
       })
       expect(after.body.account.spendCap).toEqual({ monthlyCredits: 3, spentThisMonth: 3 })
+      // A customer but no saved card (removed since): that reason.
+      yield* sql`UPDATE organizations SET payment_customer_id = 'cus_x', payment_payment_method_id = NULL WHERE id = ${organizationId}`
+      yield* sql`UPDATE organizations SET auto_recharge_enabled = true WHERE id = ${organizationId}`
+      yield* patch("/spend-cap", { monthlyCredits: null })
+      yield* read(1)
+      const noCard = yield* eventually(billing, (answer) => answer.body.account.autoRecharge.enabled === false)
+      expect(noCard.body.account.autoRecharge).toMatchObject({
+        pending: false,
+        lastError: "The recharge could not start: no saved payment method"
+      })
     }))
 })

@@ -25,7 +25,11 @@ export const RechargerLive = Layer.scopedDiscard(Effect.gen(function*() {
     const pack = settings.packs.find((pack) => pack.credits === due.credits)
     const { customerId, paymentMethodId } = due
     if (pack === undefined || customerId === null || paymentMethodId === null) {
-      const reason = pack === undefined ? `no pack of ${due.credits} credits is on sale` : "no saved payment method"
+      const reason = pack === undefined
+        ? `no pack of ${due.credits} credits is on sale`
+        : customerId === null
+        ? "the organization has no customer at the payment provider"
+        : "no saved payment method"
       return repo.rechargeEnded(due.organizationId, due.token, `The recharge could not start: ${reason}`)
     }
     // Claimed first: auto-recharge turned off before this starts no payment.

@@ -220,6 +220,8 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
       find: (organizationId: OrganizationId) => policyRequire("Billing", "view")(find(organizationId)),
       /** The row for a manager's change; inside a transaction, locked until it ends. */
       findForUpdate: (organizationId: OrganizationId) => policyRequire("Billing", "manage")(find(organizationId, true)),
+      /** The row as a manager reads it before asking the provider for something: no lock, no transaction. */
+      findToManage: (organizationId: OrganizationId) => policyRequire("Billing", "manage")(find(organizationId)),
       keepCustomer,
       setAutoRecharge,
       setSpendCap,

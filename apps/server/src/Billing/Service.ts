@@ -72,20 +72,22 @@ export class Billing extends Effect.Service<Billing>()("Billing", {
 
     const requireGateway = Option.match(gateway, { onNone: () => billingDisabled, onSome: Effect.succeed })
 
+    const rowToManage = (organizationId: OrganizationId) =>
+      Effect.flatMap(repo.findToManage(organizationId), found(organizationId))
+
     /**
      * The organization's customer at the provider, made on first use (outside any transaction: it is a call to the
      * provider), then kept with the caller's role held.
      */
-    const customerOf = (organizationId: OrganizationId) =>
+    const customerOf = (organizationId: OrganizationId, row: BillingRow) =>
       Effect.gen(function*() {
         const provider = yield* requireGateway
-        const row = yield* Effect.flatMap(repo.findForUpdate(organizationId), found(organizationId))
-        if (row.paymentCustomerId !== null) return { provider, row, customerId: row.paymentCustomerId }
+        if (row.paymentCustomerId !== null) return { provider, customerId: row.paymentCustomerId }
         const made = yield* provider.createCustomer({ id: organizationId, name: row.name })
         const customerId = yield* authorize(policy.canManage(organizationId, { lock: true }))(() =>
           repo.keepCustomer(organizationId, made)
         ).pipe(transactionally)
-        return { provider, row, customerId }
+        return { provider, customerId }
       })
 
     const checkout = (organizationId: OrganizationId, request: CheckoutRequest) =>
@@ -101,14 +103,16 @@ export class Billing extends Effect.Service<Billing>()("Billing", {
           if (request.purchase === "subscription" && Option.isNone(settings.plan)) {
             return yield* new Conflict({ message: "This server offers no subscription plan (BILLING_PLAN_PRICE_ID is not set)" })
           }
-          const { customerId, provider, row } = yield* customerOf(organizationId)
-          if (pack !== undefined) {
-            return { url: yield* provider.checkoutPack({ customerId, organizationId, pack, returnUrl: request.returnUrl }) }
-          }
-          if (row.isSubscribed) {
+          const row = yield* rowToManage(organizationId)
+          // Refused before any customer is made at the provider.
+          if (pack === undefined && row.isSubscribed) {
             return yield* new Conflict({
               message: `The organization is subscribed already (${row.subscriptionStatus}): change the subscription in the billing portal`
             })
+          }
+          const { customerId, provider } = yield* customerOf(organizationId, row)
+          if (pack !== undefined) {
+            return { url: yield* provider.checkoutPack({ customerId, organizationId, pack, returnUrl: request.returnUrl }) }
           }
           const plan = Option.getOrThrow(settings.plan)
           return { url: yield* provider.checkoutPlan({ customerId, organizationId, plan, returnUrl: request.returnUrl }) }
@@ -116,8 +120,11 @@ export class Billing extends Effect.Service<Billing>()("Billing", {
 
     const portal = (organizationId: OrganizationId, returnUrl: string) =>
       authorize(policy.canManage(organizationId, { lock: false }))(() =>
-        Effect.flatMap(customerOf(organizationId), ({ customerId, provider }) =>
-          Effect.map(provider.portal({ customerId, returnUrl }), (url) => ({ url }))))
+        Effect.gen(function*() {
+          yield* requireGateway
+          const { customerId, provider } = yield* customerOf(organizationId, yield* rowToManage(organizationId))
+          return { url: yield* provider.portal({ customerId, returnUrl }) }
+        }))
 
     /** Turning it on takes a threshold, a pack's credits as amount, and a payment method kept by a checkout. */
     const updateAutoRecharge = (organizationId: OrganizationId, update: UpdateAutoRecharge) =>

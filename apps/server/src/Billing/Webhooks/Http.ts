@@ -1,5 +1,5 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { BadRequest, PostlineApi } from "@postline/domain"
+import { PostlineApi } from "@postline/domain"
 import { Effect, Layer } from "effect"
 import { BillingWebhooks } from "./Service.js"
 
@@ -9,10 +9,8 @@ export const BillingWebhooksHttpLive = HttpApiBuilder.group(PostlineApi, "billin
     const webhooks = yield* BillingWebhooks
     return handlers.handleRaw("receiveStripeEvent", ({ request }) =>
       Effect.gen(function*() {
-        const signature = request.headers["stripe-signature"]
-        if (signature === undefined) return yield* new BadRequest({ message: "The Stripe-Signature header is missing" })
         const body = new Uint8Array(yield* Effect.orDie(request.arrayBuffer))
-        yield* webhooks.receive(body, signature)
+        yield* webhooks.receive(body, request.headers["stripe-signature"])
         return { received: true } as const
       }))
   })).pipe(Layer.provide(BillingWebhooks.Default))
