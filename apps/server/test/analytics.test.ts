@@ -59,7 +59,7 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
         // The credits of publishing to Mastodon (1) are spent: 4 left.
         expect(yield* team.credit).toEqual({ balance: 4, reserved: 0, available: 4 })
 
-        expect(yield* team.client.getPostAnalytics({ path })).toEqual({
+        expect(yield* team.client.getPostAnalytics({ urlParams: {}, path })).toEqual({
           postId: post.id,
           targets: inPostOrder([
             { socialAccountId: toot, provider: "mastodon", externalId: post.statusId, latest: null, series: [] },
@@ -86,7 +86,7 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
           { socialAccountId: toot, provider: "mastodon", externalId: post.statusId, latest: snapshot, series: [snapshot] },
           { socialAccountId: hook, provider: "webhook", externalId: expect.any(String), latest: null, series: [] }
         ]))
-        expect(yield* team.client.getPostAnalytics({ path })).toEqual(refreshed)
+        expect(yield* team.client.getPostAnalytics({ urlParams: {}, path })).toEqual(refreshed)
         expect(yield* team.credit).toEqual({ balance: 3, reserved: 0, available: 3 })
         expect(yield* analyticsLedgerOf(team.organization.id)).toEqual([{ amount: 1, postId: post.id, socialAccountId: toot }])
         // The provider's answer is stored as a JSON object, not a JSON string of one.
@@ -121,7 +121,7 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
           message: "Reading analytics needs 1 credits and the organization has 0 available"
         })
         expect(team.mastodon.requests.length).toBe(before)
-        expect(mastodonTarget(yield* team.client.getPostAnalytics({ path: { teamId: team.teamId, postId: post.id } })).series)
+        expect(mastodonTarget(yield* team.client.getPostAnalytics({ urlParams: {}, path: { teamId: team.teamId, postId: post.id } })).series)
           .toHaveLength(2)
         expect(yield* team.client.estimatePostAnalyticsRefresh({ path: { teamId: team.teamId, postId: post.id } }))
           .toMatchObject({ total: 1, available: 0, sufficient: false })
@@ -143,7 +143,7 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
         expect((yield* refresh()).status).toBe(500)
         expect(yield* team.credit).toEqual({ balance: 2, reserved: 0, available: 2 })
         expect(yield* analyticsLedgerOf(team.organization.id)).toEqual([])
-        expect(mastodonTarget(yield* team.client.getPostAnalytics({ path: { teamId: team.teamId, postId: post.id } })).series)
+        expect(mastodonTarget(yield* team.client.getPostAnalytics({ urlParams: {}, path: { teamId: team.teamId, postId: post.id } })).series)
           .toEqual([])
 
         yield* sql.unsafe(`DROP TRIGGER refuse_refresh_answer ON idempotency_keys`)
@@ -195,7 +195,7 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
         const team = yield* publishedToMastodonAndWebhook(3)
         const post = yield* team.publish("Hello")
         const draft = yield* team.draft("Not yet")
-        expect(yield* team.client.getPostAnalytics({ path: { teamId: team.teamId, postId: draft.id as PostId } }))
+        expect(yield* team.client.getPostAnalytics({ urlParams: {}, path: { teamId: team.teamId, postId: draft.id as PostId } }))
           .toEqual({ postId: draft.id, targets: [] })
         const free = yield* team.call("POST", `/posts/${draft.id}/analytics/refresh`)
         expect(free).toMatchObject({ status: 200, body: { postId: draft.id, targets: [] } })
@@ -224,7 +224,7 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
         const team = yield* publishedToMastodonAndWebhook(2)
         yield* team.publish("Hello")
         const path = { teamId: team.teamId, socialAccountId: team.toot.id as SocialAccountId }
-        expect(yield* team.client.getAccountAnalytics({ path }))
+        expect(yield* team.client.getAccountAnalytics({ urlParams: {}, path }))
           .toEqual({ socialAccountId: team.toot.id, provider: "mastodon", latest: null, series: [] })
         expect(yield* team.client.estimateAccountAnalyticsRefresh({ path })).toEqual({
           total: 1,
@@ -257,6 +257,55 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
       }))
   })
 
+  describe("series windows", () => {
+    it.scoped("a series holds the newest `limit` snapshots taken before `before`, oldest first; latest is the newest; limits at and past their bounds", () =>
+      Effect.gen(function*() {
+        const team = yield* publishedToMastodonAndWebhook(3)
+        const post = yield* team.publish("Hello")
+        const sql = yield* SqlClient.SqlClient
+        const times = ["2026-01-01T00:00:00.000Z", "2026-01-02T00:00:00.000Z", "2026-01-03T00:00:00.000Z"]
+        for (const [i, at] of times.entries()) {
+          yield* sql`INSERT INTO post_snapshots (post_id, social_account_id, taken_at, likes, link_clicks, raw)
+            VALUES (${post.id}, ${team.toot.id}, ${at}, ${i}, 0, '{}')`
+          yield* sql`INSERT INTO account_snapshots (social_account_id, taken_at, followers, raw)
+            VALUES (${team.toot.id}, ${at}, ${i}, '{}')`
+        }
+        const postSeries = (urlParams: { limit?: number; before?: string }) =>
+          Effect.map(
+            team.client.getPostAnalytics({ urlParams, path: { teamId: team.teamId, postId: post.id } }),
+            (analytics) => mastodonTarget(analytics)
+          )
+        const accountSeries = (urlParams: { limit?: number; before?: string }) =>
+          team.client.getAccountAnalytics({ urlParams, path: { teamId: team.teamId, socialAccountId: team.toot.id as SocialAccountId } })
+        const takenAt = (series: ReadonlyArray<{ takenAt: string }>) => series.map((snapshot) => snapshot.takenAt)
+
+        expect(takenAt((yield* postSeries({})).series)).toEqual(times)
+        const newestTwo = yield* postSeries({ limit: 2 })
+        expect(takenAt(newestTwo.series)).toEqual(times.slice(1))
+        expect(newestTwo.latest).toMatchObject({ takenAt: times[2], likes: 2 })
+        const before = yield* postSeries({ limit: 1, before: "2026-01-03T01:00:00+01:00" })
+        expect(takenAt(before.series)).toEqual([times[1]])
+        // The latest stays the newest whatever the window.
+        expect(before.latest).toMatchObject({ takenAt: times[2] })
+        expect(takenAt((yield* postSeries({ limit: 1000 })).series)).toEqual(times)
+
+        expect(takenAt((yield* accountSeries({ limit: 2 })).series)).toEqual(times.slice(1))
+        const accountBefore = yield* accountSeries({ before: times[1]!.replace("Z", "+00:00") })
+        expect(takenAt(accountBefore.series)).toEqual([times[0]])
+        expect(accountBefore.latest).toMatchObject({ takenAt: times[2], followers: 2 })
+        expect(takenAt((yield* accountSeries({ limit: 1 })).series)).toEqual([times[2]])
+
+        for (const path of [`/posts/${post.id}/analytics`, `/social-accounts/${team.toot.id}/analytics`]) {
+          for (const query of ["limit=0", "limit=1001", "limit=x", "before=yesterday"]) {
+            const refused = yield* team.call("GET", `${path}?${query}`)
+            expect(refused.status, `${path}?${query}`).toBe(400)
+            expect(refused.body._tag).toBe("HttpApiDecodeError")
+            expect(refused.body.message).toContain(query.startsWith("limit") ? "limit" : "before")
+          }
+        }
+      }))
+  })
+
   describe("scheduled snapshots", () => {
     it.scoped("a removed account's targets are read no more; their snapshots stay, without a provider", () =>
       Effect.gen(function*() {
@@ -272,7 +321,7 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
           snapshots.snapshotDue
         ).pipe(Effect.provide(TestContext.TestContext))
         expect(team.mastodon.requests.length).toBe(reads)
-        const target = (yield* team.client.getPostAnalytics({ path })).targets.find((t) => t.socialAccountId === team.toot.id)
+        const target = (yield* team.client.getPostAnalytics({ urlParams: {}, path })).targets.find((t) => t.socialAccountId === team.toot.id)
         expect(target).toMatchObject({ provider: null, externalId: post.statusId, latest: { likes: 0 } })
         expect(target!.series).toHaveLength(1)
         const sql = yield* SqlClient.SqlClient
@@ -301,7 +350,7 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
         release()
         yield* Fiber.join(first)
         expect(statusReads()).toHaveLength(2)
-        const series = mastodonTarget(yield* team.client.getPostAnalytics({ path: { teamId: team.teamId, postId: post.id } })).series
+        const series = mastodonTarget(yield* team.client.getPostAnalytics({ urlParams: {}, path: { teamId: team.teamId, postId: post.id } })).series
         expect(series).toEqual([expect.objectContaining({ likes: 4 })])
         const sql = yield* SqlClient.SqlClient
         const [row] = yield* sql<{ dueAt: Date }>`SELECT analytics_due_at AS "dueAt" FROM post_targets
@@ -317,7 +366,7 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
         const second = yield* team.publish("Second")
         const snapshots = yield* AnalyticsSnapshots
         const seriesOf = (postId: PostId) =>
-          Effect.map(team.client.getPostAnalytics({ path: { teamId: team.teamId, postId } }), (analytics) => mastodonTarget(analytics).series)
+          Effect.map(team.client.getPostAnalytics({ urlParams: {}, path: { teamId: team.teamId, postId } }), (analytics) => mastodonTarget(analytics).series)
         const statusReads = () => team.mastodon.requests.filter(({ path }) => path.startsWith("/api/v1/statuses?"))
         const sql = yield* SqlClient.SqlClient
         const webhookTargetsDue = Effect.map(
@@ -362,11 +411,13 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
 
         // The accounts' daily counts were read along the way (a day after connecting, then daily), free.
         const counts = yield* team.client.getAccountAnalytics({
+          urlParams: {},
           path: { teamId: team.teamId, socialAccountId: team.toot.id as SocialAccountId }
         })
         expect(counts.series.length).toBeGreaterThanOrEqual(2)
         expect(counts.latest).toMatchObject({ followers: 0, following: 0, posts: 2 })
         const hook = yield* team.client.getAccountAnalytics({
+          urlParams: {},
           path: { teamId: team.teamId, socialAccountId: team.hook.id as SocialAccountId }
         })
         expect(hook).toMatchObject({ provider: "webhook", latest: null, series: [] })
@@ -430,7 +481,7 @@ layer(Layer.provideMerge(Snapshots, TestServer).pipe(Layer.provide(TightBudgets)
         const now = Date.now() + snapshotOffsetsSeconds[0]! * 1000 + 1000
         yield* Effect.zipRight(TestClock.setTime(now), snapshots.snapshotDue).pipe(Effect.provide(TestContext.TestContext))
         expect(team.mastodon.requests.length).toBe(reads)
-        expect(mastodonTarget(yield* team.client.getPostAnalytics({ path })).series).toHaveLength(1)
+        expect(mastodonTarget(yield* team.client.getPostAnalytics({ urlParams: {}, path })).series).toHaveLength(1)
         // Tried again five minutes later.
         expect(yield* dueAt).toBe(now + 300_000)
       }))

@@ -1,8 +1,9 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { ServiceUnavailable } from "./Errors.js"
-import { integer, optional, Timestamp } from "./Fields.js"
+import { integer, invalidUnless, optional, strict, Timestamp } from "./Fields.js"
 import { PostId, SocialAccountId, TeamId } from "./Ids.js"
+import { instantArbitrary, instantWithOffsetPattern, isInstantWithOffset } from "./Instants.js"
 import { Estimate, IdempotencyKey } from "./Posts.js"
 import { SocialProvider } from "./SocialAccounts.js"
 
@@ -24,7 +25,9 @@ export const TargetAnalytics = Schema.Struct({
   provider: Schema.NullOr(SocialProvider).annotations({ description: "Null once the account was removed" }),
   externalId: Schema.String,
   latest: Schema.NullOr(EngagementSnapshot).annotations({ description: "The newest snapshot; null before the first read" }),
-  series: Schema.Array(EngagementSnapshot).annotations({ description: "Every snapshot, oldest first" })
+  series: Schema.Array(EngagementSnapshot).annotations({
+    description: "The newest snapshots (limit) taken before `before`, oldest first"
+  })
 }).annotations({ identifier: "TargetAnalytics" })
 export type TargetAnalytics = typeof TargetAnalytics.Type
 
@@ -50,9 +53,41 @@ export const AccountAnalytics = Schema.Struct({
   socialAccountId: SocialAccountId,
   provider: SocialProvider,
   latest: Schema.NullOr(AccountSnapshot),
-  series: Schema.Array(AccountSnapshot).annotations({ description: "Every snapshot, oldest first: one a day, and each refresh" })
+  series: Schema.Array(AccountSnapshot).annotations({
+    description: "The newest snapshots (limit) taken before `before`, oldest first: one a day, and each refresh"
+  })
 }).annotations({ identifier: "AccountAnalytics" })
 export type AccountAnalytics = typeof AccountAnalytics.Type
+
+/** How many snapshots a series holds by default, and at most. */
+export const AnalyticsSeriesDefault = 100
+export const AnalyticsSeriesMax = 1000
+
+const seriesLimitDescription =
+  `How many of the newest snapshots each series holds, from 1 to ${AnalyticsSeriesMax}; default ${AnalyticsSeriesDefault}`
+
+/** Which snapshots a series holds: the newest `limit` taken before `before`. */
+export const AnalyticsSeriesQuery = Schema.Struct({
+  limit: optional(
+    Schema.compose(
+      // Exactly 1 to 1000 (no leading zeros), so that the document says the bound the server keeps.
+      Schema.String.pipe(Schema.pattern(/^(?:[1-9][0-9]{0,2}|1000)$/)).annotations({ description: seriesLimitDescription }),
+      Schema.NumberFromString
+    ).pipe(Schema.between(1, AnalyticsSeriesMax)).annotations({
+      ...invalidUnless(`must be a whole number from 1 to ${AnalyticsSeriesMax}`),
+      arbitrary: () => (fc) => fc.integer({ min: 1, max: AnalyticsSeriesMax }),
+      description: seriesLimitDescription
+    })
+  ),
+  before: optional(
+    Schema.String.pipe(Schema.filter(isInstantWithOffset, { jsonSchema: { pattern: instantWithOffsetPattern } })).annotations({
+      arbitrary: () => instantArbitrary(new Date(Date.UTC(2000, 0, 1)), new Date(Date.UTC(9998, 0, 1))),
+      description: "Only snapshots taken before this ISO 8601 instant with an offset (the page before a series' oldest takenAt)",
+      ...invalidUnless("must be an ISO 8601 instant with an offset, e.g. 2027-01-31T09:00:00+01:00")
+    })
+  )
+}).annotations(strict)
+export type AnalyticsSeriesQuery = typeof AnalyticsSeriesQuery.Type
 
 const postPath = Schema.Struct({ teamId: TeamId, postId: PostId })
 const accountPath = Schema.Struct({ teamId: TeamId, socialAccountId: SocialAccountId })
@@ -69,9 +104,11 @@ export class AnalyticsGroup extends HttpApiGroup.make("analytics")
   .add(
     HttpApiEndpoint.get("getPostAnalytics", "/v1/teams/:teamId/posts/:postId/analytics")
       .setPath(postPath)
+      .setUrlParams(AnalyticsSeriesQuery)
       .addSuccess(PostAnalytics)
       .annotate(OpenApi.Summary, "Get post analytics")
-      .annotate(OpenApi.Description, "The stored snapshots of the post's engagement per account: the latest and the series. Free.")
+      .annotate(OpenApi.Description, "The stored snapshots of the post's engagement per account: the latest, and a window of the series " +
+        "(limit, before). Free.")
   )
   .add(
     HttpApiEndpoint.get("estimatePostAnalyticsRefresh", "/v1/teams/:teamId/posts/:postId/analytics/refresh/estimate")
@@ -92,9 +129,11 @@ export class AnalyticsGroup extends HttpApiGroup.make("analytics")
   .add(
     HttpApiEndpoint.get("getAccountAnalytics", "/v1/teams/:teamId/social-accounts/:socialAccountId/analytics")
       .setPath(accountPath)
+      .setUrlParams(AnalyticsSeriesQuery)
       .addSuccess(AccountAnalytics)
       .annotate(OpenApi.Summary, "Get account analytics")
-      .annotate(OpenApi.Description, "The account's follower, following and post counts over time, from a daily snapshot. Free.")
+      .annotate(OpenApi.Description, "The account's follower, following and post counts over time, from a daily snapshot: the latest, and a " +
+        "window of the series (limit, before). Free.")
   )
   .add(
     HttpApiEndpoint.get(

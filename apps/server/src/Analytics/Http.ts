@@ -10,7 +10,8 @@ export const AnalyticsHttpLive = HttpApiBuilder.group(PostlineApi, "analytics", 
     const analytics = yield* Analytics
     const idempotency = yield* Idempotency
     return handlers
-      .handle("getPostAnalytics", ({ path }) => Effect.map(analytics.getPost(path.teamId, path.postId), asEncoded(PostAnalytics)))
+      .handle("getPostAnalytics", ({ path, urlParams }) =>
+        Effect.map(analytics.getPost(path.teamId, path.postId, urlParams), asEncoded(PostAnalytics)))
       .handle("estimatePostAnalyticsRefresh", ({ path }) =>
         Effect.map(analytics.estimatePost(path.teamId, path.postId), asEncoded(Estimate)))
       .handle("refreshPostAnalytics", ({ headers, path }) =>
@@ -19,8 +20,8 @@ export const AnalyticsHttpLive = HttpApiBuilder.group(PostlineApi, "analytics", 
           PostAnalytics,
           analytics.refreshPost(path.teamId, path.postId)
         ))
-      .handle("getAccountAnalytics", ({ path }) =>
-        Effect.map(analytics.getAccount(path.teamId, path.socialAccountId), asEncoded(AccountAnalytics)))
+      .handle("getAccountAnalytics", ({ path, urlParams }) =>
+        Effect.map(analytics.getAccount(path.teamId, path.socialAccountId, urlParams), asEncoded(AccountAnalytics)))
       .handle("estimateAccountAnalyticsRefresh", ({ path }) =>
         Effect.map(analytics.estimateAccount(path.teamId, path.socialAccountId), asEncoded(Estimate)))
       .handle("refreshAccountAnalytics", ({ headers, path }) =>

@@ -39,6 +39,12 @@ export interface TargetKey {
   readonly socialAccountId: SocialAccountId
 }
 
+/** Which snapshots a series holds: the newest `limit` taken before `before` (null: all). */
+export interface SeriesWindow {
+  readonly limit: number
+  readonly before: Date | null
+}
+
 export type StoredEngagement = EngagementSnapshot & { readonly socialAccountId: SocialAccountId }
 
 const accountJson = `CASE WHEN sa.id IS NOT NULL THEN json_build_object('id', sa.id, 'provider', sa.provider,
@@ -72,18 +78,39 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("AnalyticsRep
         WHERE p.id = ${postId} AND p.team_id = ${teamId} AND pt.status = 'published' AND pt.external_id IS NOT NULL
         ORDER BY pt.created_at, pt.social_account_id`.pipe(Effect.orDie)
 
-    const postSnapshots = (postId: PostId) =>
-      sql<StoredEngagement>`SELECT ${engagementColumns} FROM post_snapshots s
-        WHERE s.post_id = ${postId} ORDER BY s.taken_at, s.id`.pipe(Effect.orDie)
+    /** Each target's newest `window.limit` snapshots taken before `window.before`, oldest first. */
+    const postSnapshots = (postId: PostId, window: SeriesWindow) =>
+      sql<StoredEngagement>`SELECT ${engagementColumns} FROM (
+          SELECT *, row_number() OVER (PARTITION BY social_account_id ORDER BY taken_at DESC, id DESC) AS n
+          FROM post_snapshots WHERE post_id = ${postId} AND (${window.before}::timestamptz IS NULL OR taken_at < ${window.before})
+        ) s WHERE s.n <= ${window.limit} ORDER BY s.taken_at, s.id`.pipe(Effect.orDie)
+
+    /** Each target's newest snapshot. */
+    const latestPostSnapshots = (postId: PostId) =>
+      sql<StoredEngagement>`SELECT DISTINCT ON (s.social_account_id) ${engagementColumns} FROM post_snapshots s
+        WHERE s.post_id = ${postId} ORDER BY s.social_account_id, s.taken_at DESC, s.id DESC`.pipe(Effect.orDie)
 
     const account = (teamId: TeamId, socialAccountId: SocialAccountId) =>
       sql<ReadableAccount>`SELECT sa.id, sa.provider, sa.status, sa.credentials AS ciphertext FROM social_accounts sa
         WHERE sa.id = ${socialAccountId} AND sa.team_id = ${teamId}`.pipe(Effect.map(([row]) => row), Effect.orDie)
 
-    const accountSnapshots = (socialAccountId: SocialAccountId) =>
-      sql<AccountSnapshot>`SELECT ${sql.literal(isoUtc("s.taken_at"))} AS "takenAt", s.followers::float8 AS followers,
-          s.following::float8 AS following, s.posts::float8 AS posts
-        FROM account_snapshots s WHERE s.social_account_id = ${socialAccountId} ORDER BY s.taken_at, s.id`.pipe(Effect.orDie)
+    const accountColumns = sql.literal(`${isoUtc("s.taken_at")} AS "takenAt", s.followers::float8 AS followers,
+      s.following::float8 AS following, s.posts::float8 AS posts`)
+
+    /** The account's newest `window.limit` snapshots taken before `window.before`, oldest first. */
+    const accountSnapshots = (socialAccountId: SocialAccountId, window: SeriesWindow) =>
+      sql<AccountSnapshot>`SELECT * FROM (
+          SELECT ${accountColumns}, s.taken_at, s.id FROM account_snapshots s WHERE s.social_account_id = ${socialAccountId}
+            AND (${window.before}::timestamptz IS NULL OR s.taken_at < ${window.before})
+          ORDER BY s.taken_at DESC, s.id DESC LIMIT ${window.limit}
+        ) w ORDER BY w.taken_at, w.id`.pipe(
+        Effect.map((rows) => rows.map(({ followers, following, posts, takenAt }) => ({ takenAt, followers, following, posts }))),
+        Effect.orDie
+      )
+
+    const latestAccountSnapshot = (socialAccountId: SocialAccountId) =>
+      sql<AccountSnapshot>`SELECT ${accountColumns} FROM account_snapshots s WHERE s.social_account_id = ${socialAccountId}
+        ORDER BY s.taken_at DESC, s.id DESC LIMIT 1`.pipe(Effect.map(([row]) => row ?? null), Effect.orDie)
 
     /** Clicks on the posts' tracked links so far, per post. */
     const linkClicks = (postIds: ReadonlyArray<PostId>) =>
@@ -198,11 +225,14 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("AnalyticsRep
       postExists: (teamId: TeamId, postId: PostId) => policyRequire("Analytics", "read")(postExists(teamId, postId)),
       publishedTargets: (teamId: TeamId, postId: PostId) =>
         policyRequire("Analytics", "read")(publishedTargets(teamId, postId)),
-      postSnapshots: (postId: PostId) => policyRequire("Analytics", "read")(postSnapshots(postId)),
+      postSnapshots: (postId: PostId, window: SeriesWindow) => policyRequire("Analytics", "read")(postSnapshots(postId, window)),
+      latestPostSnapshots: (postId: PostId) => policyRequire("Analytics", "read")(latestPostSnapshots(postId)),
       account: (teamId: TeamId, socialAccountId: SocialAccountId) =>
         policyRequire("Analytics", "read")(account(teamId, socialAccountId)),
-      accountSnapshots: (socialAccountId: SocialAccountId) =>
-        policyRequire("Analytics", "read")(accountSnapshots(socialAccountId)),
+      accountSnapshots: (socialAccountId: SocialAccountId, window: SeriesWindow) =>
+        policyRequire("Analytics", "read")(accountSnapshots(socialAccountId, window)),
+      latestAccountSnapshot: (socialAccountId: SocialAccountId) =>
+        policyRequire("Analytics", "read")(latestAccountSnapshot(socialAccountId)),
       lockAccounts: (...args: Parameters<typeof lockAccounts>) => policyRequire("Analytics", "refresh")(lockAccounts(...args)),
       addPostSnapshots: (...args: Parameters<typeof addPostSnapshots>) =>
         policyRequire("Analytics", "refresh")(addPostSnapshots(...args)),

@@ -1,5 +1,7 @@
 import {
   type AccountAnalytics,
+  AnalyticsSeriesDefault,
+  type AnalyticsSeriesQuery,
   BadRequest,
   Conflict,
   type Estimate,
@@ -22,7 +24,13 @@ import { accountNotFound, postNotFound } from "../Posts/Service.js"
 import { storeIdempotentAnswer } from "../Idempotency/Service.js"
 import { AnalyticsPolicy } from "./Policy.js"
 import { AnalyticsReader, type ReadFailure } from "./Reader.js"
-import { AnalyticsRepo, type PublishedTarget, type ReadableAccount } from "./Repo.js"
+import { AnalyticsRepo, type PublishedTarget, type ReadableAccount, type SeriesWindow } from "./Repo.js"
+
+/** The series' window a query asks for; a refresh answers the default one. */
+const windowOf = (query: AnalyticsSeriesQuery): SeriesWindow => ({
+  limit: query.limit ?? AnalyticsSeriesDefault,
+  before: query.before === undefined ? null : new Date(query.before)
+})
 
 /** A read that failed, as the caller is answered: nothing was charged or stored. */
 const failedRead = (account: ReadableAccount) => (failure: ReadFailure) =>
@@ -82,28 +90,27 @@ export class Analytics extends Effect.Service<Analytics>()("Analytics", {
         return yield* repo.publishedTargets(teamId, postId)
       })
 
-    const postAnalyticsOf = (teamId: TeamId, postId: PostId) =>
+    const postAnalyticsOf = (teamId: TeamId, postId: PostId, window: SeriesWindow) =>
       Effect.gen(function*() {
         const targets = yield* publishedTargetsOf(teamId, postId)
-        const snapshots = yield* repo.postSnapshots(postId)
+        const snapshots = yield* repo.postSnapshots(postId, window)
+        const latest = new Map((yield* repo.latestPostSnapshots(postId)).map(({ socialAccountId, ...snapshot }) => [socialAccountId, snapshot]))
         return {
           postId,
-          targets: targets.map((target) => {
-            const series = snapshots
+          targets: targets.map((target) => ({
+            socialAccountId: target.socialAccountId,
+            provider: target.account?.provider ?? null,
+            externalId: target.externalId,
+            latest: latest.get(target.socialAccountId) ?? null,
+            series: snapshots
               .filter((snapshot) => snapshot.socialAccountId === target.socialAccountId)
               .map(({ socialAccountId: _, ...snapshot }) => snapshot)
-            return {
-              socialAccountId: target.socialAccountId,
-              provider: target.account?.provider ?? null,
-              externalId: target.externalId,
-              latest: series.at(-1) ?? null,
-              series
-            }
-          })
+          }))
         } satisfies PostAnalytics
       })
 
-    const getPost = (teamId: TeamId, postId: PostId) => authorize(policy.canRead(teamId))(() => postAnalyticsOf(teamId, postId))
+    const getPost = (teamId: TeamId, postId: PostId, query: AnalyticsSeriesQuery = {}) =>
+      authorize(policy.canRead(teamId))(() => postAnalyticsOf(teamId, postId, windowOf(query)))
 
     const postEstimate = (teamId: TeamId, postId: PostId) =>
       Effect.gen(function*() {
@@ -160,12 +167,13 @@ export class Analytics extends Effect.Service<Analytics>()("Analytics", {
       Effect.flatMap(repo.account(teamId, socialAccountId), (account) =>
         account === undefined ? Effect.fail(accountNotFound(socialAccountId)) : Effect.succeed(account))
 
-    const getAccount = (teamId: TeamId, socialAccountId: SocialAccountId) =>
+    const getAccount = (teamId: TeamId, socialAccountId: SocialAccountId, query: AnalyticsSeriesQuery = {}) =>
       authorize(policy.canRead(teamId))(() =>
         Effect.gen(function*() {
           const account = yield* accountOf(teamId, socialAccountId)
-          const series = yield* repo.accountSnapshots(socialAccountId)
-          return { socialAccountId, provider: account.provider, latest: series.at(-1) ?? null, series } satisfies AccountAnalytics
+          const series = yield* repo.accountSnapshots(socialAccountId, windowOf(query))
+          const latest = yield* repo.latestAccountSnapshot(socialAccountId)
+          return { socialAccountId, provider: account.provider, latest, series } satisfies AccountAnalytics
         }))
 
     const estimateAccount = (teamId: TeamId, socialAccountId: SocialAccountId) =>

@@ -862,7 +862,7 @@ export type TargetAnalytics = {
      */
     latest: EngagementSnapshot | null;
     /**
-     * Every snapshot, oldest first
+     * The newest snapshots (limit) taken before `before`, oldest first
      */
     series: Array<EngagementSnapshot>;
 };
@@ -896,7 +896,7 @@ export type AccountAnalytics = {
     provider: SocialProvider;
     latest: AccountSnapshot | null;
     /**
-     * Every snapshot, oldest first: one a day, and each refresh
+     * The newest snapshots (limit) taken before `before`, oldest first: one a day, and each refresh
      */
     series: Array<AccountSnapshot>;
 };
@@ -3954,7 +3954,16 @@ export type AnalyticsEstimatePostAnalyticsRefreshData = {
         teamId: TeamId;
         postId: PostId;
     };
-    query?: never;
+    query?: {
+        /**
+         * How many of the newest snapshots each series holds, from 1 to 1000; default 100
+         */
+        limit?: string;
+        /**
+         * Only snapshots taken before this ISO 8601 instant with an offset (the page before a series' oldest takenAt)
+         */
+        before?: string;
+    };
     url: '/v1/teams/{teamId}/posts/{postId}/analytics/refresh/estimate';
 };
 
@@ -4153,7 +4162,16 @@ export type AnalyticsEstimateAccountAnalyticsRefreshData = {
         teamId: TeamId;
         socialAccountId: SocialAccountId;
     };
-    query?: never;
+    query?: {
+        /**
+         * How many of the newest snapshots each series holds, from 1 to 1000; default 100
+         */
+        limit?: string;
+        /**
+         * Only snapshots taken before this ISO 8601 instant with an offset (the page before a series' oldest takenAt)
+         */
+        before?: string;
+    };
     url: '/v1/teams/{teamId}/social-accounts/{socialAccountId}/analytics/refresh/estimate';
 };
 
