@@ -3890,7 +3890,16 @@ export type AnalyticsGetPostAnalyticsData = {
         teamId: TeamId;
         postId: PostId;
     };
-    query?: never;
+    query?: {
+        /**
+         * How many of the newest snapshots each series holds, from 1 to 1000; default 100
+         */
+        limit?: string;
+        /**
+         * Only snapshots taken before this ISO 8601 instant with an offset (the page before a series' oldest takenAt)
+         */
+        before?: string;
+    };
     url: '/v1/teams/{teamId}/posts/{postId}/analytics';
 };
 
@@ -3954,16 +3963,7 @@ export type AnalyticsEstimatePostAnalyticsRefreshData = {
         teamId: TeamId;
         postId: PostId;
     };
-    query?: {
-        /**
-         * How many of the newest snapshots each series holds, from 1 to 1000; default 100
-         */
-        limit?: string;
-        /**
-         * Only snapshots taken before this ISO 8601 instant with an offset (the page before a series' oldest takenAt)
-         */
-        before?: string;
-    };
+    query?: never;
     url: '/v1/teams/{teamId}/posts/{postId}/analytics/refresh/estimate';
 };
 
@@ -4098,7 +4098,16 @@ export type AnalyticsGetAccountAnalyticsData = {
         teamId: TeamId;
         socialAccountId: SocialAccountId;
     };
-    query?: never;
+    query?: {
+        /**
+         * How many of the newest snapshots each series holds, from 1 to 1000; default 100
+         */
+        limit?: string;
+        /**
+         * Only snapshots taken before this ISO 8601 instant with an offset (the page before a series' oldest takenAt)
+         */
+        before?: string;
+    };
     url: '/v1/teams/{teamId}/social-accounts/{socialAccountId}/analytics';
 };
 
@@ -4162,16 +4171,7 @@ export type AnalyticsEstimateAccountAnalyticsRefreshData = {
         teamId: TeamId;
         socialAccountId: SocialAccountId;
     };
-    query?: {
-        /**
-         * How many of the newest snapshots each series holds, from 1 to 1000; default 100
-         */
-        limit?: string;
-        /**
-         * Only snapshots taken before this ISO 8601 instant with an offset (the page before a series' oldest takenAt)
-         */
-        before?: string;
-    };
+    query?: never;
     url: '/v1/teams/{teamId}/social-accounts/{socialAccountId}/analytics/refresh/estimate';
 };
 
