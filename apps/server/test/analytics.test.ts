@@ -4,7 +4,7 @@ import type { PostId, SocialAccountId, TeamId } from "@postline/domain"
 import { ConfigProvider, Effect, Fiber, Layer, TestClock, TestContext } from "effect"
 import { randomUUID } from "node:crypto"
 import { AnalyticsSnapshots } from "../src/Analytics/Snapshots.js"
-import { snapshotOffsetsSeconds } from "../src/Analytics/Schedule.js"
+import { retryAt, snapshotOffsetsSeconds } from "../src/Analytics/Schedule.js"
 import { makeMastodonFake } from "./support/MastodonFake.js"
 import { LocalProviders } from "./support/Providers.js"
 import { makeWebhookReceiver, publishingTeam } from "./support/Publishing.js"
@@ -357,6 +357,49 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
           WHERE post_id = ${post.id} AND social_account_id = ${team.toot.id}`
         // Its next read, an hour after publishing, as the second process set it.
         expect(row!.dueAt.getTime()).toBeGreaterThan(due + 400_000)
+      }))
+
+    it.scoped("a read the provider cannot answer now is tried again five minutes later rather than at the next point", () =>
+      Effect.gen(function*() {
+        const team = yield* publishedToMastodonAndWebhook(5)
+        const post = yield* team.publish("Hello")
+        const snapshots = yield* AnalyticsSnapshots
+        const sql = yield* SqlClient.SqlClient
+        const dueAt = Effect.map(
+          sql<{ dueAt: Date }>`SELECT analytics_due_at AS "dueAt" FROM post_targets
+            WHERE post_id = ${post.id} AND social_account_id = ${team.toot.id}`,
+          ([row]) => row!.dueAt.getTime()
+        )
+        const series = Effect.map(
+          team.client.getPostAnalytics({ urlParams: {}, path: { teamId: team.teamId, postId: post.id } }),
+          (analytics) => mastodonTarget(analytics).series
+        )
+        const runAt = (at: number) =>
+          Effect.zipRight(TestClock.setTime(at), snapshots.snapshotDue).pipe(Effect.provide(TestContext.TestContext))
+        const due = Date.now() + snapshotOffsetsSeconds[0]! * 1000 + 1000
+        team.mastodon.answerNext({ status: 503, body: { error: "Down for maintenance" } })
+        yield* runAt(due)
+        expect(yield* series).toEqual([])
+        expect(yield* dueAt).toBe(due + 300_000)
+        yield* runAt(due + 300_000)
+        expect(yield* series).toHaveLength(1)
+      }))
+
+    it.effect("such retries last an hour after the missed point at most and never pass the next point", () =>
+      Effect.sync(() => {
+        const published = Date.UTC(2026, 0, 1)
+        const at = (minutes: number) => new Date(published + minutes * 60_000)
+        const retryOf = (minutes: number) => retryAt(new Date(published), at(minutes))?.getTime()
+        // After the 7-day point: every five minutes for its hour, then the 30-day point.
+        expect(retryOf(7 * 1440 + 10)).toBe(at(7 * 1440 + 15).getTime())
+        expect(retryOf(7 * 1440 + 55)).toBe(at(7 * 1440 + 60).getTime())
+        expect(retryOf(7 * 1440 + 56)).toBe(at(30 * 1440).getTime())
+        // After the 15-minute point: no retry at or past the 1-hour point.
+        expect(retryOf(54)).toBe(at(59).getTime())
+        expect(retryOf(56)).toBe(at(60).getTime())
+        // After the last point: five minutes later within the hour, then never.
+        expect(retryOf(30 * 1440 + 30)).toBe(at(30 * 1440 + 35).getTime())
+        expect(retryOf(30 * 1440 + 59)).toBeUndefined()
       }))
 
     it.scoped("follow the decaying schedule on a compressed clock, one batched read per account, then never; accounts daily", () =>

@@ -20,3 +20,19 @@ export const nextSnapshotAt = (publishedAt: Date, now: Date): Date | null => {
 
 /** An account's counts are read once a day. */
 export const accountSnapshotSeconds = 86_400
+
+// A read that failed for a while (the provider down, a timeout) is tried again this much later, for at most an
+// hour after the point of the schedule it missed and never past the next point.
+const retrySeconds = 300
+const retryForSeconds = 3_600
+
+/** When to try again a read at `now` that failed for a while: soon, within its retries; else the next point. */
+export const retryAt = (publishedAt: Date, now: Date): Date | null => {
+  const next = nextSnapshotAt(publishedAt, now)
+  const missed = [...snapshotOffsetsSeconds].reverse()
+    .map((seconds) => publishedAt.getTime() + seconds * 1000)
+    .find((at) => at <= now.getTime())
+  const retry = now.getTime() + retrySeconds * 1000
+  const within = missed !== undefined && retry <= missed + retryForSeconds * 1000 && (next === null || retry < next.getTime())
+  return within ? new Date(retry) : next
+}

@@ -6,7 +6,7 @@ import { DispatchSettings } from "../Publishing/Dispatcher.js"
 import type { ReadFailure } from "./Reader.js"
 import { AnalyticsReader } from "./Reader.js"
 import { AnalyticsRepo, type DueTarget, type ReadableAccount } from "./Repo.js"
-import { accountSnapshotSeconds, nextSnapshotAt } from "./Schedule.js"
+import { accountSnapshotSeconds, nextSnapshotAt, retryAt } from "./Schedule.js"
 
 /** Targets claimed at once by one process: several batches of one account's posts. */
 const targetsPerClaim = 100
@@ -26,8 +26,9 @@ const later = (now: Date, seconds: number) => new Date(now.getTime() + seconds *
  * The scheduled snapshots, in the background of every server process: each `SCHEDULER_POLL_MS` it claims the
  * published targets whose read is due (15 min, 1 h, 6 h, 1 d, 3 d, 7 d and 30 d after publishing, then never),
  * reads them per account in the provider's batches within the account's budgets, and stores a snapshot of
- * each; then the accounts whose daily counts are due. A read that fails is logged and skipped: the next is
- * at the next point of the schedule. Free: no credits are spent. Time is the Effect clock's, so that a test
+ * each; then the accounts whose daily counts are due. A read that fails for a while (the provider down) is
+ * tried again every five minutes for an hour, never past the next point; one the provider refuses is logged
+ * and skipped: the next is at the next point of the schedule. Free: no credits are spent. Time is the Effect clock's, so that a test
  * can move it.
  */
 export class AnalyticsSnapshots extends Effect.Service<AnalyticsSnapshots>()("AnalyticsSnapshots", {
@@ -78,8 +79,13 @@ export class AnalyticsSnapshots extends Effect.Service<AnalyticsSnapshots>()("An
         const read = yield* Effect.either(reader.engagement(account, held.map((target) => target.externalId), now))
         if (Either.isLeft(read)) {
           yield* logFailure("posts' engagement", account, read.left)
+          const failure = read.left
           const next = (target: DueTarget) =>
-            read.left._tag === "OverBudget" ? later(now, overBudgetSeconds) : nextSnapshotAt(target.publishedAt, now)
+            failure._tag === "OverBudget"
+              ? later(now, overBudgetSeconds)
+              : failure.error?.retryable
+              ? retryAt(target.publishedAt, now)
+              : nextSnapshotAt(target.publishedAt, now)
           return yield* move(held, next, lease)
         }
         const byExternalId = new Map(read.right.map((engagement) => [engagement.externalId, engagement]))
