@@ -1,9 +1,9 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
-import { Schema } from "effect"
+import { Schema, Struct } from "effect"
 import { CreditBalance } from "./Credits.js"
 import { BillingDisabled, NotFound } from "./Errors.js"
-import { integer, invalidUnless, strict, Timestamp, WebsiteUrl } from "./Fields.js"
-import { OrganizationPath, SubscriptionStatus } from "./Organizations.js"
+import { integer, invalidUnless, strict, WebsiteUrl } from "./Fields.js"
+import { Organization, OrganizationPath } from "./Organizations.js"
 
 /** The most credits one setting may name: far above any pack, far below what bigint columns hold. */
 export const maxCredits = 1_000_000_000
@@ -42,18 +42,21 @@ export const SpendCap = Schema.Struct({
   spentThisMonth: integer("Credits spent or held this calendar month (UTC)")
 }).annotations({ identifier: "SpendCap" })
 
-/** What admins, owners and API keys see beyond the credits. */
+/** What admins, owners and API keys see beyond the credits: the organization's payment and subscription fields, and more. */
 export const BillingAccount = Schema.Struct({
-  paymentCustomerId: Schema.NullOr(Schema.String),
-  paymentSubscriptionId: Schema.NullOr(Schema.String),
-  paymentPaymentMethodId: Schema.NullOr(Schema.String),
-  paymentMeteredSubscriptionItemId: Schema.NullOr(Schema.String),
-  isSubscribed: Schema.Boolean,
-  subscriptionStatus: SubscriptionStatus,
-  subscriptionPlan: Schema.NullOr(Schema.String),
-  subscriptionStartedAt: Schema.NullOr(Timestamp),
-  subscriptionEndsAt: Schema.NullOr(Timestamp),
-  subscriptionCurrentPeriodEnd: Schema.NullOr(Timestamp),
+  ...Struct.pick(
+    Organization.fields,
+    "paymentCustomerId",
+    "paymentSubscriptionId",
+    "paymentPaymentMethodId",
+    "paymentMeteredSubscriptionItemId",
+    "isSubscribed",
+    "subscriptionStatus",
+    "subscriptionPlan",
+    "subscriptionStartedAt",
+    "subscriptionEndsAt",
+    "subscriptionCurrentPeriodEnd"
+  ),
   autoRecharge: AutoRecharge,
   spendCap: SpendCap
 }).annotations({ identifier: "BillingAccount" })

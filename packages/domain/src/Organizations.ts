@@ -70,15 +70,21 @@ export const OnboardingData = Schema.Struct({
 }).annotations({ ...strict, identifier: "OnboardingData" })
 export type OnboardingData = typeof OnboardingData.Type
 
+/** An id at the payment provider: billing's, so shown to admins, owners and API keys only. */
+const paymentIdentifier = (what: string) =>
+  Schema.NullOr(Schema.String).annotations({
+    description: `The payment provider's id of the organization's ${what}; null when there is none, and for members who are not admins or owners`
+  })
+
 export const Organization = Schema.Struct({
   id: OrganizationId,
   name: Name,
   billingEmail: Schema.NullOr(Schema.String),
   onboardingData: Schema.NullOr(OnboardingData),
-  paymentCustomerId: Schema.NullOr(Schema.String),
-  paymentSubscriptionId: Schema.NullOr(Schema.String),
-  paymentPaymentMethodId: Schema.NullOr(Schema.String),
-  paymentMeteredSubscriptionItemId: Schema.NullOr(Schema.String),
+  paymentCustomerId: paymentIdentifier("customer"),
+  paymentSubscriptionId: paymentIdentifier("subscription"),
+  paymentPaymentMethodId: paymentIdentifier("saved payment method"),
+  paymentMeteredSubscriptionItemId: paymentIdentifier("subscription's metered item"),
   creditsBalance: Schema.Number,
   reservedCredits: Schema.Number,
   autoRechargeEnabled: Schema.Boolean,

@@ -36,9 +36,21 @@ export type Organization = {
     name: Name;
     billingEmail: string | null;
     onboardingData: OnboardingData | null;
+    /**
+     * The payment provider's id of the organization's customer; null when there is none, and for members who are not admins or owners
+     */
     paymentCustomerId: string | null;
+    /**
+     * The payment provider's id of the organization's subscription; null when there is none, and for members who are not admins or owners
+     */
     paymentSubscriptionId: string | null;
+    /**
+     * The payment provider's id of the organization's saved payment method; null when there is none, and for members who are not admins or owners
+     */
     paymentPaymentMethodId: string | null;
+    /**
+     * The payment provider's id of the organization's subscription's metered item; null when there is none, and for members who are not admins or owners
+     */
     paymentMeteredSubscriptionItemId: string | null;
     creditsBalance: number;
     reservedCredits: number;
@@ -1359,9 +1371,21 @@ export type PlanOffer = {
 };
 
 export type BillingAccount = {
+    /**
+     * The payment provider's id of the organization's customer; null when there is none, and for members who are not admins or owners
+     */
     paymentCustomerId: string | null;
+    /**
+     * The payment provider's id of the organization's subscription; null when there is none, and for members who are not admins or owners
+     */
     paymentSubscriptionId: string | null;
+    /**
+     * The payment provider's id of the organization's saved payment method; null when there is none, and for members who are not admins or owners
+     */
     paymentPaymentMethodId: string | null;
+    /**
+     * The payment provider's id of the organization's subscription's metered item; null when there is none, and for members who are not admins or owners
+     */
     paymentMeteredSubscriptionItemId: string | null;
     isSubscribed: boolean;
     subscriptionStatus: SubscriptionStatus;
@@ -1763,9 +1787,21 @@ export type OrganizationsCreateOrganizationResponses = {
         name: Name;
         billingEmail: string | null;
         onboardingData: OnboardingData | null;
+        /**
+         * The payment provider's id of the organization's customer; null when there is none, and for members who are not admins or owners
+         */
         paymentCustomerId: string | null;
+        /**
+         * The payment provider's id of the organization's subscription; null when there is none, and for members who are not admins or owners
+         */
         paymentSubscriptionId: string | null;
+        /**
+         * The payment provider's id of the organization's saved payment method; null when there is none, and for members who are not admins or owners
+         */
         paymentPaymentMethodId: string | null;
+        /**
+         * The payment provider's id of the organization's subscription's metered item; null when there is none, and for members who are not admins or owners
+         */
         paymentMeteredSubscriptionItemId: string | null;
         creditsBalance: number;
         reservedCredits: number;
