@@ -2,7 +2,9 @@ import { SqlClient } from "@effect/sql"
 import type { OrganizationId, SubscriptionStatus } from "@postline/domain"
 import { Effect, Option } from "effect"
 import { policyRequire } from "../Access/Authorization.js"
-import { isoUtc, selectFields } from "../Database/Columns.js"
+import { spentThisMonthOf } from "../Credits/Repo.js"
+import { selectFields } from "../Database/Columns.js"
+import { billingFieldsOf } from "../Organizations/Repo.js"
 
 /** An organization's billing as stored, one row. */
 export interface BillingRow {
@@ -55,30 +57,17 @@ const subscribedStatuses = ["active", "trialing", "past_due"]
 export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const thisMonth = sql`date_trunc('month', now() AT TIME ZONE 'UTC')::date`
 
     const columns = selectFields<BillingRow>(sql, {
       name: "o.name",
       balance: "o.credits_balance::float8",
       reserved: "o.reserved_credits::float8",
       available: "(o.credits_balance - o.reserved_credits)::float8",
-      paymentCustomerId: "o.payment_customer_id",
-      paymentSubscriptionId: "o.payment_subscription_id",
-      paymentPaymentMethodId: "o.payment_payment_method_id",
-      paymentMeteredSubscriptionItemId: "o.payment_metered_subscription_item_id",
-      isSubscribed: "o.is_subscribed",
-      subscriptionStatus: "o.subscription_status",
-      subscriptionPlan: "o.subscription_plan",
-      subscriptionStartedAt: isoUtc("o.subscription_started_at"),
-      subscriptionEndsAt: isoUtc("o.subscription_ends_at"),
-      subscriptionCurrentPeriodEnd: isoUtc("o.subscription_current_period_end"),
-      autoRechargeEnabled: "o.auto_recharge_enabled",
-      autoRechargeThreshold: "o.auto_recharge_threshold::float8",
-      autoRechargeAmount: "o.auto_recharge_amount::float8",
+      ...billingFieldsOf(),
       autoRechargePending: "o.auto_recharge_token IS NOT NULL",
       autoRechargeLastError: "o.auto_recharge_last_error",
       spendCap: "o.spend_cap::float8",
-      spentThisMonth: sql`(CASE WHEN o.spend_month = ${thisMonth} THEN o.month_spent ELSE 0 END)::float8`
+      spentThisMonth: sql`${spentThisMonthOf(sql)}::float8`
     })
 
     const find = (organizationId: OrganizationId, lock = false) =>

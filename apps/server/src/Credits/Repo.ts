@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import {
   type CreditBalance,
   type CreditTransaction,
@@ -25,6 +25,13 @@ export interface AnalyticsRead {
   readonly postId?: PostId
   readonly amount: number
 }
+
+/** The first day of the current calendar month, UTC: the month of the spend cap. */
+const thisMonthOf = (sql: Statement.Constructor) => sql`date_trunc('month', now() AT TIME ZONE 'UTC')::date`
+
+/** What an organization's row says was spent or held this calendar month (its `month_spent` is of `spend_month`). */
+export const spentThisMonthOf = (sql: Statement.Constructor) =>
+  sql`(CASE WHEN spend_month = ${thisMonthOf(sql)} THEN month_spent ELSE 0 END)`
 
 /**
  * The credits ledger. Every change of an organization's balance or reserved
@@ -67,8 +74,8 @@ export class CreditsRepo extends Effect.Service<CreditsRepo>()("CreditsRepo", {
         rowsFrom: sql`FROM credit_transactions c WHERE c.organization_id = ${organizationId}`
       }).pipe(Effect.orDie, policyRequire("Credits", "audit"))
 
-    const thisMonth = sql`date_trunc('month', now() AT TIME ZONE 'UTC')::date`
-    const spentThisMonth = sql`(CASE WHEN spend_month = ${thisMonth} THEN month_spent ELSE 0 END)`
+    const thisMonth = thisMonthOf(sql)
+    const spentThisMonth = spentThisMonthOf(sql)
 
     /** 402 naming the monthly spend cap, when it is what stopped a spend; none when something else did. */
     const capReached = (organizationId: OrganizationId, spent: number) =>

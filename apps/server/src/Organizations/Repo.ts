@@ -13,6 +13,26 @@ const membershipSortColumns: SortColumns = {
   id: "m.organization_id"
 }
 
+/**
+ * The billing fields of `organizations o`, named as both the contract's Organization and billing's state name
+ * them; `identifier` shows or hides the payment provider's ids.
+ */
+export const billingFieldsOf = (identifier: (column: string) => string = (column) => column) => ({
+  paymentCustomerId: identifier("o.payment_customer_id"),
+  paymentSubscriptionId: identifier("o.payment_subscription_id"),
+  paymentPaymentMethodId: identifier("o.payment_payment_method_id"),
+  paymentMeteredSubscriptionItemId: identifier("o.payment_metered_subscription_item_id"),
+  isSubscribed: "o.is_subscribed",
+  subscriptionStatus: "o.subscription_status",
+  subscriptionPlan: "o.subscription_plan",
+  subscriptionStartedAt: isoUtc("o.subscription_started_at"),
+  subscriptionEndsAt: isoUtc("o.subscription_ends_at"),
+  subscriptionCurrentPeriodEnd: isoUtc("o.subscription_current_period_end"),
+  autoRechargeEnabled: "o.auto_recharge_enabled",
+  autoRechargeThreshold: "o.auto_recharge_threshold::float8",
+  autoRechargeAmount: "o.auto_recharge_amount::float8"
+})
+
 export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("OrganizationsRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -27,21 +47,9 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
         name: "o.name",
         billingEmail: "o.billing_email",
         onboardingData: "o.onboarding_data",
-        paymentCustomerId: identifier("o.payment_customer_id"),
-        paymentSubscriptionId: identifier("o.payment_subscription_id"),
-        paymentPaymentMethodId: identifier("o.payment_payment_method_id"),
-        paymentMeteredSubscriptionItemId: identifier("o.payment_metered_subscription_item_id"),
+        ...billingFieldsOf(identifier),
         creditsBalance: "o.credits_balance::float8",
         reservedCredits: "o.reserved_credits::float8",
-        autoRechargeEnabled: "o.auto_recharge_enabled",
-        autoRechargeThreshold: "o.auto_recharge_threshold::float8",
-        autoRechargeAmount: "o.auto_recharge_amount::float8",
-        isSubscribed: "o.is_subscribed",
-        subscriptionStatus: "o.subscription_status",
-        subscriptionPlan: "o.subscription_plan",
-        subscriptionStartedAt: isoUtc("o.subscription_started_at"),
-        subscriptionEndsAt: isoUtc("o.subscription_ends_at"),
-        subscriptionCurrentPeriodEnd: isoUtc("o.subscription_current_period_end"),
         createdAt: isoUtc("o.created_at"),
         updatedAt: isoUtc("o.updated_at")
       })
