@@ -165,7 +165,7 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("AnalyticsRep
             Effect.orDie
           )
 
-    /** Up to `limit` targets due at `now`, oldest due first, leased until `leasedUntil`. */
+    /** Up to `limit` targets due at `now`, oldest due first, leased until `leasedUntil`; answered in publishing order. */
     const claimDueTargets = (now: Date, limit: number, leasedUntil: Date) =>
       sql<DueTarget>`WITH due AS (
           SELECT post_id, social_account_id FROM post_targets WHERE analytics_due_at <= ${now}
@@ -177,7 +177,8 @@ export class AnalyticsRepo extends Effect.Service<AnalyticsRepo>()("AnalyticsRep
         SELECT l.post_id AS "postId", l.social_account_id AS "socialAccountId", l.external_id AS "externalId",
           l.published_at AS "publishedAt", ${sql.literal(accountJson)} AS account
         FROM leased l JOIN posts p ON p.id = l.post_id
-          LEFT JOIN social_accounts sa ON sa.id = l.social_account_id AND sa.team_id = p.team_id`.pipe(Effect.orDie)
+          LEFT JOIN social_accounts sa ON sa.id = l.social_account_id AND sa.team_id = p.team_id
+        ORDER BY l.published_at, l.post_id`.pipe(Effect.orDie)
 
     /**
      * Moves each target still leased until `heldUntil` to its `at` (a new lease, its next read, or null: never);
