@@ -137,6 +137,11 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
         const published = outcome._tag === "Published" ? outcome.published : undefined
         const error = outcome._tag === "Published" ? undefined : outcome.error
         const result = outcome._tag === "Published" ? "published" : outcome._tag === "Failed" ? "failed" : "unknown"
+        // A published target's first analytics read; a webhook has none to read, so its target is never due.
+        const analyticsDue = published
+          ? sql`CASE WHEN (SELECT provider FROM social_accounts WHERE id = ${socialAccountId}) <> 'webhook'
+              THEN now() + make_interval(secs => ${snapshotOffsetsSeconds[0]!}) END`
+          : null
         // One statement: the attempt, its target only if this finished the attempt, and the event of its end.
         const finished = yield* sql`WITH finished AS (
             UPDATE publish_attempts SET finished_at = now(), result = ${result},
@@ -148,7 +153,7 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
             UPDATE post_targets SET status = ${published ? "published" : "failed"},
               external_id = ${published?.externalId ?? null}, url = ${published?.url ?? null},
               published_at = ${published ? sql`now()` : null},
-              analytics_due_at = ${published ? sql`now() + make_interval(secs => ${snapshotOffsetsSeconds[0]!})` : null},
+              analytics_due_at = ${analyticsDue},
               error_category = ${error?.category ?? null}, error_message = ${error?.message ?? null},
               error_retryable = ${error?.retryable ?? null},
               credits_spent = ${published ? sql`credits_reserved` : 0}, credits_reserved = 0, updated_at = now()

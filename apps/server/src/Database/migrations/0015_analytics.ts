@@ -51,13 +51,14 @@ export default Effect.gen(function*() {
   yield* sql`ALTER TABLE post_targets ADD COLUMN analytics_due_at timestamptz(3)`
   yield* sql`CREATE INDEX post_targets_analytics_due ON post_targets (analytics_due_at) WHERE analytics_due_at IS NOT NULL`
   // Targets published in the last 30 days join the schedule at its next point after now (older ones have passed
-  // its end): a bounded backlog at deploy, spread over the schedule, rather than every past post due at once. The
+  // its end; a webhook has nothing to read): a bounded backlog at deploy, spread over the schedule, rather than every past post due at once. The
   // schedule's offsets as of this migration (Analytics/Schedule.ts), in seconds.
   yield* sql`UPDATE post_targets pt SET analytics_due_at = (
       SELECT min(pt.published_at + make_interval(secs => o.seconds)) FROM unnest(ARRAY[
         900, 3600, 21600, 86400, 259200, 604800, 2592000]) AS o (seconds)
       WHERE pt.published_at + make_interval(secs => o.seconds) > now())
-    WHERE pt.status = 'published' AND pt.external_id IS NOT NULL AND pt.published_at > now() - interval '30 days'`
+    WHERE pt.status = 'published' AND pt.external_id IS NOT NULL AND pt.published_at > now() - interval '30 days'
+      AND NOT EXISTS (SELECT 1 FROM social_accounts sa WHERE sa.id = pt.social_account_id AND sa.provider = 'webhook')`
   // Connecting verified the account just now: its first daily counts a day later; accounts there before, soon.
   yield* sql`ALTER TABLE social_accounts ADD COLUMN analytics_due_at timestamptz(3) DEFAULT now()`
   yield* sql`ALTER TABLE social_accounts ALTER COLUMN analytics_due_at SET DEFAULT now() + interval '1 day'`
@@ -70,9 +71,13 @@ const addLedgerKind = (sql: SqlClient.SqlClient, kind: "analytics") =>
     const [row] = yield* sql<{ readonly definition: string }>`
       SELECT pg_get_constraintdef(oid) AS definition FROM pg_constraint
       WHERE conrelid = 'credit_transactions'::regclass AND conname = 'credit_transactions_kind_check'`
-    const kinds = [...(row?.definition ?? "").matchAll(/'([a-z_]+)'/g)].map((match) => match[1]!)
+    // Without it the kinds before are unknown: replacing it with `analytics` alone would refuse every other entry.
+    if (row === undefined) {
+      return yield* Effect.dieMessage("credit_transactions_kind_check is missing: the ledger's kinds cannot be extended")
+    }
+    const kinds = [...row.definition.matchAll(/'([a-z_]+)'/g)].map((match) => match[1]!)
     const all = [...new Set([...kinds, kind])]
-    yield* sql`ALTER TABLE credit_transactions DROP CONSTRAINT IF EXISTS credit_transactions_kind_check`
+    yield* sql`ALTER TABLE credit_transactions DROP CONSTRAINT credit_transactions_kind_check`
     // DDL takes no parameters; every kind matched [a-z_]+ above.
     const list = all.map((each) => `'${each}'`).join(", ")
     yield* sql`ALTER TABLE credit_transactions ADD CONSTRAINT credit_transactions_kind_check
