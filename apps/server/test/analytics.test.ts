@@ -244,7 +244,9 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
         expect(short.body).toEqual({ _tag: "PaymentRequired", message: "Reading analytics needs 1 credits and the organization has 0 available" })
 
         const webhook = yield* team.call("POST", `/social-accounts/${team.hook.id}/analytics/refresh`)
-        expect(webhook).toMatchObject({ status: 400, body: { _tag: "BadRequest", message: "A webhook account has no analytics to read" } })
+        // A webhook has nothing to read: free, as the estimate says and as for a post published only to webhooks.
+        expect(webhook).toMatchObject({ status: 200, body: { socialAccountId: team.hook.id, provider: "webhook", latest: null, series: [] } })
+        expect(yield* analyticsLedgerOf(team.organization.id)).toHaveLength(1)
         expect((yield* team.call("GET", `/social-accounts/${team.hook.id}/analytics/refresh/estimate`)).body)
           .toMatchObject({ total: 0, perAccount: [{ socialAccountId: team.hook.id, credits: 0 }] })
 
