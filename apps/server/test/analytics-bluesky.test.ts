@@ -1,5 +1,6 @@
 import { describe, expect, layer } from "@effect/vitest"
 import type { PostId, SocialAccountId, TeamId } from "@postline/domain"
+import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { BlueskyAppViewNetwork } from "./support/BlueskyNetwork.js"
 import { publishingTeam } from "./support/Publishing.js"
@@ -49,6 +50,14 @@ layer(Layer.merge(TestServer, BlueskyAppViewNetwork.layer), { excludeTestService
         })
         expect(account.latest).toEqual({ takenAt: expect.any(String), followers: 2, following: 1, posts: 3 })
         // One credit for each read: 5 - 1 (publishing) - 2.
+        expect(yield* team.credit).toEqual({ balance: 2, reserved: 0, available: 2 })
+
+        // A read the AppView refuses as a bad request is not the post's content at fault (as a refused write would be).
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`UPDATE post_targets SET external_id = 'at://not-a-did/app.bsky.feed.post/x' WHERE post_id = ${post.id}`
+        const refused = yield* team.call("POST", `/posts/${post.id}/analytics/refresh`)
+        expect(refused.status).toBe(409)
+        expect(refused.body.message).toContain(`The bluesky account ${sky.id} could not be read: bluesky unknown (400)`)
         expect(yield* team.credit).toEqual({ balance: 2, reserved: 0, available: 2 })
       }))
   })

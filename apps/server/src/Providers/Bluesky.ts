@@ -74,7 +74,7 @@ const authErrors = new Set(["ExpiredToken", "InvalidToken", "AccountTakedown", "
  * What a failed call means. `during` tells 400 apart: at login the identifier is malformed (`auth`);
  * when writing, the record is invalid (`invalid_content`).
  */
-const toProviderError = (atproto: AtProto, during: "login" | "write") => (error: unknown): ProviderError => {
+const toProviderError = (atproto: AtProto, during: "login" | "write" | "read") => (error: unknown): ProviderError => {
   if (error instanceof ProviderError) return error
   for (let cause = error; cause instanceof Error; cause = cause.cause) {
     if (cause instanceof OutboundError) return fromOutbound("bluesky", cause)
@@ -92,7 +92,10 @@ const toProviderError = (atproto: AtProto, during: "login" | "write") => (error:
     status: error.status,
     header: (name) => error.headers?.[name],
     providerMessage: `${error.error}: ${error.message}`,
-    clientError: error.status === 400 || error.status === 413 ? (during === "login" ? "auth" : "invalid_content") : "unknown",
+    // A refused login is the credentials', a refused write the content's; a refused read neither.
+    clientError: error.status === 400 || error.status === 413
+      ? (during === "login" ? "auth" : during === "write" ? "invalid_content" : "unknown")
+      : "unknown",
     ...(authErrors.has(error.error) ? { category: "auth" as const } : {})
   })
 }
@@ -111,7 +114,8 @@ export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
 
     const withSession = <A>(
       credentials: CredentialsOf<"bluesky">,
-      use: (atproto: AtProto, agent: AtpAgent, session: { readonly did: string; readonly handle: string }) => Promise<A>
+      use: (atproto: AtProto, agent: AtpAgent, session: { readonly did: string; readonly handle: string }) => Promise<A>,
+      during: "write" | "read" = "write"
     ) =>
       Effect.flatMap(loadAtProto, (atproto) =>
         Effect.acquireUseRelease(
@@ -123,7 +127,7 @@ export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
             },
             catch: toProviderError(atproto, "login")
           }),
-          ({ agent, session }) => Effect.tryPromise({ try: () => use(atproto, agent, session), catch: toProviderError(atproto, "write") }),
+          ({ agent, session }) => Effect.tryPromise({ try: () => use(atproto, agent, session), catch: toProviderError(atproto, during) }),
           ({ agent }) => Effect.promise(() => agent.logout().catch(() => undefined))
         ))
 
@@ -229,7 +233,7 @@ export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
               views: null,
               raw: post
             }))
-          }),
+          }, "read"),
         accountCounts: (account) =>
           withSession(account.credentials, async (_atproto, agent, { did }) => {
             const { data } = await agent.app.bsky.actor.getProfile({ actor: did })
@@ -239,7 +243,7 @@ export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
               posts: data.postsCount ?? null,
               raw: data
             }
-          })
+          }, "read")
       }
     }
     return provider
