@@ -69,8 +69,9 @@ export class BillingSettings extends Effect.Service<BillingSettings>()("Billing/
       }),
       Config.withDefault(2000)
     )
+    // Billing off is said by GET …/billing (enabled: false), not logged: this runs before the database opens, where
+    // a start that fails must leave its one FATAL line alone.
     if (Option.isNone(secretKey)) {
-      yield* Effect.logInfo("STRIPE_SECRET_KEY is not set: billing is off, credits are granted with the admin command")
       return { stripe: Option.none<StripeSettings>(), packs: [] as ReadonlyArray<PackSetting>, plan: Option.none<PlanSetting>(), rechargePollMs }
     }
     const webhookSecret = yield* setting("STRIPE_WEBHOOK_SECRET")
