@@ -1,6 +1,6 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { type OrganizationId } from "@postline/domain"
+import { Organization, type OrganizationId } from "@postline/domain"
 import { Effect } from "effect"
 import { organizationKeys } from "./support/ResponseFields.js"
 import { raw, signUp, TestServer } from "./support/TestServer.js"
@@ -28,6 +28,14 @@ layer(TestServer, { excludeTestServices: true })("organizations", (it) => {
         expect(response.contentType).toMatch(/^application\/json/)
         const org = response.body
         expect(Object.keys(org).sort()).toEqual(organizationKeys)
+        // In the contract's order (its section 2, as the schema lists them), got and listed too: rows are sent as
+        // they come, so the statement's column order is the answer's.
+        const contractOrder = Object.keys(Organization.fields)
+        expect(Object.keys(org)).toEqual(contractOrder)
+        const got = yield* raw({ method: "GET", path: `/v1/organizations/${org.id}`, token: alice.token })
+        expect(Object.keys(got.body)).toEqual(contractOrder)
+        const listed = yield* raw({ method: "GET", path: "/v1/organizations", token: alice.token })
+        expect(Object.keys(listed.body.data[0])).toEqual(contractOrder)
         expect(org).toMatchObject({
           name: "Acme",
           billingEmail: null,

@@ -58,12 +58,15 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
+    const billing = billingFieldsOf()
     const columns = selectFields<BillingRow>(sql, {
       name: "o.name",
       balance: "o.credits_balance::float8",
       reserved: "o.reserved_credits::float8",
       available: "(o.credits_balance - o.reserved_credits)::float8",
-      ...billingFieldsOf(),
+      ...billing.payment,
+      ...billing.subscription,
+      ...billing.autoRecharge,
       autoRechargePending: "o.auto_recharge_token IS NOT NULL",
       autoRechargeLastError: "o.auto_recharge_last_error",
       spendCap: "o.spend_cap::float8",

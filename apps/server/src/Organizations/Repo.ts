@@ -14,23 +14,30 @@ const membershipSortColumns: SortColumns = {
 }
 
 /**
- * The billing fields of `organizations o`, named as both the contract's Organization and billing's state name
- * them; `identifier` shows or hides the payment provider's ids.
+ * The billing fields of `organizations o`, in three groups so that each reader puts them in its own order (the
+ * contract's Organization has the credits between the payment ids and auto-recharge), named as both the contract's
+ * Organization and billing's state name them; `identifier` shows or hides the payment provider's ids.
  */
 export const billingFieldsOf = (identifier: (column: string) => string = (column) => column) => ({
-  paymentCustomerId: identifier("o.payment_customer_id"),
-  paymentSubscriptionId: identifier("o.payment_subscription_id"),
-  paymentPaymentMethodId: identifier("o.payment_payment_method_id"),
-  paymentMeteredSubscriptionItemId: identifier("o.payment_metered_subscription_item_id"),
-  isSubscribed: "o.is_subscribed",
-  subscriptionStatus: "o.subscription_status",
-  subscriptionPlan: "o.subscription_plan",
-  subscriptionStartedAt: isoUtc("o.subscription_started_at"),
-  subscriptionEndsAt: isoUtc("o.subscription_ends_at"),
-  subscriptionCurrentPeriodEnd: isoUtc("o.subscription_current_period_end"),
-  autoRechargeEnabled: "o.auto_recharge_enabled",
-  autoRechargeThreshold: "o.auto_recharge_threshold::float8",
-  autoRechargeAmount: "o.auto_recharge_amount::float8"
+  payment: {
+    paymentCustomerId: identifier("o.payment_customer_id"),
+    paymentSubscriptionId: identifier("o.payment_subscription_id"),
+    paymentPaymentMethodId: identifier("o.payment_payment_method_id"),
+    paymentMeteredSubscriptionItemId: identifier("o.payment_metered_subscription_item_id")
+  },
+  autoRecharge: {
+    autoRechargeEnabled: "o.auto_recharge_enabled",
+    autoRechargeThreshold: "o.auto_recharge_threshold::float8",
+    autoRechargeAmount: "o.auto_recharge_amount::float8"
+  },
+  subscription: {
+    isSubscribed: "o.is_subscribed",
+    subscriptionStatus: "o.subscription_status",
+    subscriptionPlan: "o.subscription_plan",
+    subscriptionStartedAt: isoUtc("o.subscription_started_at"),
+    subscriptionEndsAt: isoUtc("o.subscription_ends_at"),
+    subscriptionCurrentPeriodEnd: isoUtc("o.subscription_current_period_end")
+  }
 })
 
 export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("OrganizationsRepo", {
@@ -41,18 +48,22 @@ export class OrganizationsRepo extends Effect.Service<OrganizationsRepo>()("Orga
      * The exact JSON form of the contract's Organization: rows are sent as they come. `identifier` shows or hides
      * a payment identifier (the provider's customer, subscription, card and metered item ids).
      */
-    const columnsWith = (identifier: (column: string) => string) =>
-      selectFields<Organization>(sql, {
+    const columnsWith = (identifier: (column: string) => string) => {
+      const billing = billingFieldsOf(identifier)
+      return selectFields<Organization>(sql, {
         id: "o.id",
         name: "o.name",
         billingEmail: "o.billing_email",
         onboardingData: "o.onboarding_data",
-        ...billingFieldsOf(identifier),
+        ...billing.payment,
         creditsBalance: "o.credits_balance::float8",
         reservedCredits: "o.reserved_credits::float8",
+        ...billing.autoRecharge,
+        ...billing.subscription,
         createdAt: isoUtc("o.created_at"),
         updatedAt: isoUtc("o.updated_at")
       })
+    }
     // For the organization's API keys and its admins and owners.
     const columns = columnsWith((column) => column)
     // Through the caller's membership `m`: the payment identifiers are billing's, null for plain members.
