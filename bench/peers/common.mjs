@@ -14,15 +14,18 @@ import { createHash, createHmac, timingSafeEqual } from "node:crypto"
 
 const isoOf = (column) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
 const fields = (record) => Object.entries(record).map(([field, expression]) => `${expression} AS "${field}"`).join(", ")
+// The organizations are listed through the caller's membership \`m\`: the payment provider's ids are null for
+// members who are not admins or owners, as in the server.
+const memberHidden = (column) => `CASE WHEN m.role IN ('admin', 'owner') THEN ${column} END`
 const orgColumns = fields({
   id: "o.id",
   name: "o.name",
   billingEmail: "o.billing_email",
   onboardingData: "o.onboarding_data",
-  paymentCustomerId: "o.payment_customer_id",
-  paymentSubscriptionId: "o.payment_subscription_id",
-  paymentPaymentMethodId: "o.payment_payment_method_id",
-  paymentMeteredSubscriptionItemId: "o.payment_metered_subscription_item_id",
+  paymentCustomerId: memberHidden("o.payment_customer_id"),
+  paymentSubscriptionId: memberHidden("o.payment_subscription_id"),
+  paymentPaymentMethodId: memberHidden("o.payment_payment_method_id"),
+  paymentMeteredSubscriptionItemId: memberHidden("o.payment_metered_subscription_item_id"),
   creditsBalance: "o.credits_balance::float8",
   reservedCredits: "o.reserved_credits::float8",
   autoRechargeEnabled: "o.auto_recharge_enabled",
