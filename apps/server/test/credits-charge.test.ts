@@ -1,6 +1,6 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import type { OrganizationId, SocialAccountId } from "@postline/domain"
+import type { OrganizationId, PostId, SocialAccountId } from "@postline/domain"
 import { Effect, Layer } from "effect"
 import { randomUUID } from "node:crypto"
 import { withSystemActor } from "../src/Access/Authorization.js"
@@ -49,6 +49,47 @@ layer(Layer.provideMerge(CreditsRepo.Default, TestServer), { excludeTestServices
         // Free reads need no credits.
         yield* withSystemActor(credits.charge(organizationId, [{ socialAccountId: a, amount: 0 }]))
         expect(yield* credit).toEqual({ balance: 1, reserved: 1, available: 0 })
+      }))
+  })
+
+  describe("settle", () => {
+    const spentThisMonth = (organizationId: OrganizationId) =>
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql<{ spent: number }>`SELECT (CASE WHEN spend_month = date_trunc('month', now() AT TIME ZONE 'UTC')::date
+            THEN month_spent ELSE 0 END)::float8 AS spent FROM organizations WHERE id = ${organizationId}`.pipe(
+          Effect.map(([row]) => row!.spent)
+        ))
+
+    it.effect("a release gives its credits back to this month's spend only when the hold was made this month", () =>
+      Effect.gen(function*() {
+        const { organization } = yield* publishingTeam(20)
+        const sql = yield* SqlClient.SqlClient
+        const credits = yield* CreditsRepo
+        const organizationId = organization.id as OrganizationId
+        const holdOf = (amount: number) => ({
+          postId: randomUUID() as PostId,
+          socialAccountId: randomUUID() as SocialAccountId,
+          amount
+        })
+        const old = holdOf(3)
+        const recent = holdOf(2)
+        yield* withSystemActor(credits.reserve(organizationId, [old]))
+        // A month passes: the hold was last month's, and so was its spend.
+        yield* sql`UPDATE credit_transactions SET created_at = created_at - interval '40 days'
+          WHERE organization_id = ${organizationId} AND post_id = ${old.postId}`
+        yield* sql`UPDATE organizations SET spend_month = (date_trunc('month', now() AT TIME ZONE 'UTC') - interval '1 month')::date
+          WHERE id = ${organizationId}`
+        expect(yield* spentThisMonth(organizationId)).toBe(0)
+
+        yield* withSystemActor(credits.reserve(organizationId, [recent]))
+        expect(yield* spentThisMonth(organizationId)).toBe(2)
+        // Last month's hold released: this month's spend stays.
+        yield* withSystemActor(credits.settle(organizationId, old, "release"))
+        expect(yield* spentThisMonth(organizationId)).toBe(2)
+        // This month's hold released: given back.
+        yield* withSystemActor(credits.settle(organizationId, recent, "release"))
+        expect(yield* spentThisMonth(organizationId)).toBe(0)
+        expect((yield* ledgerOf(organizationId)).map(({ kind }) => kind).sort()).toEqual(["release", "release", "reserve", "reserve"])
       }))
   })
 })

@@ -95,14 +95,14 @@ export class CreditsRepo extends Effect.Service<CreditsRepo>()("CreditsRepo", {
      * the available credits (a hold, a direct charge) is a spend: it counts against the monthly spend cap, checked
      * in this very statement, and when it leaves the available credits below the auto-recharge threshold it
      * decides a recharge unless one is under way (Billing/Recharger.ts starts it). A release gives its credits
-     * back to the month; grants and the settling of a hold are no spend.
+     * back to the month (`spent` negative); grants and the settling of a hold are no spend.
      */
     const move = (
       organizationId: OrganizationId,
       deltas: { readonly balance: number; readonly reserved: number },
-      guard = sql`TRUE`
+      guard = sql`TRUE`,
+      spent = deltas.balance > 0 ? 0 : deltas.reserved - deltas.balance
     ) => {
-      const spent = deltas.balance > 0 ? 0 : deltas.reserved - deltas.balance
       const spending = spent > 0
       const availableAfter = sql`credits_balance + ${deltas.balance} - reserved_credits - ${deltas.reserved}`
       return sql<CreditBalance>`UPDATE organizations SET
@@ -161,12 +161,24 @@ export class CreditsRepo extends Effect.Service<CreditsRepo>()("CreditsRepo", {
         }
       }).pipe(Effect.catchTag("SqlError", Effect.die), policyRequire("Post", "publish"))
 
-    /** Ends a hold: a publish that succeeded spends it from the balance; one that failed releases it. */
+    /** Whether the hold was made this month: its latest `reserve` entry, the newest entries read first. */
+    const heldThisMonth = (organizationId: OrganizationId, hold: Hold) =>
+      sql<{ thisMonth: boolean }>`SELECT date_trunc('month', created_at AT TIME ZONE 'UTC')::date = ${thisMonth} AS "thisMonth"
+        FROM credit_transactions WHERE organization_id = ${organizationId} AND kind = 'reserve'
+          AND post_id = ${hold.postId} AND social_account_id = ${hold.socialAccountId}
+        ORDER BY created_at DESC LIMIT 1`.pipe(Effect.map(([row]) => row?.thisMonth === true))
+
+    /**
+     * Ends a hold: a publish that succeeded spends it from the balance; one that failed releases it. A release
+     * gives its credits back to this month's spend only when the hold counted in this month: one made last month
+     * was last month's, and giving it back now would raise this month's cap.
+     */
     const settle = (organizationId: OrganizationId, hold: Hold, outcome: "spend" | "release") =>
       Effect.gen(function*() {
         if (hold.amount === 0) return
         const deltas = { balance: outcome === "spend" ? -hold.amount : 0, reserved: -hold.amount }
-        const after = Option.getOrThrow(yield* move(organizationId, deltas))
+        const givesBack = outcome === "release" && (yield* heldThisMonth(organizationId, hold))
+        const after = Option.getOrThrow(yield* move(organizationId, deltas, sql`TRUE`, givesBack ? -hold.amount : 0))
         yield* record(organizationId, outcome, hold.amount, after, hold)
       }).pipe(Effect.orDie, policyRequire("Post", "publish"))
 
