@@ -15,6 +15,7 @@ import assetUploads from "./migrations/0012_asset_uploads.js"
 import publishVisibility from "./migrations/0013_publish_visibility.js"
 import billing from "./migrations/0014_billing.js"
 import analytics from "./migrations/0015_analytics.js"
+import meteredUsage from "./migrations/0016_metered_usage.js"
 
 const run = Migrator.make({})
 
@@ -34,7 +35,8 @@ export const migrations = {
   "0012_asset_uploads": assetUploads,
   "0013_publish_visibility": publishVisibility,
   "0014_billing": billing,
-  "0015_analytics": analytics
+  "0015_analytics": analytics,
+  "0016_metered_usage": meteredUsage
 }
 
 /** Runs `these` migrations that have not run yet: all of them, unless a test stops at an earlier schema. */
