@@ -14,11 +14,12 @@ export const CreditBalance = Schema.Struct({
 }).annotations({ identifier: "CreditBalance", description: "An organization's credits, in whole credits" })
 export type CreditBalance = typeof CreditBalance.Type
 
-export const CreditTransactionKind = oneOf("grant", "reserve", "spend", "release", "analytics").annotations({
+export const CreditTransactionKind = oneOf("grant", "reserve", "spend", "release", "analytics", "overage").annotations({
   identifier: "CreditTransactionKind",
   description: "grant adds to the balance; reserve holds credits for a publish; spend takes a held credit from the " +
     "balance when the publish succeeds; release gives it back when it fails; " +
-    "analytics takes the credits of one live analytics read of an account from the balance"
+    "analytics takes the credits of one live analytics read of an account from the balance; " +
+    "overage adds the credits a subscribed organization lacked for a spend, billed as metered usage of its plan"
 })
 
 export const CreditTransaction = Schema.Struct({

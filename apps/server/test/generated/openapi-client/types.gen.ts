@@ -975,9 +975,9 @@ export type CreditTransaction = {
 };
 
 /**
- * grant adds to the balance; reserve holds credits for a publish; spend takes a held credit from the balance when the publish succeeds; release gives it back when it fails; analytics takes the credits of one live analytics read of an account from the balance
+ * grant adds to the balance; reserve holds credits for a publish; spend takes a held credit from the balance when the publish succeeds; release gives it back when it fails; analytics takes the credits of one live analytics read of an account from the balance; overage adds the credits a subscribed organization lacked for a spend, billed as metered usage of its plan
  */
-export type CreditTransactionKind = 'grant' | 'reserve' | 'spend' | 'release' | 'analytics';
+export type CreditTransactionKind = 'grant' | 'reserve' | 'spend' | 'release' | 'analytics' | 'overage';
 
 /**
  * A team's weekly posting slots
