@@ -2,6 +2,7 @@ import { HelpDoc } from "@effect/cli"
 import { exitCodeLines } from "./ExitCodes.js"
 import { commandGroup } from "./Group.js"
 import { accountsCommand } from "./commands/Accounts.js"
+import { analyticsCommand } from "./commands/Analytics.js"
 import { contextCommands } from "./commands/Context.js"
 import { loginCommands } from "./commands/Login.js"
 import { mcpCommand } from "./commands/Mcp.js"
@@ -12,7 +13,7 @@ import { publishingCommands } from "./commands/Publishing.js"
 
 export const postlineCommand = commandGroup(
   "postline",
-  "The command line of Postline: log in, then draft, price, publish and schedule posts",
+  "The command line of Postline: log in, then draft, price, publish and schedule posts, and follow their analytics",
   [
     ...loginCommands,
     ...contextCommands,
@@ -20,6 +21,7 @@ export const postlineCommand = commandGroup(
     postsCommand,
     ...publishingCommands,
     ...organizationCommands,
+    analyticsCommand,
     mediaCommand,
     mcpCommand
   ],
@@ -32,9 +34,10 @@ export const helpFooter = HelpDoc.blocks([
   ...exitCodeLines.map((line) => HelpDoc.p(line)),
   HelpDoc.h1("CONFIRMATION"),
   HelpDoc.p(
-    "Every command that changes something (posts create and delete, post-now, schedule, unschedule, accounts connect " +
-      "and verify, media upload, context use, logout) shows what it would do and what it costs (for a publish, each " +
-      "account's credits and the organization's available credits; Cost: none otherwise) and asks Proceed? [y/N] on the " +
+    "Every command that changes something or spends credits (posts create and delete, post-now, schedule, unschedule, " +
+      "analytics refresh, accounts connect and verify, media upload, context use, logout) shows what it would do and what " +
+      "it costs (for a publish or an analytics refresh, each account's credits and the organization's available credits; " +
+      "Cost: none otherwise) and asks Proceed? [y/N] on the " +
       "terminal; --yes skips the question, and without a terminal it refuses (exit 2) unless --yes is given. login is " +
       "approved in a browser instead, and mcp leaves asking to the agent."
   )

@@ -5,11 +5,11 @@ import { ToolCaller } from "./ToolCaller.js"
 import { ToolError, toToolError } from "./ToolError.js"
 import { PostlineToolkit } from "./Tools.js"
 
-/** The Idempotency-Key header of the API's publishing endpoints, as the domain's client takes it. */
+/** The Idempotency-Key header of the API's publishing and refreshing endpoints, as the domain's client takes it. */
 type IdempotencyHeaders = Parameters<PostlineClient["posts"]["postNow"]>[0]["headers"]
 
 /**
- * A publish's answer with its idempotency key and whether the API replayed it. The key is the agent's, or one
+ * A publish's (or a refresh's) answer with its idempotency key and whether the API replayed it. The key is the agent's, or one
  * made here: either way the API gets it as Idempotency-Key, and the result gives it back for a retry.
  */
 const idempotently = <A, E, R>(
@@ -72,6 +72,28 @@ export const PostlineToolHandlers = PostlineToolkit.toLayer(Effect.gen(function*
     list_posting_slots: (path) => withClient((client) => client.postingSlots.getPostingSlots({ path })),
     import_asset_from_url: ({ teamId, ...payload }) =>
       withClient((client) => client.assets.importAsset({ path: { teamId }, payload })),
-    list_assets: ({ teamId, ...urlParams }) => withClient((client) => client.assets.listAssets({ path: { teamId }, urlParams }))
+    list_assets: ({ teamId, ...urlParams }) => withClient((client) => client.assets.listAssets({ path: { teamId }, urlParams })),
+    get_post_analytics: ({ postId, teamId, ...urlParams }) =>
+      withClient((client) => client.analytics.getPostAnalytics({ path: { teamId, postId }, urlParams })),
+    get_account_analytics: ({ socialAccountId, teamId, ...urlParams }) =>
+      withClient((client) => client.analytics.getAccountAnalytics({ path: { teamId, socialAccountId }, urlParams })),
+    estimate_analytics_refresh: ({ postId, socialAccountId, teamId }) =>
+      // The API has an estimate of each: a post's, or an account's.
+      postId !== undefined && socialAccountId === undefined
+        ? withClient((client) => client.analytics.estimatePostAnalyticsRefresh({ path: { teamId, postId } }))
+        : socialAccountId !== undefined && postId === undefined
+        ? withClient((client) => client.analytics.estimateAccountAnalyticsRefresh({ path: { teamId, socialAccountId } }))
+        : Effect.fail(new ToolError({ _tag: "InvalidArguments", message: "Give exactly one of postId or socialAccountId" })),
+    refresh_post_analytics: ({ idempotencyKey, postId, teamId }) =>
+      withClient((client) =>
+        idempotently(idempotencyKey, (headers) =>
+          client.analytics.refreshPostAnalytics({ path: { teamId, postId }, headers, withResponse: true }))
+      ),
+    refresh_account_analytics: ({ idempotencyKey, socialAccountId, teamId }) =>
+      withClient((client) =>
+        idempotently(idempotencyKey, (headers) =>
+          client.analytics.refreshAccountAnalytics({ path: { teamId, socialAccountId }, headers, withResponse: true }))
+      ),
+    get_billing: (path) => withClient((client) => client.billing.getBilling({ path }))
   })
 }))

@@ -1,9 +1,14 @@
 import { McpSchema, Tool, Toolkit } from "@effect/ai"
 import {
+  AccountAnalytics,
   AgentContext,
+  AnalyticsSeriesDefault,
+  AnalyticsSeriesMax,
+  AnalyticsSeriesQuery,
   Asset,
   AssetList,
   AssetListQuery,
+  Billing,
   CreatePost,
   CreditBalance,
   DefaultPageSize,
@@ -19,11 +24,13 @@ import {
   OrganizationPath,
   Post,
   PostId,
+  PostAnalytics,
   PostList,
   PostListQuery,
   PostNowResponse,
   ScheduleRequest,
   ScheduleResponse,
+  SocialAccountId,
   SocialAccountList,
   SocialAccountListQuery,
   strict,
@@ -85,16 +92,26 @@ const PageSize = integer(`Page size, a positive integer; default ${DefaultPageSi
 
 const paged = { limit: optional(PageSize) }
 
+/** A series' window: as the API's query (AnalyticsSeriesQuery), with its size a JSON number, like PageSize. */
+const SeriesSize = integer(
+  `How many of the newest snapshots each series holds, 1 to ${AnalyticsSeriesMax}; default ${AnalyticsSeriesDefault}`
+).pipe(
+  Schema.filter((n) => n >= 1 && n <= AnalyticsSeriesMax, { jsonSchema: { minimum: 1, maximum: AnalyticsSeriesMax } })
+).annotations({ identifier: "SeriesSize", ...invalidUnless(`must be a whole number from 1 to ${AnalyticsSeriesMax}`) })
+
+const seriesWindow = { limit: optional(SeriesSize), before: AnalyticsSeriesQuery.fields.before }
+
 const teamFields = { teamId: TeamId }
 const postFields = { teamId: TeamId, postId: PostId }
+const accountFields = { teamId: TeamId, socialAccountId: SocialAccountId }
 
 const idempotencyKey = optional(IdempotencyKey.annotations({
   description: "Any unique string of 1 to 255 printable ASCII characters, e.g. a UUID. To retry after a timeout or " +
     "an error, call again with the same key and arguments: the first answer is replayed (replayed: true) instead of " +
-    "publishing twice. Generated when absent, and returned in the result: keep it to retry"
+    "doing it twice (publishing, or paying for a refresh). Generated when absent, and returned in the result: keep it to retry"
 }))
 
-/** The answer of a publish, with the key that makes retrying it safe and whether this answer is a replay. */
+/** The answer of a publish or a refresh, with the key that makes retrying it safe and whether this answer is a replay. */
 const idempotentAnswer = <Fields extends Schema.Struct.Fields>(fields: Fields, identifier: string) =>
   Schema.Struct({
     ...fields,
@@ -266,6 +283,72 @@ export const ListAssets = apiTool("list_assets", {
   hints: reads
 })
 
+export const GetPostAnalytics = apiTool("get_post_analytics", {
+  title: "Get a post's analytics",
+  description: "A published post's engagement on each account it was published to (likes, reposts, replies, " +
+    "quotes, views, link clicks): the latest snapshot and a series of them, oldest first (limit, and before for " +
+    "older ones). Free: snapshots are read on a schedule after publishing; refresh_post_analytics reads now, for " +
+    "credits. Webhook accounts have no analytics (latest null). A draft has no targets.",
+  parameters: { ...postFields, ...seriesWindow },
+  success: PostAnalytics,
+  hints: reads
+})
+
+export const GetAccountAnalytics = apiTool("get_account_analytics", {
+  title: "Get an account's analytics",
+  description: "A social account's follower, following and post counts over time, read daily: the latest snapshot " +
+    "and a series, oldest first (limit, before). Free; refresh_account_analytics reads now, for credits.",
+  parameters: { ...accountFields, ...seriesWindow },
+  success: AccountAnalytics,
+  hints: reads
+})
+
+export const EstimateAnalyticsRefresh = apiTool("estimate_analytics_refresh", {
+  title: "Estimate an analytics refresh's cost",
+  description: "What refreshing analytics now would cost in credits, per account, and whether the organization " +
+    "has enough (sufficient): of a post (postId) or of an account (socialAccountId), give exactly one. Changes " +
+    "nothing. Call it before refresh_post_analytics or refresh_account_analytics and tell the user the cost.",
+  parameters: { teamId: TeamId, postId: optional(PostId), socialAccountId: optional(SocialAccountId) },
+  success: Estimate,
+  hints: reads
+})
+
+const refreshDescription = (what: string, estimate: string) =>
+  `Reads ${what} from the provider now, stores it as a snapshot and answers the analytics with it. It spends ` +
+  `the organization's credits per account read (webhook accounts are free): estimate first with ${estimate}, ` +
+  "tell the user the cost and refresh only once they agree. PaymentRequired when the credits are short (nothing " +
+  "read); TooManyRequests when the account has used its provider's calls for now; Conflict when the provider " +
+  "refuses (e.g. the account needs reconnecting): nothing is charged then. To retry after a timeout or an error, " +
+  "call again with the idempotencyKey of the result (or the one you gave): the first answer is replayed instead " +
+  "of paying twice."
+
+export const RefreshPostAnalytics = apiTool("refresh_post_analytics", {
+  title: "Refresh a post's analytics",
+  description: refreshDescription("the post's engagement on each account it was published to", "estimate_analytics_refresh (postId)"),
+  parameters: { ...postFields, idempotencyKey },
+  success: idempotentAnswer(PostAnalytics.fields, "PostAnalyticsRefreshResult"),
+  hints: { readonly: false, destructive: false, idempotent: false, openWorld: true }
+})
+
+export const RefreshAccountAnalytics = apiTool("refresh_account_analytics", {
+  title: "Refresh an account's analytics",
+  description: refreshDescription("the account's counts", "estimate_analytics_refresh (socialAccountId)"),
+  parameters: { ...accountFields, idempotencyKey },
+  success: idempotentAnswer(AccountAnalytics.fields, "AccountAnalyticsRefreshResult"),
+  hints: { readonly: false, destructive: false, idempotent: false, openWorld: true }
+})
+
+export const GetBilling = apiTool("get_billing", {
+  title: "Get billing",
+  description: "The organization's billing state: whether the server sells credits (enabled), the credit packs and " +
+    "plan on sale, the credits, and (account) the subscription, auto-recharge and monthly spend cap with what was " +
+    "spent this month. account is null for members who are not admins or owners: they see the credits only. " +
+    "These tools buy nothing: an admin or owner buys credits (checkout), or the operator grants them when billing is off.",
+  parameters: OrganizationPath.fields,
+  success: Billing,
+  hints: reads
+})
+
 /** Every tool of Postline's MCP server, over stdio and over HTTP alike. */
 export const PostlineToolkit = Toolkit.make(
   GetAgentContext,
@@ -283,5 +366,11 @@ export const PostlineToolkit = Toolkit.make(
   GetCredits,
   ListPostingSlots,
   ImportAssetFromUrl,
-  ListAssets
+  ListAssets,
+  GetPostAnalytics,
+  GetAccountAnalytics,
+  EstimateAnalyticsRefresh,
+  RefreshPostAnalytics,
+  RefreshAccountAnalytics,
+  GetBilling
 )

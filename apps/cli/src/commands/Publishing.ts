@@ -74,10 +74,10 @@ const targetsOf = (teamId: TeamId, postId: PostId, given: ReadonlyArray<SocialAc
     return connected.data.map((account) => account.id)
   })
 
-const credits = (n: number) => `${n} credit${n === 1 ? "" : "s"}`
+export const credits = (n: number) => `${n} credit${n === 1 ? "" : "s"}`
 
 /** What publishing would cost per account and in all, and what the organization has; changes nothing. */
-const estimateText = (estimate: Estimate, byId: ReadonlyMap<string, SocialAccount>) =>
+export const estimateText = (estimate: Estimate, byId: ReadonlyMap<string, SocialAccount>) =>
   [
     table([
       { header: "account", value: (item) => item.socialAccountId },
@@ -93,7 +93,7 @@ const estimateText = (estimate: Estimate, byId: ReadonlyMap<string, SocialAccoun
   ].join("\n")
 
 /** The team's accounts by id, to name them in an estimate. */
-const accountsById = (teamId: TeamId) =>
+export const accountsById = (teamId: TeamId) =>
   Effect.flatMap(Postline, ({ client }) =>
     client.socialAccounts.listSocialAccounts({ path: { teamId }, urlParams: { limit: 100 } })).pipe(
       Effect.map((page) => new Map(page.data.map((account) => [account.id, account])))
