@@ -7,6 +7,7 @@ import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { generateSecret, hashSecret } from "../src/Users/Secrets.js"
 import { noisyPng, putUpload, serverUrl, upload } from "./support/Media.js"
+import { makeMastodonFake } from "./support/MastodonFake.js"
 import { makeStripeFake, signedEvent } from "./support/StripeFake.js"
 import { raw, TestServer } from "./support/TestServer.js"
 
@@ -187,6 +188,20 @@ const seedWorld = Effect.gen(function*() {
       importUrl: `${importSource}${importPath}`
     }
   })
+  /**
+   * A Mastodon account (on the fake) and a post published to it, with credits to read it: what a paid analytics
+   * refresh reads. Made only for the cases that need it.
+   */
+  const publishedToMastodon = Effect.gen(function*() {
+    const mastodon = yield* makeMastodonFake()
+    yield* sql`UPDATE organizations SET credits_balance = 1000 WHERE id = ${organizationA}`
+    const call = (path: string, json: unknown) => raw({ method: "POST", path: `/v1/teams/${teamA}${path}`, token: admin.token, json })
+    const account = yield* call("/social-accounts", { provider: "mastodon", instanceUrl: mastodon.url, accessToken: mastodon.token })
+    const post = yield* call("/posts", { content: "Published to Mastodon" })
+    const sent = yield* call(`/posts/${post.body.id}/post-now`, { socialAccountIds: [account.body.id] })
+    if (sent.body.outcome !== "none_failed") return yield* Effect.die(new Error(`publish → ${JSON.stringify(sent.body)}`))
+    return { mastodonAccountId: account.body.id as string, mastodonPostId: post.body.id as string }
+  })
   return {
     organizationA,
     organizationB,
@@ -195,6 +210,7 @@ const seedWorld = Effect.gen(function*() {
     tokens,
     storedAsset,
     freshTargets,
+    publishedToMastodon,
     /** The ids a caller must never see: the other organization's. */
     foreignIds: (caller: CallerKind) =>
       caller === "outsider" || caller === "foreignKey" ? [organizationA, teamA] : [organizationB, teamB]
@@ -202,7 +218,7 @@ const seedWorld = Effect.gen(function*() {
 })
 
 type World = Effect.Effect.Success<typeof seedWorld>
-type Targets = Effect.Effect.Success<World["freshTargets"]>
+type Targets = Effect.Effect.Success<World["freshTargets"]> & Partial<Effect.Effect.Success<World["publishedToMastodon"]>>
 
 /**
  * Everything a call could change, in one value: every row of every table the
@@ -223,6 +239,12 @@ const fingerprint = Effect.gen(function*() {
     FROM (${sql.join(" UNION ALL ", false)(rows)}) AS rows (r)`
   return digest
 })
+
+/** How many live analytics reads the organization has paid for. */
+const analyticsCharges = (organizationId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ count: number }>`SELECT count(*)::int AS count FROM credit_transactions
+      WHERE organization_id = ${organizationId} AND kind = 'analytics'`.pipe(Effect.map(([row]) => row!.count)))
 
 interface Call {
   readonly method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE"
@@ -265,6 +287,8 @@ interface Case {
   readonly variant?: string
   readonly call: (world: World, targets: Targets) => Call
   readonly statuses: Statuses
+  /** The case acts on a post published to Mastodon (`targets.mastodon…`). */
+  readonly mastodon?: true
 }
 
 // A different list each time, so that a refused replacement would show in the fingerprint.
@@ -361,12 +385,17 @@ const cases: ReadonlyArray<Case> = [
   // A draft has no account to read: free, and nothing stored.
   { operation: "analytics.refreshPostAnalytics", call: (w, t) => ({ method: "POST", path: `/v1/teams/${w.teamA}/posts/${t.postId}/analytics/refresh` }),
     statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
+  // Published to Mastodon: read now and paid for, by those who may see it; nobody else's call reads or charges anything.
+  { operation: "analytics.refreshPostAnalytics", variant: "of a post published to Mastodon, paid", mastodon: true, call: (w, t) => ({ method: "POST", path: `/v1/teams/${w.teamA}/posts/${t.mastodonPostId}/analytics/refresh` }),
+    statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
   { operation: "analytics.getAccountAnalytics", call: (w, t) => ({ method: "GET", path: `/v1/teams/${w.teamA}/social-accounts/${t.accountId}/analytics` }),
     statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
   { operation: "analytics.estimateAccountAnalyticsRefresh", call: (w, t) => ({ method: "GET", path: `/v1/teams/${w.teamA}/social-accounts/${t.accountId}/analytics/refresh/estimate` }),
     statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
   // The world's account is a webhook, which has no analytics: free, and nothing stored.
   { operation: "analytics.refreshAccountAnalytics", call: (w, t) => ({ method: "POST", path: `/v1/teams/${w.teamA}/social-accounts/${t.accountId}/analytics/refresh` }),
+    statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
+  { operation: "analytics.refreshAccountAnalytics", variant: "of a Mastodon account, paid", mastodon: true, call: (w, t) => ({ method: "POST", path: `/v1/teams/${w.teamA}/social-accounts/${t.mastodonAccountId}/analytics/refresh` }),
     statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
   { operation: "eventWebhooks.getEventWebhook", call: (w) => ({ method: "GET", path: `/v1/organizations/${w.organizationA}/event-webhook` }),
     statuses: [200, 200, 403, 404, 200, 404, 401, 401, 401] },
@@ -469,14 +498,17 @@ layer(TestServer.pipe(Layer.provide(MatrixSettings)), { excludeTestServices: tru
     expect([...new Set(cases.map((c) => c.operation))].sort()).toEqual([...operationsOfApi].sort())
   })
 
-  for (const { call, operation, statuses, variant } of cases) {
-    it.effect(variant ? `${operation} (${variant})` : operation, () =>
+  for (const { call, mastodon, operation, statuses, variant } of cases) {
+    it.scoped(variant ? `${operation} (${variant})` : operation, () =>
       Effect.gen(function*() {
         const world = yield* seedWorld
-        let targets = yield* world.freshTargets
+        const published = mastodon ? yield* world.publishedToMastodon : {}
+        const freshTargets = Effect.map(world.freshTargets, (fresh): Targets => ({ ...fresh, ...published }))
+        let targets = yield* freshTargets
         for (const [index, caller] of callers.entries()) {
           const request = call(world, targets)
           const before = yield* fingerprint
+          const paidBefore = yield* analyticsCharges(world.organizationA)
           const token = world.tokens[caller]
           const response = yield* send(request, token)
           const what = `${caller}: ${request.method} ${request.path}`
@@ -488,8 +520,9 @@ layer(TestServer.pipe(Layer.provide(MatrixSettings)), { excludeTestServices: tru
           } else {
             const text = JSON.stringify(response.body)
             for (const id of world.foreignIds(caller)) expect(text, `${what} shows another organization's ${id}`).not.toContain(id)
+            if (mastodon) expect(yield* analyticsCharges(world.organizationA), `${what} read Mastodon and paid`).toBe(paidBefore + 1)
             // What an allowed call may have changed is made again for the next caller; a refused one changed nothing.
-            targets = yield* world.freshTargets
+            targets = yield* freshTargets
           }
         }
       }))
