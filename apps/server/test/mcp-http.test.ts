@@ -3,6 +3,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import {
+  created,
   crossOrganizationRefused,
   everyToolOnce,
   invalidArgumentsRefused,
@@ -12,7 +13,8 @@ import {
   success,
   toolNames
 } from "./support/McpFlow.js"
-import { createUserWithToken, type ServerProcess, startServer } from "./support/ServerProcess.js"
+import { grantCredits } from "./support/ProcessPublishing.js"
+import { callsAs, createUserWithToken, type ServerProcess, startServer } from "./support/ServerProcess.js"
 import { freshDatabaseEnv } from "./support/TestDatabase.js"
 
 /** The official SDK's client on the server's /mcp, with this bearer token (or none); closed with the scope. */
@@ -104,7 +106,7 @@ layer(SetupLive, { excludeTestServices: true, timeout: 120_000 })("MCP over stre
       expect(initialized.body.result.serverInfo).toEqual({ name: "postline", version: "0.1.0" })
     }))
 
-  it.scoped("lists the 16 tools, each with an object input schema, a description and its hints", () =>
+  it.scoped("lists the 22 tools, each with an object input schema, a description and its hints", () =>
     Effect.gen(function*() {
       const { env, server } = yield* Setup
       const { token } = yield* createUserWithToken(env)
@@ -123,6 +125,33 @@ layer(SetupLive, { excludeTestServices: true, timeout: 120_000 })("MCP over stre
       for (const publish of ["post_now", "schedule_post"]) {
         expect(byName.get(publish)!.description).toContain("estimate first with estimate_post")
       }
+      for (const refresh of ["refresh_post_analytics", "refresh_account_analytics"]) {
+        expect(byName.get(refresh)!.description).toContain("estimate first with estimate_analytics_refresh")
+        expect(byName.get(refresh)!.annotations).toMatchObject({ readOnlyHint: false, idempotentHint: false, openWorldHint: true })
+        expect(byName.get(refresh)!.inputSchema.properties).toHaveProperty("idempotencyKey")
+      }
+      expect(byName.get("get_post_analytics")!.inputSchema.properties!.limit).toMatchObject({ type: "integer", minimum: 1, maximum: 1000 })
+    }))
+
+  it.scoped("get_billing as a member who is not an admin or owner: the credits, and no account part", () =>
+    Effect.gen(function*() {
+      const { env, server } = yield* Setup
+      const owner = yield* createUserWithToken(env)
+      const member = yield* createUserWithToken(env)
+      const organization = created(yield* callsAs(server, owner.token)("POST", "/v1/organizations", { name: "Members Co" }))
+      const { email } = (yield* callsAs(server, member.token)("GET", "/v1/agent/context")).body.user
+      created(yield* callsAs(server, owner.token)("POST", `/v1/organizations/${organization.id}/members`, { email, role: "member" }))
+      yield* grantCredits(env, organization.id, 2)
+      const client = yield* connect(server, member.token)
+      expect(yield* success(client, "get_billing", { organizationId: organization.id })).toEqual({
+        enabled: false,
+        creditPacks: [],
+        plan: null,
+        credits: { balance: 2, reserved: 0, available: 2 },
+        account: null
+      })
+      const asOwner = yield* success(yield* connect(server, owner.token), "get_billing", { organizationId: organization.id })
+      expect(asOwner.account).toMatchObject({ subscriptionStatus: "inactive", spendCap: { monthlyCredits: null, spentThisMonth: 0 } })
     }))
 
   it.scoped("a JSON-RPC batch: 400 BadRequest saying MCP has no batches, and none of its calls made", () =>
@@ -156,7 +185,7 @@ layer(SetupLive, { excludeTestServices: true, timeout: 120_000 })("MCP over stre
       expect(single.body.result).toMatchObject({ isError: false, structuredContent: { content: "Batched 4" } })
     }))
 
-  it.scoped("every tool once, as an organization's API key: a draft published to a webhook, replayed, scheduled, unscheduled", () =>
+  it.scoped("every tool once, as an organization's API key: a draft published to a webhook, replayed, scheduled, unscheduled; a Mastodon post's analytics refreshed until 402; billing", () =>
     Effect.flatMap(Setup, (setup) => everyToolOnce(setup, (apiKey) => connect(setup.server, apiKey))))
 
   it.scoped("another organization's real team: each tool error carries the API's 404 NotFound and its message", () =>

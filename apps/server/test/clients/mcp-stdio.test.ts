@@ -112,7 +112,7 @@ const toolCall = (id: number, name: string, args: Record<string, unknown>) =>
   ({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } })
 
 layer(SetupLive, { excludeTestServices: true, timeout: 120_000 })("postline mcp over stdio", (it) => {
-  it.scoped("lists the 16 tools and introduces itself as postline", () =>
+  it.scoped("lists the 22 tools and introduces itself as postline", () =>
     Effect.gen(function*() {
       const { env, mcpEnv, server } = yield* Setup
       const outputErrors: Array<Error> = []
@@ -123,7 +123,7 @@ layer(SetupLive, { excludeTestServices: true, timeout: 120_000 })("postline mcp 
       expect(outputErrors).toEqual([])
     }))
 
-  it.scoped("every tool once, as an organization's API key: a draft published to a webhook, replayed, scheduled, unscheduled", () =>
+  it.scoped("every tool once, as an organization's API key: a draft published to a webhook, replayed, scheduled, unscheduled; a Mastodon post's analytics refreshed until 402; billing", () =>
     overStdio(everyToolOnce))
 
   it.scoped("another organization's real team: each tool error carries the API's 404 NotFound and its message", () =>

@@ -2,6 +2,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { expect } from "@effect/vitest"
 import { Effect, type Scope } from "effect"
 import { makeLocalServer } from "./LocalServer.js"
+import { makeMastodonFake } from "./MastodonFake.js"
 import { noisyPng } from "./Media.js"
 import { accountOf, grantCredits, readUntil } from "./ProcessPublishing.js"
 import { makeWebhookReceiver } from "./Publishing.js"
@@ -30,7 +31,13 @@ export const toolNames = [
   "get_credits",
   "list_posting_slots",
   "import_asset_from_url",
-  "list_assets"
+  "list_assets",
+  "get_post_analytics",
+  "get_account_analytics",
+  "estimate_analytics_refresh",
+  "refresh_post_analytics",
+  "refresh_account_analytics",
+  "get_billing"
 ]
 
 /** The SDK's client connected as the holder of this API key, closed with the scope. */
@@ -105,7 +112,9 @@ export const mcpServerSetup: Effect.Effect<McpServerSetup, never, Scope.Scope> =
 
 /**
  * Every tool once, as an organization's API key: the reads, media imported from a URL, a draft published to a
- * webhook once (a retry with its key replays, a second publish is a Conflict), scheduled and unscheduled.
+ * webhook once (a retry with its key replays, a second publish is a Conflict), scheduled and unscheduled; a post
+ * published to Mastodon (its FAKE: no real instance can be reached here), its analytics and its account's
+ * refreshed for credits until they run out (402), and the billing state.
  */
 export const everyToolOnce = (setup: McpServerSetup, connectAs: ConnectAs) =>
   Effect.gen(function*() {
@@ -210,6 +219,98 @@ export const everyToolOnce = (setup: McpServerSetup, connectAs: ConnectAs) =>
       .toEqual({ balance: 4, reserved: 0, available: 4 })
     expect(deliveries()).toHaveLength(1)
 
+    const mastodon = yield* makeMastodonFake()
+    const toot = created(yield* acme.asKey("POST", `/v1/teams/${teamId}/social-accounts`, {
+      provider: "mastodon",
+      instanceUrl: mastodon.url,
+      accessToken: mastodon.token
+    }))
+    const gulls = yield* use("create_post", { teamId, content: "Counting the gulls" })
+    const tooted = yield* use("post_now", { teamId, postId: gulls.id, socialAccountIds: [toot.id] })
+    expect(tooted.results).toMatchObject([{ socialAccountId: toot.id, status: "published", creditsSpent: 1 }])
+    const statusId = tooted.results[0].externalId
+    const target = { socialAccountId: toot.id, provider: "mastodon", externalId: statusId }
+    expect(yield* use("get_post_analytics", { teamId, postId: gulls.id }))
+      .toEqual({ postId: gulls.id, targets: [{ ...target, latest: null, series: [] }] })
+    expect(yield* use("estimate_analytics_refresh", { teamId, postId: gulls.id }))
+      .toEqual({ total: 1, perAccount: [{ socialAccountId: toot.id, credits: 1 }], available: 3, sufficient: true })
+
+    mastodon.setCounts(statusId, { favourites_count: 7, reblogs_count: 2, replies_count: 1, quotes_count: 0 })
+    const statusReads = () => mastodon.requests.filter(({ path }) => path.startsWith("/api/v1/statuses?"))
+    const engagement = { takenAt: expect.any(String), likes: 7, reposts: 2, replies: 1, quotes: 0, views: null, linkClicks: 0 }
+    const refreshed = yield* use("refresh_post_analytics", { teamId, postId: gulls.id, idempotencyKey: "gulls-refresh" })
+    expect(refreshed).toEqual({
+      postId: gulls.id,
+      targets: [{ ...target, latest: engagement, series: [engagement] }],
+      idempotencyKey: "gulls-refresh",
+      replayed: false
+    })
+    // The same key again: the first answer, neither read nor paid a second time.
+    expect(yield* use("refresh_post_analytics", { teamId, postId: gulls.id, idempotencyKey: "gulls-refresh" }))
+      .toEqual({ ...refreshed, replayed: true })
+    expect(statusReads()).toHaveLength(1)
+    const { idempotencyKey: _key, replayed: _replayed, ...stored } = refreshed
+    expect(yield* use("get_post_analytics", { teamId, postId: gulls.id, limit: 1 })).toEqual(stored)
+
+    mastodon.setAccountCounts({ followers_count: 12, following_count: 3 })
+    expect(yield* use("estimate_analytics_refresh", { teamId, socialAccountId: toot.id }))
+      .toEqual({ total: 1, perAccount: [{ socialAccountId: toot.id, credits: 1 }], available: 2, sufficient: true })
+    const counts = { takenAt: expect.any(String), followers: 12, following: 3, posts: 1 }
+    const counted = yield* use("refresh_account_analytics", { teamId, socialAccountId: toot.id })
+    expect(counted).toEqual({
+      socialAccountId: toot.id,
+      provider: "mastodon",
+      latest: counts,
+      series: [counts],
+      idempotencyKey: expect.stringMatching(uuidShape),
+      replayed: false
+    })
+    expect(yield* use("get_account_analytics", { teamId, socialAccountId: toot.id }))
+      .toEqual({ socialAccountId: toot.id, provider: "mastodon", latest: counts, series: [counts] })
+    const ledger = (yield* acme.asKey("GET", `/v1/organizations/${acme.organizationId}/credits/transactions?limit=100`)).body
+    expect(
+      ledger.data.filter((entry: { kind: string }) => entry.kind === "analytics")
+        .map(({ amount, postId, socialAccountId }: any) => ({ amount, postId, socialAccountId }))
+    ).toEqual([
+      { amount: 1, postId: null, socialAccountId: toot.id },
+      { amount: 1, postId: gulls.id, socialAccountId: toot.id }
+    ])
+    expect(yield* use("get_credits", { organizationId: acme.organizationId })).toEqual({ balance: 1, reserved: 0, available: 1 })
+
+    // The last credit, then none: 402, nothing read.
+    expect((yield* use("refresh_account_analytics", { teamId, socialAccountId: toot.id })).series).toHaveLength(2)
+    const reads = mastodon.requests.length
+    expect(yield* call(client, "refresh_post_analytics", { teamId, postId: gulls.id })).toEqual({
+      isError: true,
+      value: { _tag: "PaymentRequired", message: "Reading analytics needs 1 credits and the organization has 0 available" }
+    })
+    expect(mastodon.requests).toHaveLength(reads)
+    expect(yield* use("estimate_analytics_refresh", { teamId, postId: gulls.id }))
+      .toEqual({ total: 1, perAccount: [{ socialAccountId: toot.id, credits: 1 }], available: 0, sufficient: false })
+
+    // An API key sees the whole state; without a payment provider nothing is on sale.
+    expect(yield* use("get_billing", { organizationId: acme.organizationId })).toEqual({
+      enabled: false,
+      creditPacks: [],
+      plan: null,
+      credits: { balance: 0, reserved: 0, available: 0 },
+      account: {
+        paymentCustomerId: null,
+        paymentSubscriptionId: null,
+        paymentPaymentMethodId: null,
+        paymentMeteredSubscriptionItemId: null,
+        isSubscribed: false,
+        subscriptionStatus: "inactive",
+        subscriptionPlan: null,
+        subscriptionStartedAt: null,
+        subscriptionEndsAt: null,
+        subscriptionCurrentPeriodEnd: null,
+        autoRecharge: { enabled: false, threshold: null, amount: null, pending: false, lastError: null },
+        // Two publishes and three reads.
+        spendCap: { monthlyCredits: null, spentThisMonth: 5 }
+      }
+    })
+
     expect([...called].sort()).toEqual([...toolNames].sort())
   })
 
@@ -231,6 +332,13 @@ export const crossOrganizationRefused = (setup: McpServerSetup, connectAs: Conne
     expect(yield* call(client, "list_posts", { teamId: owner.teamId })).toEqual(notFound)
     const credits = yield* call(client, "get_credits", { organizationId: owner.organizationId })
     expect(credits).toMatchObject({ isError: true, value: { _tag: "NotFound" } })
+    expect(yield* call(client, "get_post_analytics", { teamId: owner.teamId, postId: draft.id })).toEqual(notFound)
+    // The owner's post through a team of the caller's own: the post is not found there, and nothing is charged.
+    const postNotFound = { isError: true, value: { _tag: "NotFound", message: `Post ${draft.id} not found` } }
+    expect(yield* call(client, "refresh_post_analytics", { teamId: other.teamId, postId: draft.id })).toEqual(postNotFound)
+    expect(yield* call(client, "estimate_analytics_refresh", { teamId: other.teamId, postId: draft.id })).toEqual(postNotFound)
+    expect(yield* call(client, "get_billing", { organizationId: owner.organizationId }))
+      .toMatchObject({ isError: true, value: { _tag: "NotFound" } })
     // Nothing was made in the owner's team.
     const posts = (yield* owner.asKey("GET", `/v1/teams/${owner.teamId}/posts`)).body
     expect(posts.data.map((post: { id: string }) => post.id)).toEqual([draft.id])
@@ -278,5 +386,20 @@ export const invalidArgumentsRefused = (setup: McpServerSetup, connectAs: Connec
       slot: "next"
     })
     expect(both).toEqual({ isError: true, value: { _tag: "InvalidArguments", message: "Give exactly one of scheduledAt or slot" } })
+    const neither = yield* call(client, "estimate_analytics_refresh", { teamId: strict.teamId })
+    expect(neither).toEqual({ isError: true, value: { _tag: "InvalidArguments", message: "Give exactly one of postId or socialAccountId" } })
+    expect(yield* call(client, "get_post_analytics", { teamId: strict.teamId, postId: crypto.randomUUID(), limit: 1001, before: "yesterday" }))
+      .toEqual({
+        isError: true,
+        value: {
+          _tag: "InvalidArguments",
+          message: "Invalid arguments: limit: must be a whole number from 1 to 1000; " +
+            "before: must be an ISO 8601 instant with an offset, e.g. 2027-01-31T09:00:00+01:00",
+          issues: [
+            { path: ["limit"], message: "must be a whole number from 1 to 1000" },
+            { path: ["before"], message: "must be an ISO 8601 instant with an offset, e.g. 2027-01-31T09:00:00+01:00" }
+          ]
+        }
+      })
     expect((yield* strict.asKey("GET", `/v1/teams/${strict.teamId}/posts`)).body.total).toBe(0)
   })
