@@ -758,6 +758,219 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       expect(stripe.to("/v1/payment_intents").filter((request) => request.params.get("customer") === "cus_gone")).toEqual([])
     }))
 
+  /** A team whose recharge has started at Stripe (its payment intent made, succeeded as made) and whose webhook has not come. */
+  const startedRecharge = Effect.gen(function*() {
+    const team = yield* spendingTeam(2)
+    const sql = yield* SqlClient.SqlClient
+    const customerId = `cus_late_${randomUUID()}`
+    yield* sql`UPDATE organizations SET payment_customer_id = ${customerId}, payment_payment_method_id = 'pm_late'
+      WHERE id = ${team.organization.id}`
+    yield* team.patch("/auto-recharge", { enabled: true, threshold: 5, amount: 1000 })
+    expect((yield* team.spendOne).status).toBe(200)
+    const [{ paymentIntentId }] = yield* eventually(
+      sql<{ paymentIntentId: string | null }>`SELECT auto_recharge_payment_intent_id AS "paymentIntentId" FROM organizations
+        WHERE id = ${team.organization.id}`,
+      ([row]) => row?.paymentIntentId !== null
+    )
+    const intent = stripe.to("/v1/payment_intents").find((request) => request.params.get("customer") === customerId)!
+    const succeeded = {
+      id: `evt_${randomUUID()}`,
+      type: "payment_intent.succeeded",
+      object: {
+        id: paymentIntentId,
+        object: "payment_intent",
+        payment_method: "pm_late",
+        metadata: Object.fromEntries([...intent.params].flatMap(([key, value]) => {
+          const match = /^metadata\[(.+)\]$/.exec(key)
+          return match ? [[match[1], value]] : []
+        }))
+      }
+    }
+    /** The lookups of the payment at Stripe so far. */
+    const lookups = () => stripe.requests.filter((request) => request.method === "GET" && request.path === `/v1/payment_intents/${paymentIntentId}`)
+    /** As if the webhook had been awaited long enough (300 polls: 6 s here, 10 minutes at the default poll): moved back an hour. */
+    const lapse = sql`UPDATE organizations SET auto_recharge_started_at = auto_recharge_started_at - interval '1 hour',
+        auto_recharge_checked_at = auto_recharge_checked_at - interval '1 hour'
+      WHERE id = ${team.organization.id}`
+    const grants = sql<{ amount: number; note: string }>`SELECT amount::float8 AS amount, note FROM credit_transactions
+      WHERE organization_id = ${team.organization.id} AND kind = 'grant' AND note LIKE 'Auto-recharge%'`
+    return { ...team, paymentIntentId: paymentIntentId!, succeeded, lookups, lapse, grants }
+  })
+
+  it.scoped("auto-recharge whose webhook never comes: looked up at Stripe once it is late, paid → its credits once; the late webhook grants nothing", () =>
+    Effect.gen(function*() {
+      const { billing, credit, grants, lapse, lookups, paymentIntentId, succeeded } = yield* startedRecharge
+      // Not late yet: several rounds of the recharger ask Stripe nothing.
+      yield* Effect.sleep("200 millis")
+      expect(lookups()).toEqual([])
+      expect((yield* billing).body.account.autoRecharge.pending).toBe(true)
+      yield* lapse
+      const after = yield* eventually(billing, (answer) => answer.body.account.autoRecharge.pending === false)
+      expect(after.body.account.autoRecharge).toMatchObject({ enabled: true, pending: false, lastError: null })
+      expect(lookups()).toHaveLength(1)
+      expect(yield* credit).toEqual({ balance: 1001, reserved: 0, available: 1001 })
+      expect(yield* grants).toEqual([{ amount: 1000, note: `Auto-recharge, payment ${paymentIntentId}` }])
+      // Stripe delivers it after all, several times at once: acknowledged, nothing more granted.
+      const answers = yield* Effect.all(Array.from({ length: 5 }, () => deliver(succeeded)), { concurrency: "unbounded" })
+      expect(answers.map((answer) => answer.status)).toEqual(Array(5).fill(200))
+      expect(yield* credit).toEqual({ balance: 1001, reserved: 0, available: 1001 })
+      expect(yield* grants).toHaveLength(1)
+    }))
+
+  it.scoped("auto-recharge: the webhook first, the recharger asks Stripe nothing; both at once, the credits come once", () =>
+    Effect.gen(function*() {
+      const first = yield* startedRecharge
+      expect((yield* deliver(first.succeeded)).status).toBe(200)
+      expect((yield* first.billing).body.account.autoRecharge.pending).toBe(false)
+      yield* first.lapse
+      yield* Effect.sleep("200 millis")
+      expect(first.lookups()).toEqual([])
+      expect(yield* first.grants).toHaveLength(1)
+      expect((yield* first.credit).balance).toBe(1001)
+
+      // The lookup and deliveries of the webhook race: whichever ends the recharge grants, the others nothing.
+      const raced = yield* startedRecharge
+      const [answers] = yield* Effect.all([
+        Effect.all(Array.from({ length: 5 }, () => deliver(raced.succeeded)), { concurrency: "unbounded" }),
+        raced.lapse
+      ], { concurrency: "unbounded" })
+      expect(answers.map((answer) => answer.status)).toEqual(Array(5).fill(200))
+      yield* eventually(raced.billing, (answer) => answer.body.account.autoRecharge.pending === false)
+      yield* Effect.sleep("200 millis")
+      expect(yield* raced.grants).toHaveLength(1)
+      expect((yield* raced.credit).balance).toBe(1001)
+    }))
+
+  it.scoped("auto-recharge whose webhook never comes: a failed payment found at Stripe ends it with the reason and turns it off", () =>
+    Effect.gen(function*() {
+      const { billing, credit, grants, lapse, lookups, paymentIntentId } = yield* startedRecharge
+      stripe.setPaymentIntent(paymentIntentId, "requires_payment_method", "Your card has insufficient funds.")
+      yield* lapse
+      const after = yield* eventually(billing, (answer) => answer.body.account.autoRecharge.pending === false)
+      expect(after.body.account.autoRecharge).toEqual({
+        enabled: false,
+        threshold: 5,
+        amount: 1000,
+        pending: false,
+        lastError: "The recharge failed: Your card has insufficient funds."
+      })
+      expect(lookups()).toHaveLength(1)
+      expect(yield* grants).toEqual([])
+      expect((yield* credit).balance).toBe(1)
+    }))
+
+  it.scoped("auto-recharge whose webhook never comes: a payment still processing stays pending, asked again later, less often", () =>
+    Effect.gen(function*() {
+      const { billing, credit, grants, lapse, lookups, organization, paymentIntentId } = yield* startedRecharge
+      const sql = yield* SqlClient.SqlClient
+      stripe.setPaymentIntent(paymentIntentId, "processing")
+      yield* lapse
+      yield* eventually(Effect.sync(lookups), (found) => found.length === 1)
+      // Asked once: the next look waits twice as long (12 s here, 2 × 300 polls of 20 ms), so the following rounds ask nothing.
+      yield* Effect.sleep("200 millis")
+      expect(lookups()).toHaveLength(1)
+      expect((yield* billing).body.account.autoRecharge).toMatchObject({ enabled: true, pending: true })
+      const [checks] = yield* sql<{ checks: number }>`SELECT auto_recharge_checks AS checks FROM organizations WHERE id = ${organization.id}`
+      expect(checks).toEqual({ checks: 1 })
+      // The first wait (6 s) since the last look is not enough; twice it is.
+      yield* sql`UPDATE organizations SET auto_recharge_checked_at = now() - interval '7 seconds' WHERE id = ${organization.id}`
+      yield* Effect.sleep("200 millis")
+      expect(lookups()).toHaveLength(1)
+      yield* sql`UPDATE organizations SET auto_recharge_checked_at = now() - interval '13 seconds' WHERE id = ${organization.id}`
+      yield* eventually(Effect.sync(lookups), (found) => found.length === 2)
+      expect((yield* billing).body.account.autoRecharge.pending).toBe(true)
+      // Paid at last: the next look grants it.
+      stripe.setPaymentIntent(paymentIntentId, "succeeded")
+      yield* lapse
+      yield* eventually(billing, (answer) => answer.body.account.autoRecharge.pending === false)
+      expect(lookups()).toHaveLength(3)
+      expect(yield* grants).toHaveLength(1)
+      expect((yield* credit).balance).toBe(1001)
+    }))
+
+  it.effect("subscription checkouts made concurrently: each expires the one open before, so one session at most can be paid", () =>
+    Effect.gen(function*() {
+      const { admin, organization } = yield* publishingTeam(0)
+      const sql = yield* SqlClient.SqlClient
+      const json = { purchase: "subscription", returnUrl: "https://app.example/" }
+      const checkout = raw({ method: "POST", path: billingPath(organization.id, "/checkout"), token: admin.token, json })
+      const answers = yield* Effect.all([checkout, checkout], { concurrency: "unbounded" })
+      expect(answers.map((answer) => answer.status)).toEqual([201, 201])
+      const ids = answers.map((answer) => /\/(cs_test_\d+)$/.exec(answer.body.url)![1]!)
+      const [{ open }] = yield* sql<{ open: string }>`SELECT subscription_checkout_session_id AS open FROM organizations
+        WHERE id = ${organization.id}`
+      const earlier = ids.find((id) => id !== open)!
+      expect(ids).toContain(open)
+      const expires = () =>
+        stripe.requests.filter((request) => ids.some((id) => request.path === `/v1/checkout/sessions/${id}/expire`)).map((request) => request.path)
+      expect(expires()).toEqual([`/v1/checkout/sessions/${earlier}/expire`])
+      expect([stripe.sessionStatus(earlier), stripe.sessionStatus(open)]).toEqual(["expired", "open"])
+      // A credit pack's checkout leaves the subscription's session open.
+      const pack = yield* raw({
+        method: "POST",
+        path: billingPath(organization.id, "/checkout"),
+        token: admin.token,
+        json: { purchase: "credits", credits: 1000, returnUrl: "https://app.example/" }
+      })
+      expect(pack.status).toBe(201)
+      expect(expires()).toHaveLength(1)
+      expect(stripe.sessionStatus(open)).toBe("open")
+      // The next subscription checkout expires the open one.
+      const third = yield* checkout
+      expect(third.status).toBe(201)
+      expect(stripe.sessionStatus(open)).toBe("expired")
+    }))
+
+  it.effect("a subscription checkout after the one before was paid (its subscription on its way): 409, no new session", () =>
+    Effect.gen(function*() {
+      const { admin, organization } = yield* publishingTeam(0)
+      const json = { purchase: "subscription", returnUrl: "https://app.example/" }
+      const checkout = raw({ method: "POST", path: billingPath(organization.id, "/checkout"), token: admin.token, json })
+      const first = yield* checkout
+      const paid = /\/(cs_test_\d+)$/.exec(first.body.url)![1]!
+      stripe.completeSession(paid, "sub_on_its_way")
+      const sessions = () =>
+        stripe.to("/v1/checkout/sessions").filter((request) => request.params.get("client_reference_id") === organization.id)
+      expect(yield* checkout).toMatchObject({
+        status: 409,
+        body: {
+          _tag: "Conflict",
+          message: "The organization's previous subscription checkout was paid and its subscription is being set up: " +
+            "GET …/billing shows it once it is"
+        }
+      })
+      expect(stripe.requests.filter((request) => request.path === `/v1/checkout/sessions/${paid}/expire`)).toHaveLength(1)
+      expect(sessions()).toHaveLength(1)
+      // Credit packs are still sold meanwhile.
+      const pack = yield* raw({
+        method: "POST",
+        path: billingPath(organization.id, "/checkout"),
+        token: admin.token,
+        json: { purchase: "credits", credits: 1000, returnUrl: "https://app.example/" }
+      })
+      expect(pack.status).toBe(201)
+
+      // Its subscription arrives, then ends: a checkout is made again, the paid session being that ended subscription's.
+      const { paymentCustomerId } = (yield* admin.client.billing.getBilling({ path: { organizationId: organization.id as OrganizationId } })).account!
+      const subscription = (status: string) => ({
+        id: "sub_on_its_way",
+        object: "subscription",
+        customer: paymentCustomerId,
+        status,
+        start_date: Math.floor(Date.now() / 1000),
+        ended_at: null,
+        cancel_at: null,
+        default_payment_method: null,
+        items: { object: "list", data: [] }
+      })
+      const now = Math.floor(Date.now() / 1000)
+      yield* deliver({ id: `evt_${randomUUID()}`, type: "customer.subscription.created", object: subscription("active"), created: now - 2 })
+      expect(yield* checkout).toMatchObject({ status: 409, body: { message: expect.stringContaining("subscribed already (active)") } })
+      yield* deliver({ id: `evt_${randomUUID()}`, type: "customer.subscription.deleted", object: subscription("canceled"), created: now - 1 })
+      expect((yield* checkout).status).toBe(201)
+      expect(sessions().filter((request) => request.params.get("mode") === "subscription")).toHaveLength(2)
+    }))
+
   it.effect("payment events received over 30 days ago are forgotten; younger ones kept", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient

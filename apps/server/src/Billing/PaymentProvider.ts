@@ -53,6 +53,25 @@ export class UnreadableEvent extends Data.TaggedError("UnreadableEvent")<{ reado
 /** The provider refused the payment for good (a declined card, a removed payment method): it is not tried again. */
 export class PaymentDeclined extends Data.TaggedError("PaymentDeclined")<{ readonly message: string }> {}
 
+/** What the provider says of a recharge's payment when asked (its webhook did not come). */
+export type RechargePayment = Data.TaggedEnum<{
+  Paid: { readonly credits: number; readonly reference: string }
+  /** Failed for good: no further attempt of this payment will be made. */
+  Failed: { readonly reason: string }
+  /** Not decided yet (processing, waiting for the customer's action): asked again later. */
+  Pending: { readonly status: string }
+}>
+export const RechargePayment = Data.taggedEnum<RechargePayment>()
+
+/** What became of a checkout session the server asked the provider to expire. */
+export type CheckoutExpiry = Data.TaggedEnum<{
+  /** It can no longer be paid: expired now or before. */
+  Expired: {}
+  /** It was paid before it could be expired: its subscription is being set up. */
+  Completed: { readonly subscriptionId: string | null }
+}>
+export const CheckoutExpiry = Data.taggedEnum<CheckoutExpiry>()
+
 /** The few things billing asks of a payment provider. Failures to reach it are defects (500), logged. */
 export interface PaymentGateway {
   readonly createCustomer: (organization: { readonly id: string; readonly name: string }) => Effect.Effect<string>
@@ -67,7 +86,9 @@ export interface PaymentGateway {
     readonly organizationId: OrganizationId
     readonly plan: PlanSetting
     readonly returnUrl: string
-  }) => Effect.Effect<string>
+  }) => Effect.Effect<{ readonly sessionId: string; readonly url: string }>
+  /** Makes a subscription checkout's session unpayable, unless it completed. */
+  readonly expireCheckout: (sessionId: string) => Effect.Effect<CheckoutExpiry>
   readonly portal: (input: { readonly customerId: string; readonly returnUrl: string }) => Effect.Effect<string>
   /** Pays for the pack with the saved payment method, the customer absent; one payment per token, however often asked. */
   readonly recharge: (input: {
@@ -77,6 +98,8 @@ export interface PaymentGateway {
     readonly pack: PackSetting
     readonly token: string
   }) => Effect.Effect<{ readonly paymentIntentId: string }, PaymentDeclined>
+  /** Where a started recharge's payment is now. */
+  readonly rechargePayment: (paymentIntentId: string) => Effect.Effect<RechargePayment>
   /** The event the body holds, once its signature is checked against the raw bytes. */
   readonly receive: (body: Uint8Array, signature: string) => Effect.Effect<ReceivedEvent, InvalidSignature | UnreadableEvent>
 }

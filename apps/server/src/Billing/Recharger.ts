@@ -1,6 +1,8 @@
 import { Effect, Layer, Option, Schedule } from "effect"
-import { PaymentProvider } from "./PaymentProvider.js"
-import { BillingRepo, type DueRecharge } from "./Repo.js"
+import { transactionally } from "../Database/Transaction.js"
+import { PaymentProvider, RechargePayment } from "./PaymentProvider.js"
+import { Recharges } from "./Recharges.js"
+import { BillingRepo, type DueRecharge, type StartedRecharge } from "./Repo.js"
 import { BillingSettings, type PackSetting } from "./Settings.js"
 
 const batch = 20
@@ -8,15 +10,24 @@ const maxFailures = 5
 const pruneBatch = 500
 
 /**
+ * A started recharge whose webhook has not come this many polls after its start is looked up at the provider: 10
+ * minutes at the default BILLING_RECHARGE_POLL_MS of 2 s. Webhooks come within seconds; one this late is lost, or
+ * the endpoint is misconfigured.
+ */
+const lookUpAfterPolls = 300
+
+/**
  * Starts the recharges that spends decided (CreditsRepo marks them in the statement of the spend): one
  * off-session payment per decision, its idempotency key the decision's token, so that a start repeated after a
  * crash, or by another process, is the same payment. The credits come with the payment's webhook; a payment
- * the provider refuses ends the recharge and turns auto-recharge off, with the reason kept. Every
- * BILLING_RECHARGE_POLL_MS while billing is on; each round also forgets payment events over 30 days old.
+ * the provider refuses ends the recharge and turns auto-recharge off, with the reason kept. A started recharge
+ * whose webhook does not come is looked up at the provider (Recharges.ts: whichever of the two comes first ends
+ * it). Every BILLING_RECHARGE_POLL_MS while billing is on; each round also forgets payment events over 30 days old.
  */
 export const RechargerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const settings = yield* BillingSettings
   const repo = yield* BillingRepo
+  const recharges = yield* Recharges
   const { gateway } = yield* PaymentProvider
   if (Option.isNone(gateway)) return
   const provider = gateway.value
@@ -71,13 +82,39 @@ export const RechargerLive = Layer.scopedDiscard(Effect.gen(function*() {
       )
     )
 
-  const recharges = Effect.flatMap(repo.dueRecharges(batch, settings.rechargePollMs), (due) => Effect.forEach(due, attempt, { discard: true })).pipe(
+  const startDue = Effect.flatMap(repo.dueRecharges(batch, settings.rechargePollMs), (due) => Effect.forEach(due, attempt, { discard: true })).pipe(
     Effect.catchAllCause((cause) => Effect.logWarning("Billing: reading the due recharges failed; they are tried again", cause))
+  )
+
+  /**
+   * The payment's state at the provider ends the recharge as its webhook would have; undecided, or the provider not
+   * answering, it is asked again after a longer wait (Repo.startedRecharges).
+   */
+  const lookUp = (started: StartedRecharge) =>
+    provider.rechargePayment(started.paymentIntentId).pipe(
+      Effect.flatMap(RechargePayment.$match({
+        Paid: ({ credits, reference }) => recharges.paid(started.organizationId, started.token, credits, reference).pipe(transactionally),
+        Failed: ({ reason }) => recharges.failed(started.organizationId, started.token, reason),
+        Pending: () => repo.rechargeChecked(started.organizationId, started.token)
+      })),
+      Effect.catchAllCause((cause) =>
+        Effect.zipRight(
+          Effect.logWarning(`Billing: looking up the recharge of organization ${started.organizationId} failed`, cause),
+          repo.rechargeChecked(started.organizationId, started.token)
+        )
+      )
+    )
+
+  const lookUpStarted = Effect.flatMap(
+    repo.startedRecharges(batch, settings.rechargePollMs * lookUpAfterPolls),
+    (started) => Effect.forEach(started, lookUp, { discard: true })
+  ).pipe(
+    Effect.catchAllCause((cause) => Effect.logWarning("Billing: reading the started recharges failed; they are looked up again", cause))
   )
   // The provider's events are kept to act once on each; a round also forgets a batch of old ones.
   const prune = repo.pruneEvents(pruneBatch).pipe(
     Effect.catchAllCause((cause) => Effect.logWarning("Billing: forgetting old payment events failed", cause))
   )
-  const round = Effect.zipRight(recharges, prune)
+  const round = Effect.zipRight(Effect.zipRight(startDue, lookUpStarted), prune)
   yield* Effect.forkScoped(Effect.repeat(round, Schedule.spaced(settings.rechargePollMs)))
-}))
+})).pipe(Layer.provide([BillingRepo.Default, Recharges.Default, PaymentProvider.Default, BillingSettings.Default]))

@@ -40,6 +40,22 @@ export interface DueRecharge {
   readonly paymentMethodId: string | null
 }
 
+/** A recharge whose payment started and whose outcome has not come: due to be looked up at the provider. */
+export interface StartedRecharge {
+  readonly organizationId: OrganizationId
+  readonly token: string
+  readonly paymentIntentId: string
+}
+
+/** The organization as a subscription checkout claimed it: its open checkout session, if any, and its subscription. */
+export interface SubscriptionCheckoutClaim {
+  readonly claim: string
+  readonly sessionId: string | null
+  readonly subscriptionId: string | null
+  readonly isSubscribed: boolean
+  readonly subscriptionStatus: typeof SubscriptionStatus.Type
+}
+
 export interface SubscriptionState {
   readonly subscriptionId: string
   readonly status: typeof SubscriptionStatus.Type
@@ -197,16 +213,66 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
         RETURNING id`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
 
     const rechargeStarted = (organizationId: OrganizationId, token: string, paymentIntentId: string) =>
-      sql`UPDATE organizations SET auto_recharge_payment_intent_id = ${paymentIntentId}
+      sql`UPDATE organizations SET auto_recharge_payment_intent_id = ${paymentIntentId},
+          auto_recharge_started_at = now(), auto_recharge_checks = 0, auto_recharge_checked_at = NULL
         WHERE id = ${organizationId} AND auto_recharge_token::text = ${token}`.pipe(Effect.asVoid, Effect.orDie)
 
-    /** Ends the recharge of `token`: the next spend below the threshold may start another; a failure turns it off. */
+    /**
+     * Started recharges whose outcome has not come `waitMs` after the start, then after twice as long since the last
+     * look each time (at most 64 times `waitMs`): the longest waiting first.
+     */
+    const startedRecharges = (limit: number, waitMs: number) =>
+      sql<StartedRecharge>`SELECT id AS "organizationId", auto_recharge_token::text AS token,
+          auto_recharge_payment_intent_id AS "paymentIntentId"
+        FROM organizations WHERE auto_recharge_payment_intent_id IS NOT NULL
+          AND coalesce(auto_recharge_checked_at, auto_recharge_started_at)
+            + ${waitMs} * power(2, least(auto_recharge_checks, 6)) * interval '1 millisecond' <= now()
+        ORDER BY coalesce(auto_recharge_checked_at, auto_recharge_started_at), id
+        LIMIT ${limit}`.pipe(Effect.orDie)
+
+    /** The provider was asked about the recharge's payment and it has no outcome yet (or the provider did not answer). */
+    const rechargeChecked = (organizationId: OrganizationId, token: string) =>
+      sql`UPDATE organizations SET auto_recharge_checks = auto_recharge_checks + 1, auto_recharge_checked_at = now()
+        WHERE id = ${organizationId} AND auto_recharge_token::text = ${token}`.pipe(Effect.asVoid, Effect.orDie)
+
+    /**
+     * Ends the recharge of `token`: the next spend below the threshold may start another; a failure turns it off.
+     * Whether it ended it: false when it had ended already (its webhook and the recharger's look both tell its end).
+     */
     const rechargeEnded = (organizationId: OrganizationId, token: string, failure: string | null) =>
       sql`UPDATE organizations SET auto_recharge_token = NULL, auto_recharge_payment_intent_id = NULL,
           auto_recharge_claimed_at = NULL, auto_recharge_failures = 0, auto_recharge_attempted_at = NULL,
+          auto_recharge_started_at = NULL, auto_recharge_checks = 0, auto_recharge_checked_at = NULL,
           auto_recharge_enabled = auto_recharge_enabled AND ${failure === null},
           auto_recharge_last_error = coalesce(${failure}, auto_recharge_last_error)
-        WHERE id = ${organizationId} AND auto_recharge_token::text = ${token}`.pipe(Effect.asVoid, Effect.orDie)
+        WHERE id = ${organizationId} AND auto_recharge_token::text = ${token}
+        RETURNING id`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
+
+    /**
+     * Claims the making of the organization's subscription checkout, unless another request holds the claim (taken
+     * under `claimMs` ago: one that crashed holds it no longer). None while it is held.
+     */
+    const claimSubscriptionCheckout = (organizationId: OrganizationId, claimMs: number) =>
+      sql<SubscriptionCheckoutClaim>`UPDATE organizations SET subscription_checkout_claim = gen_random_uuid(),
+          subscription_checkout_claimed_at = now()
+        WHERE id = ${organizationId} AND (subscription_checkout_claim IS NULL
+          OR subscription_checkout_claimed_at + ${claimMs} * interval '1 millisecond' <= now())
+        RETURNING subscription_checkout_claim::text AS claim, subscription_checkout_session_id AS "sessionId",
+          payment_subscription_id AS "subscriptionId", is_subscribed AS "isSubscribed",
+          subscription_status AS "subscriptionStatus"`.pipe(
+        Effect.map(([row]) => Option.fromNullable(row)),
+        Effect.orDie,
+        policyRequire("Billing", "manage")
+      )
+
+    /**
+     * Gives the claim back, keeping `sessionId` as the organization's open subscription checkout when one was made.
+     * The server's own bookkeeping: a session made at the provider is kept whatever the caller's role is now.
+     */
+    const releaseSubscriptionCheckout = (organizationId: OrganizationId, claim: string, sessionId: Option.Option<string>) =>
+      sql`UPDATE organizations SET subscription_checkout_claim = NULL, subscription_checkout_claimed_at = NULL
+          ${Option.isSome(sessionId) ? sql`, subscription_checkout_session_id = ${sessionId.value}` : sql.literal("")}
+        WHERE id = ${organizationId} AND subscription_checkout_claim::text = ${claim}`.pipe(Effect.asVoid, Effect.orDie)
 
     return {
       find: (organizationId: OrganizationId) => policyRequire("Billing", "view")(find(organizationId)),
@@ -228,7 +294,11 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
       claimRecharge,
       rechargeAttemptFailed,
       rechargeStarted,
-      rechargeEnded
+      startedRecharges,
+      rechargeChecked,
+      rechargeEnded,
+      claimSubscriptionCheckout,
+      releaseSubscriptionCheckout
     } as const
   })
 }) {}

@@ -8,13 +8,21 @@ import {
   type OrganizationId,
   type UpdateAutoRecharge
 } from "@postline/domain"
-import { Effect, Option } from "effect"
+import { Data, Effect, Exit, Option, Schedule } from "effect"
 import { authorize } from "../Access/Authorization.js"
 import { transactionally } from "../Database/Transaction.js"
-import { PaymentProvider } from "./PaymentProvider.js"
+import { CheckoutExpiry, type PaymentGateway, PaymentProvider } from "./PaymentProvider.js"
 import { BillingPolicy } from "./Policy.js"
 import { type BillingRow, BillingRepo } from "./Repo.js"
 import { BillingSettings } from "./Settings.js"
+
+/** Another request holds the organization's subscription checkout claim. */
+class CheckoutBusy extends Data.TaggedError("CheckoutBusy") {}
+
+// A claim outlives any checkout's calls to the provider (each retried twice by its SDK); a request waits for its
+// turn for a few seconds, then is refused.
+const checkoutClaimMs = 60_000
+const checkoutTurns = Schedule.spaced("25 millis").pipe(Schedule.upTo("10 seconds"))
 
 const billingDisabled = new BillingDisabled({
   message: "Billing is off on this server (no STRIPE_SECRET_KEY): an operator grants credits with the admin command"
@@ -114,9 +122,55 @@ export class Billing extends Effect.Service<Billing>()("Billing", {
           if (pack !== undefined) {
             return { url: yield* provider.checkoutPack({ customerId, organizationId, pack, returnUrl: request.returnUrl }) }
           }
-          const plan = Option.getOrThrow(settings.plan)
-          return { url: yield* provider.checkoutPlan({ customerId, organizationId, plan, returnUrl: request.returnUrl }) }
+          return yield* subscriptionCheckout(organizationId, provider, customerId, request.returnUrl)
         }))
+
+    /**
+     * One payable subscription checkout per organization: the one open before is expired first, so that two checkouts
+     * made before either is paid cannot both become subscriptions. Concurrent ones take turns through a claim on the
+     * organization's row (a transaction held across the provider's calls would hold the embedded database's one
+     * connection); a claim is given back when its checkout ends, and lapses after `checkoutClaimMs` should its
+     * process die. One paid before it could be expired is being set up: the new checkout is refused.
+     */
+    const subscriptionCheckout = (organizationId: OrganizationId, provider: PaymentGateway, customerId: string, returnUrl: string) =>
+      Effect.gen(function*() {
+        const claimed = yield* authorize(policy.canManage(organizationId, { lock: true }))(() =>
+          repo.claimSubscriptionCheckout(organizationId, checkoutClaimMs)
+        ).pipe(
+          transactionally,
+          Effect.flatMap(Option.match({ onNone: () => new CheckoutBusy(), onSome: Effect.succeed })),
+          Effect.retry({ while: (error) => error._tag === "CheckoutBusy", schedule: checkoutTurns }),
+          Effect.catchTag("CheckoutBusy", () =>
+            new Conflict({
+              message: "Another subscription checkout of the organization is being made: try again in a moment"
+            }))
+        )
+        const made = yield* Effect.gen(function*() {
+          // Subscribed while this waited for its turn.
+          if (claimed.isSubscribed) {
+            return yield* new Conflict({
+              message: `The organization is subscribed already (${claimed.subscriptionStatus}): change the subscription in the billing portal`
+            })
+          }
+          const earlier = claimed.sessionId === null ? CheckoutExpiry.Expired() : yield* provider.expireCheckout(claimed.sessionId)
+          // A completed session of the subscription the organization has had (ended since) is no new one.
+          if (earlier._tag === "Completed" && (earlier.subscriptionId === null || earlier.subscriptionId !== claimed.subscriptionId)) {
+            return yield* new Conflict({
+              message: "The organization's previous subscription checkout was paid and its subscription is being set up: " +
+                "GET …/billing shows it once it is"
+            })
+          }
+          const plan = Option.getOrThrow(settings.plan)
+          return yield* provider.checkoutPlan({ customerId, organizationId, plan, returnUrl })
+        }).pipe(Effect.onExit((exit) =>
+          repo.releaseSubscriptionCheckout(
+            organizationId,
+            claimed.claim,
+            Exit.isSuccess(exit) ? Option.some(exit.value.sessionId) : Option.none()
+          )
+        ))
+        return { url: made.url }
+      })
 
     const portal = (organizationId: OrganizationId, returnUrl: string) =>
       authorize(policy.canManage(organizationId, { lock: false }))(() =>

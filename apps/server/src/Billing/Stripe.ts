@@ -2,11 +2,13 @@ import { OrganizationId, type SubscriptionStatus } from "@postline/domain"
 import { Effect, Option, Redacted, Schema } from "effect"
 import Stripe from "stripe"
 import {
+  CheckoutExpiry,
   InvalidSignature,
   PaymentDeclined,
   PaymentEvent,
   type PaymentGateway,
   type ReceivedEvent,
+  RechargePayment,
   UnreadableEvent
 } from "./PaymentProvider.js"
 import type { PlanSetting, StripeSettings } from "./Settings.js"
@@ -205,7 +207,25 @@ export const makeStripeGateway = (settings: StripeSettings, plan: Option.Option<
             success_url: returnUrl,
             cancel_url: returnUrl
           })),
-        (session) => session.url!
+        (session) => ({ sessionId: session.id, url: session.url! })
+      ),
+
+    // Stripe refuses to expire a session that is not open: then what it is says whether it was paid.
+    expireCheckout: (sessionId) =>
+      Effect.tryPromise({ try: () => stripe.checkout.sessions.expire(sessionId), catch: (cause) => cause }).pipe(
+        Effect.as<CheckoutExpiry>(CheckoutExpiry.Expired()),
+        Effect.catchIf((cause) => cause instanceof Stripe.errors.StripeInvalidRequestError, () =>
+          Effect.flatMap(
+            call("reading a checkout session", () => stripe.checkout.sessions.retrieve(sessionId)),
+            (session): Effect.Effect<CheckoutExpiry> =>
+              session.status === "complete"
+                ? Effect.succeed(CheckoutExpiry.Completed({ subscriptionId: idOf(session.subscription) }))
+                : session.status === "expired"
+                ? Effect.succeed(CheckoutExpiry.Expired())
+                : Effect.dieMessage(`Stripe: the checkout session ${sessionId} is ${session.status} and could not be expired`)
+          )),
+        Effect.tapError((cause) => Effect.logError("Stripe: expiring a checkout session failed", cause)),
+        Effect.orDie
       ),
 
     portal: ({ customerId, returnUrl }) =>
@@ -232,6 +252,27 @@ export const makeStripeGateway = (settings: StripeSettings, plan: Option.Option<
           }, { idempotencyKey: `postline-recharge-${token}` })
         )
         return { paymentIntentId: intent.id }
+      }),
+
+    rechargePayment: (paymentIntentId) =>
+      Effect.flatMap(call("reading a recharge's payment", () => stripe.paymentIntents.retrieve(paymentIntentId)), (intent): Effect.Effect<RechargePayment> => {
+        switch (intent.status) {
+          case "succeeded": {
+            const credits = creditsOf(intent.metadata.credits)
+            return Option.isNone(credits)
+              ? Effect.dieMessage(`Stripe: the payment ${intent.id} names no credits`)
+              : Effect.succeed(RechargePayment.Paid({ credits: credits.value, reference: intent.id }))
+          }
+          // An off-session payment is not tried again with another method: it failed for good.
+          case "requires_payment_method":
+            return Effect.succeed(RechargePayment.Failed({ reason: intent.last_payment_error?.message ?? "The payment failed" }))
+          case "canceled":
+            return Effect.succeed(RechargePayment.Failed({
+              reason: `The payment was canceled${intent.cancellation_reason === null ? "" : ` (${intent.cancellation_reason})`}`
+            }))
+          default:
+            return Effect.succeed(RechargePayment.Pending({ status: intent.status }))
+        }
       }),
 
     // Verified first, read apart: a verified event that cannot be read is said so, not blamed on the signature.

@@ -16,6 +16,7 @@ import publishVisibility from "./migrations/0013_publish_visibility.js"
 import billing from "./migrations/0014_billing.js"
 import analytics from "./migrations/0015_analytics.js"
 import meteredUsage from "./migrations/0016_metered_usage.js"
+import billingReconciliation from "./migrations/0017_billing_reconciliation.js"
 
 const run = Migrator.make({})
 
@@ -36,7 +37,8 @@ export const migrations = {
   "0013_publish_visibility": publishVisibility,
   "0014_billing": billing,
   "0015_analytics": analytics,
-  "0016_metered_usage": meteredUsage
+  "0016_metered_usage": meteredUsage,
+  "0017_billing_reconciliation": billingReconciliation
 }
 
 /** Runs `these` migrations that have not run yet: all of them, unless a test stops at an earlier schema. */

@@ -1,5 +1,6 @@
 import { Effect, Layer } from "effect"
 import { AnalyticsSnapshotsLive } from "../Analytics/Snapshots.js"
+import { RechargerLive } from "../Billing/Recharger.js"
 import { EventDeliveryLive } from "../EventWebhooks/Delivery.js"
 import { Dispatcher, DispatcherLive } from "./Dispatcher.js"
 import { SchedulerHealth } from "./Health.js"
@@ -9,15 +10,16 @@ const WatchdogLive = Layer.scopedDiscard(Effect.forkScoped(Effect.flatMap(Schedu
 
 /**
  * Scheduled publishing in the background of a server process: the dispatch of due targets, a watchdog over
- * what waits, the recovery of sends no process is finishing, the delivery of the organizations' events and the
- * analytics snapshots; its health is offered to `/health`.
+ * what waits, the recovery of sends no process is finishing, the delivery of the organizations' events, the
+ * analytics snapshots and billing's recharges; its health is offered to `/health`.
  */
 export const SchedulerLive = Layer.mergeAll(
   DispatcherLive,
   WatchdogLive,
   PublishRecoveryLive,
   EventDeliveryLive,
-  AnalyticsSnapshotsLive
+  AnalyticsSnapshotsLive,
+  RechargerLive
 ).pipe(
   Layer.provideMerge(SchedulerHealth.Default),
   Layer.provideMerge(Dispatcher.Default)

@@ -4,7 +4,8 @@ import Stripe from "stripe"
 
 /**
  * No Stripe server can run here, so outbound Stripe calls go to this HTTP-level fake of the few endpoints the
- * server uses (customers, checkout and portal sessions, prices, payment intents). The server's real `stripe` SDK
+ * server uses (customers, checkout and portal sessions, prices, payment intents; sessions and intents are kept,
+ * with the state a test gives them). The server's real `stripe` SDK
  * talks to it (STRIPE_API_URL); it records each request's form parameters and keeps Stripe's idempotency keys.
  */
 export interface StripeRequest {
@@ -25,6 +26,9 @@ export const makeStripeFake = async () => {
   // While set, payment intents are answered only once it resolves: a recharge held at Stripe.
   let held: Promise<void> | undefined
   const prices = new Map([["price_pack_1000", 1000], ["price_pack_5000", 4500]])
+  // The checkout sessions and payment intents made, as Stripe keeps them; tests move them on (paid, failed...).
+  const sessions = new Map<string, { status: string; mode: string | null; subscription: string | null }>()
+  const intents = new Map<string, { status: string; metadata: Record<string, string>; lastError: string | null }>()
 
   const answer = (request: StripeRequest): { status: number; body: unknown } => {
     const id = (prefix: string) => `${prefix}_${++counter}`
@@ -39,7 +43,33 @@ export const makeStripeFake = async () => {
     }
     if (request.method === "POST" && request.path === "/v1/checkout/sessions") {
       const session = id("cs_test")
-      return { status: 200, body: { id: session, object: "checkout.session", url: `https://checkout.stripe.test/c/pay/${session}` } }
+      sessions.set(session, { status: "open", mode: request.params.get("mode"), subscription: null })
+      return { status: 200, body: { id: session, object: "checkout.session", status: "open", url: `https://checkout.stripe.test/c/pay/${session}` } }
+    }
+    const sessionPath = /^\/v1\/checkout\/sessions\/(\w+)(\/expire)?$/.exec(request.path)
+    const session = sessionPath === null ? undefined : sessions.get(sessionPath[1]!)
+    if (sessionPath !== null) {
+      if (session === undefined) {
+        return { status: 404, body: { error: { type: "invalid_request_error", message: `No such checkout.session: '${sessionPath[1]}'` } } }
+      }
+      const answer = () => ({ status: 200, body: { id: sessionPath[1], object: "checkout.session", ...session } })
+      if (request.method === "GET" && sessionPath[2] === undefined) return answer()
+      if (request.method === "POST" && sessionPath[2] !== undefined) {
+        // Stripe's answer for a session that is not open.
+        if (session.status !== "open") {
+          return {
+            status: 400,
+            body: {
+              error: {
+                type: "invalid_request_error",
+                message: `Only Checkout Sessions with a status in ["open"] can be expired. This Checkout Session has a status of \`${session.status}\`.`
+              }
+            }
+          }
+        }
+        session.status = "expired"
+        return answer()
+      }
     }
     if (request.method === "POST" && request.path === "/v1/billing_portal/sessions") {
       const session = id("bps")
@@ -60,7 +90,26 @@ export const makeStripeFake = async () => {
         declineNext = false
         return { status: 402, body: { error: { type: "card_error", code: "card_declined", message: "Your card was declined." } } }
       }
-      return { status: 200, body: { id: id("pi"), object: "payment_intent", status: "succeeded", metadata } }
+      const intent = id("pi")
+      intents.set(intent, { status: "succeeded", metadata, lastError: null })
+      return { status: 200, body: { id: intent, object: "payment_intent", status: "succeeded", metadata } }
+    }
+    const intentPath = /^\/v1\/payment_intents\/(\w+)$/.exec(request.path)
+    const intent = intentPath === null ? undefined : intents.get(intentPath[1]!)
+    if (request.method === "GET" && intentPath !== null) {
+      return intent === undefined
+        ? { status: 404, body: { error: { type: "invalid_request_error", message: `No such payment_intent: '${intentPath[1]}'` } } }
+        : {
+          status: 200,
+          body: {
+            id: intentPath[1],
+            object: "payment_intent",
+            status: intent.status,
+            metadata: intent.metadata,
+            last_payment_error: intent.lastError === null ? null : { type: "card_error", message: intent.lastError },
+            cancellation_reason: null
+          }
+        }
     }
     return { status: 404, body: { error: { type: "invalid_request_error", message: `Unrecognized request URL (${request.path})` } } }
   }
@@ -108,6 +157,14 @@ export const makeStripeFake = async () => {
       failing.add(customerId)
       return () => void failing.delete(customerId)
     },
+    /** The payment intent is now in `status` (as made, one is succeeded), with the error of its last attempt. */
+    setPaymentIntent: (id: string, status: string, lastError: string | null = null) =>
+      void Object.assign(intents.get(id)!, { status, lastError }),
+    /** The checkout session was paid: complete, with the subscription it made. */
+    completeSession: (id: string, subscription: string | null) =>
+      void Object.assign(sessions.get(id)!, { status: "complete", subscription }),
+    /** The checkout session's status: open, complete or expired. */
+    sessionStatus: (id: string) => sessions.get(id)?.status,
     /** Stripe no longer has the price, as after its deletion; answers how to give it back. */
     forgetPrice: (id: string) => {
       const amount = prices.get(id)!

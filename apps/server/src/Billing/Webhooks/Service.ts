@@ -4,6 +4,7 @@ import { withSystemActor } from "../../Access/Authorization.js"
 import { CreditsRepo } from "../../Credits/Repo.js"
 import { transactionally } from "../../Database/Transaction.js"
 import { PaymentEvent, PaymentProvider, type ReceivedEvent } from "../PaymentProvider.js"
+import { Recharges } from "../Recharges.js"
 import { BillingRepo } from "../Repo.js"
 import { BillingSettings } from "../Settings.js"
 
@@ -16,6 +17,7 @@ export class BillingWebhooks extends Effect.Service<BillingWebhooks>()("BillingW
   effect: Effect.gen(function*() {
     const repo = yield* BillingRepo
     const credits = yield* CreditsRepo
+    const recharges = yield* Recharges
     const settings = yield* BillingSettings
     const { gateway } = yield* PaymentProvider
     const planName = Option.getOrNull(Option.map(settings.plan, (plan) => plan.name))
@@ -39,13 +41,9 @@ export class BillingWebhooks extends Effect.Service<BillingWebhooks>()("BillingW
             onNone: () => Effect.logWarning(`Billing: invoice ${reference} paid by ${customerId}, no organization's customer`),
             onSome: (organizationId) => grant(organizationId, includedCredits, `Plan credits, invoice ${reference}`)
           })),
-        RechargePaid: ({ credits, organizationId, reference, token }) =>
-          Effect.zipRight(
-            repo.rechargeEnded(organizationId, token, null),
-            grant(organizationId, credits, `Auto-recharge, payment ${reference}`)
-          ),
-        RechargeFailed: ({ organizationId, reason, token }) =>
-          repo.rechargeEnded(organizationId, token, `The recharge failed: ${reason}`),
+        // The recharger may have found its end at the provider first (the webhook was late): then nothing more.
+        RechargePaid: ({ credits, organizationId, reference, token }) => recharges.paid(organizationId, token, credits, reference),
+        RechargeFailed: ({ organizationId, reason, token }) => recharges.failed(organizationId, token, reason),
         Ignored: () => Effect.void
       })
 
@@ -69,5 +67,5 @@ export class BillingWebhooks extends Effect.Service<BillingWebhooks>()("BillingW
 
     return { receive } as const
   }),
-  dependencies: [BillingRepo.Default, CreditsRepo.Default, BillingSettings.Default, PaymentProvider.Default]
+  dependencies: [BillingRepo.Default, CreditsRepo.Default, Recharges.Default, BillingSettings.Default, PaymentProvider.Default]
 }) {}
