@@ -102,6 +102,17 @@ export interface PaymentGateway {
   readonly rechargePayment: (paymentIntentId: string) => Effect.Effect<RechargePayment>
   /** The event the body holds, once its signature is checked against the raw bytes. */
   readonly receive: (body: Uint8Array, signature: string) => Effect.Effect<ReceivedEvent, InvalidSignature | UnreadableEvent>
+  /**
+   * Reports credits the customer used beyond the plan's as one event of the plan's meter, made `at`; `identifier`
+   * makes it one event however often it is reported.
+   */
+  readonly reportUsage: (usage: {
+    readonly identifier: string
+    readonly eventName: string
+    readonly customerId: string
+    readonly credits: number
+    readonly at: Date
+  }) => Effect.Effect<void>
 }
 
 /** The payment provider: Stripe when STRIPE_SECRET_KEY is set, none otherwise. */

@@ -6,12 +6,16 @@ export interface PackSetting {
   readonly priceId: string
 }
 
-/** The subscription plan: its name, its Stripe price, the credits each paid period brings, and the metered price of usage beyond them. */
+/**
+ * The subscription plan: its name, its Stripe price, the credits each paid period brings, and the metered price of
+ * usage beyond them with the event name of the Stripe meter that price bills.
+ */
 export interface PlanSetting {
   readonly name: string
   readonly priceId: string
   readonly includedCredits: number
   readonly meteredPriceId: string | null
+  readonly meterEvent: string | null
 }
 
 export interface StripeSettings {
@@ -52,11 +56,32 @@ const priceIdOf = (name: string) =>
       ? Effect.fail(invalid(name, "must be a Stripe price id (price_...)"))
       : Effect.succeed(Option.filter(value, (id) => id !== "")))
 
+// Stripe's meter event names: up to 100 characters.
+const MeterEvent = Schema.String.pipe(Schema.pattern(/^[\x21-\x7e]{1,100}$/))
+
+/** The meter's event name goes with the metered price, each needing the other: without it overage would never be billed. */
+const meterEventOf = (meteredPrice: Option.Option<string>) =>
+  Effect.flatMap(Config.option(Config.string("BILLING_PLAN_METER_EVENT")), (text) => {
+    const value = Option.filter(text, (name) => name !== "")
+    if (Option.isSome(meteredPrice) && Option.isNone(value)) {
+      return Effect.fail(ConfigError.MissingData(
+        ["BILLING_PLAN_METER_EVENT"],
+        "BILLING_PLAN_METERED_PRICE_ID is set, so BILLING_PLAN_METER_EVENT must name the event of the Stripe meter its price bills"
+      ))
+    }
+    if (Option.isNone(meteredPrice) && Option.isSome(value)) {
+      return Effect.fail(invalid("BILLING_PLAN_METER_EVENT", "needs BILLING_PLAN_METERED_PRICE_ID, the metered price its meter bills"))
+    }
+    return Option.isSome(value) && !Schema.is(MeterEvent)(value.value)
+      ? Effect.fail(invalid("BILLING_PLAN_METER_EVENT", "must be a Stripe meter's event name: 1 to 100 printable characters, no spaces"))
+      : Effect.succeed(value)
+  })
+
 /**
  * Billing's settings, read once at start. Without STRIPE_SECRET_KEY the server sells nothing (an operator grants
  * credits); with it, STRIPE_WEBHOOK_SECRET and BILLING_CREDIT_PACKS must be set and valid, or the server does not
- * start. BILLING_PLAN_PRICE_ID (with BILLING_PLAN_CREDITS, BILLING_PLAN_METERED_PRICE_ID and BILLING_PLAN_NAME)
- * offers a subscription.
+ * start. BILLING_PLAN_PRICE_ID (with BILLING_PLAN_CREDITS, BILLING_PLAN_METERED_PRICE_ID with
+ * BILLING_PLAN_METER_EVENT, and BILLING_PLAN_NAME) offers a subscription.
  */
 export class BillingSettings extends Effect.Service<BillingSettings>()("Billing/Settings", {
   effect: Effect.gen(function*() {
@@ -94,6 +119,7 @@ export class BillingSettings extends Effect.Service<BillingSettings>()("Billing/
     if (Option.isNone(planPrice) && Option.isSome(meteredPrice)) {
       return yield* Effect.fail(invalid("BILLING_PLAN_METERED_PRICE_ID", "needs BILLING_PLAN_PRICE_ID, the plan it belongs to"))
     }
+    const meterEvent = yield* meterEventOf(meteredPrice)
     const planName = yield* Config.string("BILLING_PLAN_NAME").pipe(Config.withDefault("standard"))
     const includedCredits = yield* Config.integer("BILLING_PLAN_CREDITS").pipe(
       Config.validate({ message: `must be a whole number of credits from 0 to 1000000000`, validation: (n) => n >= 0 && n <= 1_000_000_000 }),
@@ -107,7 +133,8 @@ export class BillingSettings extends Effect.Service<BillingSettings>()("Billing/
         name: planName,
         priceId,
         includedCredits,
-        meteredPriceId: Option.getOrNull(meteredPrice)
+        meteredPriceId: Option.getOrNull(meteredPrice),
+        meterEvent: Option.getOrNull(meterEvent)
       })),
       rechargePollMs
     }

@@ -291,6 +291,17 @@ export const makeStripeGateway = (settings: StripeSettings, plan: Option.Option<
           catch: () =>
             new UnreadableEvent({ message: `The event ${event.id} (${event.type}) is signed but its content cannot be read` })
         })
-      ))
+      )),
+
+    // The meter's default mapping: the customer and the value in the payload. The identifier is also the request's
+    // idempotency key, so that a report repeated within Stripe's 24 hours is answered as the first was.
+    reportUsage: ({ at, credits, customerId, eventName, identifier }) =>
+      Effect.asVoid(call("reporting metered usage", () =>
+        stripe.billing.meterEvents.create({
+          event_name: eventName,
+          payload: { stripe_customer_id: customerId, value: String(credits) },
+          identifier,
+          timestamp: Math.floor(at.getTime() / 1000)
+        }, { idempotencyKey: `postline-usage-${identifier}` })))
   }
 }

@@ -9,6 +9,7 @@ import {
 } from "@postline/domain"
 import { Effect, Option } from "effect"
 import { policyRequire } from "../Access/Authorization.js"
+import { BillingSettings } from "../Billing/Settings.js"
 import { isoUtc, selectFields } from "../Database/Columns.js"
 import { type PageRequest, paginate } from "../Pagination/Keyset.js"
 
@@ -42,6 +43,11 @@ export const spentThisMonthOf = (sql: Statement.Constructor) =>
 export class CreditsRepo extends Effect.Service<CreditsRepo>()("CreditsRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    // Overage is sold only while the plan has a metered price (and its meter): what is bought is reported there.
+    const overageOn = Option.exists((yield* BillingSettings).plan, (plan) => plan.meterEvent !== null)
+    // A plan that bills usage beyond its credits: subscribed (active or trialing) with the plan's metered item.
+    const overageEligible = sql`(subscription_status IN ('active', 'trialing')
+      AND payment_metered_subscription_item_id IS NOT NULL AND payment_customer_id IS NOT NULL)`
 
     const columns = selectFields<CreditTransaction>(sql, {
       id: "c.id",
@@ -140,13 +146,49 @@ export class CreditsRepo extends Effect.Service<CreditsRepo>()("CreditsRepo", {
         return after
       }).pipe(Effect.orDie, policyRequire("Credits", "grant"))
 
-    /** Holds the credits of every hold at once, or none of them: 402 when fewer are available. */
+    /**
+     * Adds to the balance the credits a spend of `total` lacks, read under the row's lock, when the organization's
+     * plan bills usage beyond its credits. An `overage` entry, and a row of metered_usage that
+     * Billing/UsageReporter.ts reports to the provider. Whether it added any.
+     */
+    const buyOverage = (organizationId: OrganizationId, total: number) =>
+      Effect.gen(function*() {
+        if (!overageOn) return false
+        const [bought] = yield* sql<CreditBalance & { readonly credits: number; readonly customerId: string }>`
+          WITH lacking AS (
+            SELECT id, payment_customer_id, greatest(0, ${total} - (credits_balance - reserved_credits)) AS credits
+            FROM organizations WHERE id = ${organizationId} AND ${overageEligible} FOR UPDATE)
+          UPDATE organizations o SET credits_balance = o.credits_balance + l.credits
+          FROM lacking l WHERE o.id = l.id AND l.credits > 0
+          RETURNING l.credits::float8 AS credits, l.payment_customer_id AS "customerId", ${balanceColumns}`
+        if (bought === undefined) return false
+        yield* record(organizationId, "overage", bought.credits, bought, {
+          note: "Bought beyond the plan's credits: billed as metered usage of the plan"
+        })
+        yield* sql`INSERT INTO metered_usage (organization_id, customer_id, credits)
+          VALUES (${organizationId}, ${bought.customerId}, ${bought.credits})`
+        return true
+      })
+
+    /**
+     * Moves a spend of `total` when that many credits are available. When fewer are, the plan's overage buys what
+     * is lacking and the spend is moved again, in one transaction: a spend cap that stops it leaves nothing bought.
+     */
+    const spend = (organizationId: OrganizationId, deltas: { readonly balance: number; readonly reserved: number }, total: number) => {
+      const guard = sql`credits_balance - reserved_credits >= ${total}`
+      return Effect.flatMap(move(organizationId, deltas, guard), (moved) =>
+        Option.isSome(moved) ? Effect.succeed(moved) : sql.withTransaction(
+          Effect.flatMap(buyOverage(organizationId, total), (bought) => bought ? move(organizationId, deltas, guard) : Effect.succeed(moved))
+        ))
+    }
+
+    /** Holds the credits of every hold at once, or none of them: 402 when fewer are available (and no overage buys them). */
     const reserve = (organizationId: OrganizationId, holds: ReadonlyArray<Hold>) =>
       Effect.gen(function*() {
         const costly = holds.filter((hold) => hold.amount > 0)
         const total = costly.reduce((sum, hold) => sum + hold.amount, 0)
         if (total === 0) return
-        const moved = yield* move(organizationId, { balance: 0, reserved: total }, sql`credits_balance - reserved_credits >= ${total}`)
+        const moved = yield* spend(organizationId, { balance: 0, reserved: total }, total)
         if (Option.isNone(moved)) {
           const { available } = Option.getOrThrow(yield* balanceOf(organizationId))
           return yield* new PaymentRequired({
@@ -183,15 +225,15 @@ export class CreditsRepo extends Effect.Service<CreditsRepo>()("CreditsRepo", {
       }).pipe(Effect.orDie, policyRequire("Post", "publish"))
 
     /**
-     * Takes each read's credits straight from the available credits, all or none: 402 when fewer are available.
-     * One `analytics` entry per account read, in the caller's transaction.
+     * Takes each read's credits straight from the available credits, all or none: 402 when fewer are available
+     * (and no overage buys them). One `analytics` entry per account read, in the caller's transaction.
      */
     const charge = (organizationId: OrganizationId, reads: ReadonlyArray<AnalyticsRead>) =>
       Effect.gen(function*() {
         const costly = reads.filter((read) => read.amount > 0)
         const total = costly.reduce((sum, read) => sum + read.amount, 0)
         if (total === 0) return
-        const moved = yield* move(organizationId, { balance: -total, reserved: 0 }, sql`credits_balance - reserved_credits >= ${total}`)
+        const moved = yield* spend(organizationId, { balance: -total, reserved: 0 }, total)
         if (Option.isNone(moved)) {
           const { available } = Option.getOrThrow(yield* balanceOf(organizationId))
           return yield* new PaymentRequired({
@@ -213,5 +255,6 @@ export class CreditsRepo extends Effect.Service<CreditsRepo>()("CreditsRepo", {
       settle,
       charge
     } as const
-  })
+  }),
+  dependencies: [BillingSettings.Default]
 }) {}

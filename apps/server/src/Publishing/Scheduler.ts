@@ -1,6 +1,7 @@
 import { Effect, Layer } from "effect"
 import { AnalyticsSnapshotsLive } from "../Analytics/Snapshots.js"
 import { RechargerLive } from "../Billing/Recharger.js"
+import { UsageReporterLive } from "../Billing/UsageReporter.js"
 import { EventDeliveryLive } from "../EventWebhooks/Delivery.js"
 import { Dispatcher, DispatcherLive } from "./Dispatcher.js"
 import { SchedulerHealth } from "./Health.js"
@@ -19,7 +20,9 @@ export const SchedulerLive = Layer.mergeAll(
   PublishRecoveryLive,
   EventDeliveryLive,
   AnalyticsSnapshotsLive,
-  RechargerLive
+  RechargerLive,
+  // Overage bought beyond the plan's credits, reported to the payment provider.
+  UsageReporterLive
 ).pipe(
   Layer.provideMerge(SchedulerHealth.Default),
   Layer.provideMerge(Dispatcher.Default)

@@ -23,6 +23,9 @@ export const makeStripeFake = async () => {
   let declineNext = false
   // Customers whose payment intents fail as Stripe's outage would: 500, not to be retried by the SDK at once.
   const failing = new Set<string>()
+  // Customers whose meter events fail as in Stripe's outage (500); and every meter event call, replays included.
+  const failingMeters = new Set<string>()
+  const meterCalls: Array<StripeRequest> = []
   // While set, payment intents are answered only once it resolves: a recharge held at Stripe.
   let held: Promise<void> | undefined
   const prices = new Map([["price_pack_1000", 1000], ["price_pack_5000", 4500]])
@@ -111,6 +114,25 @@ export const makeStripeFake = async () => {
           }
         }
     }
+    // Billing Meters: usage of a metered price, one event per call, as Stripe answers it.
+    if (request.method === "POST" && request.path === "/v1/billing/meter_events") {
+      const customer = request.params.get("payload[stripe_customer_id]") ?? ""
+      if (failingMeters.has(customer)) {
+        return { status: 500, body: { error: { type: "api_error", message: "Something went wrong on Stripe's end." } } }
+      }
+      return {
+        status: 200,
+        body: {
+          object: "billing.meter_event",
+          created: Math.floor(Date.now() / 1000),
+          event_name: request.params.get("event_name"),
+          identifier: request.params.get("identifier"),
+          livemode: false,
+          payload: { stripe_customer_id: customer, value: request.params.get("payload[value]") },
+          timestamp: Number(request.params.get("timestamp"))
+        }
+      }
+    }
     return { status: 404, body: { error: { type: "invalid_request_error", message: `Unrecognized request URL (${request.path})` } } }
   }
 
@@ -123,6 +145,7 @@ export const makeStripeFake = async () => {
       const key = incoming.headers["idempotency-key"]
       const replayKey = typeof key === "string" ? `${request.path} ${key}` : undefined
       const stored = replayKey === undefined ? undefined : byIdempotencyKey.get(replayKey) as { status: number; body: unknown } | undefined
+      if (request.path === "/v1/billing/meter_events") meterCalls.push(request)
       if (stored === undefined) requests.push(request)
       const { body, status } = stored ?? answer(request)
       if (replayKey !== undefined && stored === undefined && status < 500) byIdempotencyKey.set(replayKey, { status, body })
@@ -157,6 +180,13 @@ export const makeStripeFake = async () => {
       failing.add(customerId)
       return () => void failing.delete(customerId)
     },
+    /** Every call to meter events, replays of an idempotency key included: what the server asked, however answered. */
+    meterCalls,
+    /** The customer's meter events fail (500) until the returned function is called. */
+    failMeterEventsOf: (customerId: string) => {
+      failingMeters.add(customerId)
+      return () => void failingMeters.delete(customerId)
+    },
     /** The payment intent is now in `status` (as made, one is succeeded), with the error of its last attempt. */
     setPaymentIntent: (id: string, status: string, lastError: string | null = null) =>
       void Object.assign(intents.get(id)!, { status, lastError }),
@@ -179,6 +209,7 @@ export const makeStripeFake = async () => {
       BILLING_CREDIT_PACKS: JSON.stringify({ 1000: "price_pack_1000", 5000: "price_pack_5000" }),
       BILLING_PLAN_PRICE_ID: "price_plan",
       BILLING_PLAN_METERED_PRICE_ID: "price_metered",
+      BILLING_PLAN_METER_EVENT: "postline_credits",
       BILLING_PLAN_NAME: "Pro",
       BILLING_PLAN_CREDITS: "2000",
       BILLING_RECHARGE_POLL_MS: "20"

@@ -1,0 +1,375 @@
+import { describe, expect, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import type { OrganizationId, PostId, SocialAccountId } from "@postline/domain"
+import { ConfigProvider, Effect, Exit, Layer } from "effect"
+import { randomUUID } from "node:crypto"
+import { withSystemActor } from "../src/Access/Authorization.js"
+import { BillingSettings } from "../src/Billing/Settings.js"
+import { CreditsRepo } from "../src/Credits/Repo.js"
+import { makeWebhookReceiver, publishingTeam } from "./support/Publishing.js"
+import { makeStripeFake, signedEvent } from "./support/StripeFake.js"
+import { raw, TestServer } from "./support/TestServer.js"
+import { eventually } from "./support/Waiting.js"
+
+/**
+ * Overage: a subscribed organization whose plan has a metered price buys the credits a spend lacks, and the
+ * server reports them to Stripe's meter. Over the real HTTP stack, on both databases. No Stripe server can run
+ * here: the server's `stripe` SDK talks to an HTTP-level fake (support/StripeFake.ts), which records the meter
+ * events; the subscription comes with signed webhook events, checked for real.
+ */
+
+const stripe = await makeStripeFake()
+
+const providerOf = (settings: Record<string, string>) =>
+  ConfigProvider.fromMap(new Map(Object.entries(settings))).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
+
+// CreditsRepo beside the server: live analytics reads spend through its charge, which these tests call directly.
+const serverWith = (settings: Record<string, string>) =>
+  Layer.provideMerge(CreditsRepo.Default, TestServer).pipe(Layer.provide(Layer.setConfigProvider(providerOf(settings))))
+
+// Publishing to a webhook account costs three credits here.
+const costs = { CREDIT_COSTS: JSON.stringify({ webhook: 3 }) }
+
+const deliver = (event: Parameters<typeof signedEvent>[0]) => {
+  const { body, signature } = signedEvent(event)
+  return raw({
+    method: "POST",
+    path: "/v1/billing/webhooks/stripe",
+    headers: { "content-type": "application/json", "stripe-signature": signature },
+    body
+  })
+}
+
+interface Entry {
+  readonly kind: string
+  readonly amount: number
+  readonly balanceAfter: number
+  readonly reservedAfter: number
+  readonly note: string | null
+}
+
+const overageNote = "Bought beyond the plan's credits: billed as metered usage of the plan"
+
+/**
+ * An admin's organization with `credits`, a Stripe customer and a webhook account that costs three credits a
+ * publish; `subscribe` sets its subscription as Stripe's events do.
+ */
+const overageTeam = (credits: number) =>
+  Effect.gen(function*() {
+    const team = yield* publishingTeam(credits)
+    const organizationId = team.organization.id as OrganizationId
+    const receiver = yield* makeWebhookReceiver
+    const hook = yield* team.connect({ provider: "webhook", url: receiver.url })
+    // The portal makes the organization's customer, as a checkout would.
+    yield* team.admin.client.billing.createPortal({ path: { organizationId }, payload: { returnUrl: "https://app.example/" } })
+    const account = Effect.map(team.admin.client.billing.getBilling({ path: { organizationId } }), (billing) => billing.account!)
+    const customerId = (yield* account).paymentCustomerId!
+    const subscriptionId = `sub_${randomUUID()}`
+    let created = Math.floor(Date.now() / 1000)
+    /** Stripe's event of the subscription in `status`, with the plan's metered item unless `metered` is false. */
+    const subscribe = (status: string, metered = true) =>
+      deliver({
+        id: `evt_${randomUUID()}`,
+        type: "customer.subscription.updated",
+        // Each event later than the one before: an older one would change nothing.
+        created: ++created,
+        object: {
+          id: subscriptionId,
+          object: "subscription",
+          customer: customerId,
+          status,
+          start_date: created - 60,
+          ended_at: null,
+          cancel_at: null,
+          default_payment_method: null,
+          items: {
+            object: "list",
+            data: [
+              { id: "si_plan", price: { id: "price_plan" }, current_period_end: created + 86_400 },
+              ...(metered ? [{ id: "si_metered", price: { id: "price_metered" }, current_period_end: created + 86_400 }] : [])
+            ]
+          }
+        }
+      })
+    /** One publish to the webhook account: three credits. */
+    const publish = Effect.flatMap(team.draft(`Post ${randomUUID()}`), (post) => team.postNow(post.id, [hook.id]))
+    const ledger = Effect.map(
+      raw({ method: "GET", path: `/v1/organizations/${organizationId}/credits/transactions?limit=100`, token: team.admin.token }),
+      (response) => (response.body.data as ReadonlyArray<Entry>).map(({ amount, balanceAfter, kind, note, reservedAfter }) => ({ kind, amount, balanceAfter, reservedAfter, note }))
+    )
+    const sql = yield* SqlClient.SqlClient
+    const usage = sql<{ id: string; customerId: string; credits: number; reported: boolean; failures: number }>`SELECT id::text AS id,
+        customer_id AS "customerId", credits::float8 AS credits, reported_at IS NOT NULL AS reported, failures
+      FROM metered_usage WHERE organization_id = ${organizationId} ORDER BY created_at, id`
+    /** The meter events the server sent Stripe for this organization's customer, replays included. */
+    const meterCalls = () => stripe.meterCalls.filter((call) => call.params.get("payload[stripe_customer_id]") === customerId)
+    return { ...team, organizationId, customerId, account, subscribe, publish, ledger, usage, meterCalls }
+  })
+
+/** The ledger by kind and amount, whatever the order of entries made in one transaction (they share a time). */
+const sortedKinds = (entries: ReadonlyArray<Entry>) => entries.map(({ amount, kind }) => `${kind} ${amount}`).sort()
+
+const neverNegative = (entries: ReadonlyArray<Entry>) =>
+  entries.every((entry) => entry.reservedAfter >= 0 && entry.balanceAfter - entry.reservedAfter >= 0)
+
+describe("BILLING_PLAN_METER_EVENT", () => {
+  const stripeSettings = {
+    STRIPE_SECRET_KEY: "sk_test_postline",
+    STRIPE_WEBHOOK_SECRET: "whsec_x",
+    BILLING_CREDIT_PACKS: `{"1000":"price_pack_1000"}`,
+    BILLING_PLAN_PRICE_ID: "price_plan"
+  }
+  const settingsWith = (settings: Record<string, string>) =>
+    Effect.exit(Effect.provide(BillingSettings, BillingSettings.Default.pipe(Layer.provide(Layer.setConfigProvider(
+      ConfigProvider.fromMap(new Map(Object.entries(settings)))
+    )))))
+
+  layer(Layer.empty)((it) => {
+    it.effect("goes with BILLING_PLAN_METERED_PRICE_ID, each needing the other; a meter's event name (no spaces, 1 to 100 characters)", () =>
+      Effect.gen(function*() {
+        const without = yield* settingsWith({ ...stripeSettings, BILLING_PLAN_METERED_PRICE_ID: "price_metered" })
+        expect(Exit.isFailure(without)).toBe(true)
+        expect(String(without)).toContain(
+          "BILLING_PLAN_METERED_PRICE_ID is set, so BILLING_PLAN_METER_EVENT must name the event of the Stripe meter its price bills"
+        )
+        const alone = yield* settingsWith({ ...stripeSettings, BILLING_PLAN_METER_EVENT: "postline_credits" })
+        expect(String(alone)).toContain("needs BILLING_PLAN_METERED_PRICE_ID, the metered price its meter bills")
+        for (const name of ["two words", "x".repeat(101)]) {
+          const bad = yield* settingsWith({ ...stripeSettings, BILLING_PLAN_METERED_PRICE_ID: "price_metered", BILLING_PLAN_METER_EVENT: name })
+          expect(String(bad)).toContain("must be a Stripe meter's event name: 1 to 100 printable characters, no spaces")
+        }
+        const both = yield* settingsWith({ ...stripeSettings, BILLING_PLAN_METERED_PRICE_ID: "price_metered", BILLING_PLAN_METER_EVENT: "postline_credits" })
+        expect(Exit.isSuccess(both) && both.value.plan).toMatchObject({
+          _tag: "Some",
+          value: { meteredPriceId: "price_metered", meterEvent: "postline_credits" }
+        })
+        // Empty, as an env file leaves it: none, and neither needs the other.
+        expect(Exit.isSuccess(yield* settingsWith({ ...stripeSettings, BILLING_PLAN_METERED_PRICE_ID: "", BILLING_PLAN_METER_EVENT: "" })))
+          .toBe(true)
+      }))
+  })
+})
+
+layer(serverWith({ ...costs, ...stripe.settings }), { excludeTestServices: true })("overage with a metered plan (an HTTP-level fake of Stripe)", (it) => {
+  it.scoped("a subscribed organization short of credits publishes: the shortfall is bought (overage) and reported to Stripe's meter once", () =>
+    Effect.gen(function*() {
+      const team = yield* overageTeam(1)
+      expect((yield* team.subscribe("active")).status).toBe(200)
+      expect(yield* team.publish).toMatchObject({ status: 200 })
+      expect(yield* team.credit).toEqual({ balance: 0, reserved: 0, available: 0 })
+      // Exactly the shortfall, 3 - 1, bought before the hold: its entry shows the hold's credits available.
+      const ledger = yield* team.ledger
+      expect(sortedKinds(ledger)).toEqual(["overage 2", "reserve 3", "spend 3"])
+      expect(ledger.find((entry) => entry.kind === "overage")).toEqual({
+        kind: "overage",
+        amount: 2,
+        balanceAfter: 3,
+        reservedAfter: 0,
+        note: overageNote
+      })
+      expect(ledger.find((entry) => entry.kind === "reserve")).toMatchObject({ balanceAfter: 3, reservedAfter: 3 })
+      expect(neverNegative(ledger)).toBe(true)
+
+      const [row] = yield* team.usage
+      expect(row).toMatchObject({ customerId: team.customerId, credits: 2 })
+      const reported = yield* eventually(team.usage, (rows) => rows.every((row) => row.reported))
+      expect(reported).toEqual([{ ...row, reported: true }])
+      const [call, ...others] = team.meterCalls()
+      expect(others).toEqual([])
+      expect(Object.fromEntries(call!.params)).toMatchObject({
+        event_name: "postline_credits",
+        "payload[stripe_customer_id]": team.customerId,
+        "payload[value]": "2",
+        identifier: row!.id
+      })
+      expect(Math.abs(Number(call!.params.get("timestamp")) - Date.now() / 1000)).toBeLessThan(300)
+
+      // Another overage, reported after more rounds of the reporter: the first is still reported once.
+      expect(yield* team.publish).toMatchObject({ status: 200 })
+      const both = yield* eventually(team.usage, (rows) => rows.length === 2 && rows.every((row) => row.reported))
+      expect(both.map((row) => row.credits)).toEqual([2, 3])
+      expect(team.meterCalls().map((call) => call.params.get("identifier"))).toEqual(both.map((row) => row.id))
+      expect(team.meterCalls().map((call) => call.params.get("payload[value]"))).toEqual(["2", "3"])
+      expect(yield* team.credit).toEqual({ balance: 0, reserved: 0, available: 0 })
+    }))
+
+  it.scoped("two concurrent publishes with no credits: two overages, two rows, two meter events, the totals right", () =>
+    Effect.gen(function*() {
+      const team = yield* overageTeam(0)
+      yield* team.subscribe("active")
+      const answers = yield* Effect.all([team.publish, team.publish], { concurrency: "unbounded" })
+      expect(answers.map((answer) => answer.status)).toEqual([200, 200])
+      expect(yield* team.credit).toEqual({ balance: 0, reserved: 0, available: 0 })
+      const ledger = yield* team.ledger
+      expect(sortedKinds(ledger)).toEqual(["overage 3", "overage 3", "reserve 3", "reserve 3", "spend 3", "spend 3"])
+      expect(neverNegative(ledger)).toBe(true)
+      const rows = yield* eventually(team.usage, (rows) => rows.length === 2 && rows.every((row) => row.reported))
+      expect(rows.map((row) => row.credits)).toEqual([3, 3])
+      const calls = team.meterCalls()
+      expect(calls.map((call) => call.params.get("identifier")).sort()).toEqual(rows.map((row) => row.id).sort())
+      expect(calls.reduce((sum, call) => sum + Number(call.params.get("payload[value]")), 0)).toBe(6)
+    }))
+
+  it.scoped("a live analytics read (a direct charge) of a trialing subscription buys its shortfall too; a released hold leaves what was bought", () =>
+    Effect.gen(function*() {
+      const team = yield* overageTeam(1)
+      yield* team.subscribe("trialing")
+      const credits = yield* CreditsRepo
+      yield* withSystemActor(credits.charge(team.organizationId, [{ socialAccountId: randomUUID() as SocialAccountId, amount: 4 }]))
+      expect(yield* team.credit).toEqual({ balance: 0, reserved: 0, available: 0 })
+      expect(sortedKinds(yield* team.ledger)).toEqual(["analytics 4", "overage 3"])
+      expect((yield* team.ledger).find((entry) => entry.kind === "overage")).toMatchObject({ balanceAfter: 4, reservedAfter: 0 })
+
+      // A hold bought as overage and then released: the credits were bought, and stay.
+      const hold = { postId: randomUUID() as PostId, socialAccountId: randomUUID() as SocialAccountId, amount: 2 }
+      yield* withSystemActor(credits.reserve(team.organizationId, [hold]))
+      expect(yield* team.credit).toEqual({ balance: 2, reserved: 2, available: 0 })
+      yield* withSystemActor(credits.settle(team.organizationId, hold, "release"))
+      expect(yield* team.credit).toEqual({ balance: 2, reserved: 0, available: 2 })
+      expect(neverNegative(yield* team.ledger)).toBe(true)
+
+      const rows = yield* eventually(team.usage, (rows) => rows.length === 2 && rows.every((row) => row.reported))
+      expect(rows.map((row) => row.credits)).toEqual([3, 2])
+      expect(team.meterCalls().map((call) => call.params.get("payload[value]"))).toEqual(["3", "2"])
+    }))
+
+  it.scoped("a failing meter endpoint (500) leaves the usage unreported; it is reported once Stripe answers again", () =>
+    Effect.gen(function*() {
+      const team = yield* overageTeam(0)
+      yield* team.subscribe("active")
+      const recover = stripe.failMeterEventsOf(team.customerId)
+      expect((yield* team.publish).status).toBe(200)
+      // Two refused attempts: the row waits, unreported, for the next.
+      yield* eventually(Effect.sync(() => team.meterCalls().length), (calls) => calls >= 2)
+      const [waiting] = yield* team.usage
+      expect(waiting).toMatchObject({ credits: 3, reported: false })
+      expect(waiting!.failures).toBeGreaterThanOrEqual(1)
+      recover()
+      const [row] = yield* eventually(team.usage, (rows) => rows[0]?.reported === true)
+      expect(row).toMatchObject({ id: waiting!.id, reported: true })
+      // Every attempt was the same event: Stripe counts one, whichever attempts reached it.
+      expect(new Set(team.meterCalls().map((call) => call.params.get("identifier")))).toEqual(new Set([row!.id]))
+      expect(sortedKinds(yield* team.ledger)).toEqual(["overage 3", "reserve 3", "spend 3"])
+    }))
+
+  it.scoped("no overage without an active or trialing subscription with the metered item: 402 as before, nothing written", () =>
+    Effect.gen(function*() {
+      const team = yield* overageTeam(1)
+      const credits = yield* CreditsRepo
+      const refused = {
+        status: 402,
+        body: { _tag: "PaymentRequired", message: "Publishing needs 3 credits and the organization has 1 available" }
+      }
+      const nothingWritten = Effect.gen(function*() {
+        expect(yield* team.ledger).toEqual([])
+        expect(yield* team.usage).toEqual([])
+        expect(yield* team.credit).toEqual({ balance: 1, reserved: 0, available: 1 })
+        expect(team.meterCalls()).toEqual([])
+      })
+      // Never subscribed.
+      expect(yield* team.publish).toMatchObject(refused)
+      yield* nothingWritten
+      // Subscribed to a plan without the metered item.
+      yield* team.subscribe("active", false)
+      expect((yield* team.account).subscriptionStatus).toBe("active")
+      expect(yield* team.publish).toMatchObject(refused)
+      yield* nothingWritten
+      // With it, but no longer active or trialing; an analytics read as well.
+      for (const status of ["past_due", "unpaid", "paused", "canceled"]) {
+        yield* team.subscribe(status)
+        expect(yield* team.account).toMatchObject({ subscriptionStatus: status, paymentMeteredSubscriptionItemId: "si_metered" })
+        expect(yield* team.publish).toMatchObject(refused)
+        expect(yield* Effect.flip(withSystemActor(credits.charge(team.organizationId, [{ socialAccountId: randomUUID() as SocialAccountId, amount: 2 }]))))
+          .toMatchObject({ _tag: "PaymentRequired", message: "Reading analytics needs 2 credits and the organization has 1 available" })
+        yield* nothingWritten
+      }
+      // past_due as an unpaid invoice makes it.
+      yield* team.subscribe("active")
+      yield* deliver({
+        id: `evt_${randomUUID()}`,
+        type: "invoice.payment_failed",
+        created: Math.floor(Date.now() / 1000) + 3600,
+        object: {
+          id: `in_${randomUUID()}`,
+          object: "invoice",
+          customer: team.customerId,
+          parent: { subscription_details: { subscription: (yield* team.account).paymentSubscriptionId } },
+          billing_reason: "subscription_cycle",
+          amount_paid: 0
+        }
+      })
+      expect((yield* team.account).subscriptionStatus).toBe("past_due")
+      expect(yield* team.publish).toMatchObject(refused)
+      yield* nothingWritten
+    }))
+
+  it.scoped("the spend cap stops an overage: 402 naming the cap, no usage, no ledger entry; raised, the overage goes", () =>
+    Effect.gen(function*() {
+      const team = yield* overageTeam(0)
+      yield* team.subscribe("active")
+      const capPath = `/v1/organizations/${team.organizationId}/billing/spend-cap`
+      const cap = (monthlyCredits: number) => raw({ method: "PATCH", path: capPath, token: team.admin.token, json: { monthlyCredits } })
+      expect((yield* cap(2)).status).toBe(200)
+      expect(yield* team.publish).toMatchObject({
+        status: 402,
+        body: {
+          _tag: "PaymentRequired",
+          message: "This needs 3 credits, beyond the organization's monthly spend cap of 2 credits (0 spent this month); " +
+            "an admin or owner may raise the cap"
+        }
+      })
+      const credits = yield* CreditsRepo
+      expect(yield* Effect.flip(withSystemActor(credits.charge(team.organizationId, [{ socialAccountId: randomUUID() as SocialAccountId, amount: 3 }]))))
+        .toMatchObject({ _tag: "PaymentRequired", message: expect.stringContaining("monthly spend cap of 2 credits") })
+      expect(yield* team.ledger).toEqual([])
+      expect(yield* team.usage).toEqual([])
+      expect(yield* team.credit).toEqual({ balance: 0, reserved: 0, available: 0 })
+      expect((yield* cap(3)).status).toBe(200)
+      expect((yield* team.publish).status).toBe(200)
+      expect(sortedKinds(yield* team.ledger)).toEqual(["overage 3", "reserve 3", "spend 3"])
+    }))
+
+  it.scoped("another organization's usage never appears: its ledger, usage and meter events are its own", () =>
+    Effect.gen(function*() {
+      const buyer = yield* overageTeam(0)
+      const other = yield* overageTeam(10)
+      yield* buyer.subscribe("active")
+      yield* other.subscribe("active")
+      expect((yield* buyer.publish).status).toBe(200)
+      expect((yield* other.publish).status).toBe(200)
+      yield* eventually(buyer.usage, (rows) => rows.length === 1 && rows[0]!.reported)
+      expect(sortedKinds(yield* other.ledger)).toEqual(["reserve 3", "spend 3"])
+      expect(yield* other.usage).toEqual([])
+      expect(other.meterCalls()).toEqual([])
+      expect(buyer.meterCalls().map((call) => call.params.get("payload[stripe_customer_id]"))).toEqual([buyer.customerId])
+      // Nor can its admin read the buyer's ledger.
+      expect(
+        yield* raw({ method: "GET", path: `/v1/organizations/${buyer.organizationId}/credits/transactions`, token: other.admin.token })
+      ).toMatchObject({ status: 404 })
+    }))
+})
+
+layer(
+  serverWith({ ...costs, ...stripe.settings, BILLING_PLAN_METERED_PRICE_ID: "", BILLING_PLAN_METER_EVENT: "" }),
+  { excludeTestServices: true }
+)("overage with a plan that has no metered price", (it) => {
+  it.scoped("a subscribed organization short of credits gets 402, even with a metered item left from before; nothing written", () =>
+    Effect.gen(function*() {
+      const team = yield* overageTeam(1)
+      yield* team.subscribe("active")
+      // The plan has no metered price: Stripe's item is not the plan's.
+      expect(yield* team.account).toMatchObject({ subscriptionStatus: "active", paymentMeteredSubscriptionItemId: null })
+      const refused = {
+        status: 402,
+        body: { _tag: "PaymentRequired", message: "Publishing needs 3 credits and the organization has 1 available" }
+      }
+      expect(yield* team.publish).toMatchObject(refused)
+      // One left from when the plan had a metered price: this server reports no usage, so it sells none.
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`UPDATE organizations SET payment_metered_subscription_item_id = 'si_before' WHERE id = ${team.organizationId}`
+      expect(yield* team.publish).toMatchObject(refused)
+      expect(yield* team.ledger).toEqual([])
+      expect(yield* team.usage).toEqual([])
+      expect(yield* team.credit).toEqual({ balance: 1, reserved: 0, available: 1 })
+    }))
+})
