@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { answerOf, cliEnv, cliInTmux, publishing, tmuxAvailable, userWithTeam } from "../support/CliProcess.js"
+import { makeMastodonFake } from "../support/MastodonFake.js"
 
 const tmuxMissing = !tmuxAvailable
 if (tmuxMissing && !process.env.CI) {
@@ -8,7 +9,7 @@ if (tmuxMissing && !process.env.CI) {
 }
 
 describe.skipIf(tmuxMissing && !process.env.CI)("postline's confirmation on a terminal (tmux)", () => {
-  it.scopedLive("shows the cost and the credits, publishes on y and sends nothing on n; a free change says Cost: none", () =>
+  it.scopedLive("shows the cost and the credits, publishes on y and sends nothing on n; a free change says Cost: none; an analytics refresh shows its cost", () =>
     Effect.gen(function*() {
       if (tmuxMissing) throw new Error("tmux is not installed: CI must run the CLI's interactive tests")
       const { env, home, receiver, server } = yield* publishing()
@@ -51,5 +52,30 @@ describe.skipIf(tmuxMissing && !process.env.CI)("postline's confirmation on a te
       expect(receiver.received).toHaveLength(1)
       expect((yield* call("GET", `/v1/organizations/${organizationId}/credits`)).body).toEqual({ balance: 4, reserved: 0, available: 4 })
       expect((yield* call("GET", `/v1/teams/${second.teamId}/posts/${second.id}`)).body.status).toBe("draft")
+
+      // A paid analytics read (of a post on the Mastodon FAKE: no real instance here) shows its estimate and asks too.
+      const mastodon = yield* makeMastodonFake()
+      const toot = (yield* call("POST", `/v1/teams/${first.teamId}/social-accounts`, {
+        provider: "mastodon",
+        instanceUrl: mastodon.url,
+        accessToken: mastodon.token
+      })).body
+      const tooted = (yield* call("POST", `/v1/teams/${first.teamId}/posts`, { content: "Counting the gulls" })).body
+      const sent = yield* call("POST", `/v1/teams/${first.teamId}/posts/${tooted.id}/post-now`, { socialAccountIds: [toot.id] })
+      expect(sent.body.outcome).toBe("none_failed")
+      mastodon.setCounts(sent.body.results[0].externalId, { favourites_count: 7 })
+      const refresh = yield* cliInTmux(["analytics", "refresh", "--post", tooted.id], cli)
+      const refreshPreview = yield* refresh.waitFor("the question", (pane) => pane.includes("Proceed? [y/N]"))
+      expect(refreshPreview).toContain(
+        `Read the engagement of post ${tooted.id} on each account it was published to now:\n` +
+          `ACCOUNT${" ".repeat(31)}PROVIDER  HANDLE${" ".repeat(toot.handle.length - 4)}CREDITS\n` +
+          `${toot.id}  mastodon  ${toot.handle}  1\n\nCost:       1 credit\nAvailable:  3 credits\nProceed? [y/N]`
+      )
+      expect(mastodon.requests.filter(({ path }) => path.startsWith("/api/v1/statuses?"))).toEqual([])
+      yield* refresh.sendKeys("y", "Enter")
+      const refreshed = yield* refresh.waitFor("its end", (pane) => pane.includes("EXIT:"))
+      expect(refreshed).toContain("EXIT:0")
+      expect(refreshed).toMatch(new RegExp(`${toot.id}  mastodon  \\S+  7      0        0        0       -      0\n`))
+      expect((yield* call("GET", `/v1/organizations/${organizationId}/credits`)).body).toEqual({ balance: 2, reserved: 0, available: 2 })
     }), 300_000)
 })

@@ -63,6 +63,7 @@ describe("postline's exit codes", () => {
         ["post-now", post.id],
         ["schedule", post.id, "--next-slot"],
         ["unschedule", post.id],
+        ["analytics", "refresh", "--post", post.id],
         ["posts", "delete", post.id],
         ["posts", "create", "--text", "Not created"],
         ["accounts", "connect", "--webhook", `${receiver.url}/other`],
