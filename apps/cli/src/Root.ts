@@ -35,7 +35,7 @@ export const helpFooter = HelpDoc.blocks([
   HelpDoc.h1("CONFIRMATION"),
   HelpDoc.p(
     "Every command that changes something or spends credits (posts create and delete, post-now, schedule, unschedule, " +
-      "analytics refresh, accounts connect and verify, media upload, context use, logout) shows what it would do and what " +
+      "analytics refresh, billing spend-cap, accounts connect and verify, media upload, context use, logout) shows what it would do and what " +
       "it costs (for a publish or an analytics refresh, each account's credits and the organization's available credits; " +
       "Cost: none otherwise) and asks Proceed? [y/N] on the " +
       "terminal; --yes skips the question, and without a terminal it refuses (exit 2) unless --yes is given. login is " +

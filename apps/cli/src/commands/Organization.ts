@@ -1,8 +1,9 @@
 import { Command } from "@effect/cli"
-import { Billing, type BillingAccount, CreditBalance, TeamPostingSlots } from "@postline/domain"
+import { Billing, type BillingAccount, CreditAmount, CreditBalance, invalidUnless, maxCredits, TeamPostingSlots } from "@postline/domain"
 import { Postline } from "@postline/sdk"
-import { Effect } from "effect"
-import { organization, serverOptions, team } from "../CommonOptions.js"
+import { Effect, Schema } from "effect"
+import { decodedArg, organization, serverOptions, team, yes } from "../CommonOptions.js"
+import { confirmed, costsNothing } from "../Confirmation.js"
 import { Output } from "../Output.js"
 import { online } from "../Session.js"
 import { fields, orDash, table } from "../Table.js"
@@ -43,23 +44,56 @@ const accountFields = (account: BillingAccount): ReadonlyArray<readonly [string,
   ]
 }
 
+/** The billing state for people: the credits, then what admins, owners and API keys see beyond them. */
+const billingText = (value: Billing) =>
+  fields([
+    ["Credits", `${value.credits.available} available (balance ${value.credits.balance}, reserved ${value.credits.reserved})`],
+    ["Billing", value.enabled ? "on: credits are sold" : "off: an operator grants credits"],
+    ...(value.account === null
+      ? [["Account", "(the subscription, auto-recharge and spend cap are shown to admins and owners)"] as const]
+      : accountFields(value.account))
+  ])
+
+/** A monthly cap as the command line gives it: the domain's amount of credits, or none. */
+const MonthlyCredits = Schema.Union(
+  Schema.transform(Schema.Literal("none"), Schema.Null, { strict: true, decode: () => null, encode: () => "none" as const }),
+  Schema.compose(Schema.NumberFromString, CreditAmount)
+).annotations(invalidUnless(`must be a whole number of credits from 1 to ${maxCredits}, or none`))
+
+const spendCap = Command.make("spend-cap", { ...serverOptions, organization, monthlyCredits: decodedArg("credits", MonthlyCredits), yes }, (options) =>
+  Effect.gen(function*() {
+    const { client } = yield* Postline
+    const organizationId = yield* organizationOf(options.organization)
+    const cap = (credits: number | null) => credits === null ? "none" : `${credits} credits a month`
+    yield* confirmed({
+      yes: options.yes,
+      action: "setting the spend cap",
+      preview: Effect.map(client.billing.getBilling({ path: { organizationId } }), ({ account }) =>
+        costsNothing(
+          `Set the monthly spend cap of organization ${organizationId} to ${cap(options.monthlyCredits)}` +
+            (account === null ? "" : ` (now ${cap(account.spendCap.monthlyCredits)}, ${account.spendCap.spentThisMonth} spent this month)`) +
+            ": beyond it publishing and analytics refreshes answer 402"
+        ))
+    })
+    const state = yield* client.billing.updateSpendCap({ path: { organizationId }, payload: { monthlyCredits: options.monthlyCredits } })
+    yield* (yield* Output).answer(Billing, state, billingText)
+  }).pipe(online(options))).pipe(
+    Command.withDescription(
+      "Caps what publishing and analytics may spend per calendar month (UTC): <credits>, or none to remove it; admins, owners and API keys (asks first)"
+    )
+  )
+
 const billing = Command.make("billing", { ...serverOptions, organization }, (options) =>
   Effect.gen(function*() {
     const { client } = yield* Postline
     const organizationId = yield* organizationOf(options.organization)
     const state = yield* client.billing.getBilling({ path: { organizationId } })
-    yield* (yield* Output).answer(Billing, state, (value) =>
-      fields([
-        ["Credits", `${value.credits.available} available (balance ${value.credits.balance}, reserved ${value.credits.reserved})`],
-        ["Billing", value.enabled ? "on: credits are sold" : "off: an operator grants credits"],
-        ...(value.account === null
-          ? [["Account", "(the subscription, auto-recharge and spend cap are shown to admins and owners)"] as const]
-          : accountFields(value.account))
-      ]))
+    yield* (yield* Output).answer(Billing, state, billingText)
   }).pipe(online(options))).pipe(
     Command.withDescription(
       "The organization's billing: its credits and, for admins, owners and API keys, the plan, subscription status, auto-recharge and spend cap"
-    )
+    ),
+    Command.withSubcommands([spendCap])
   )
 
 const weekdays = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]

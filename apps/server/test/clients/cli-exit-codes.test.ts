@@ -64,6 +64,7 @@ describe("postline's exit codes", () => {
         ["schedule", post.id, "--next-slot"],
         ["unschedule", post.id],
         ["analytics", "refresh", "--post", post.id],
+        ["billing", "spend-cap", "100"],
         ["posts", "delete", post.id],
         ["posts", "create", "--text", "Not created"],
         ["accounts", "connect", "--webhook", `${receiver.url}/other`],
@@ -84,6 +85,7 @@ describe("postline's exit codes", () => {
         .toEqual([account.id])
       expect((yield* call("GET", `/v1/teams/${teamId}/assets`)).body.data).toEqual([])
       expect((yield* call("GET", "/v1/agent/context")).body.defaults).toEqual({ organizationId, teamId })
+      expect((yield* call("GET", `/v1/organizations/${organizationId}/billing`)).body.account.spendCap.monthlyCredits).toBeNull()
 
       // An OAuth endpoint's 400: a stored "login" whose refresh token is an API key, which /v1/auth/revoke refuses.
       const credentials = Path.join(home, ".config", "postline", "credentials.json")

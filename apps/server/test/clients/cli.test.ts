@@ -89,7 +89,7 @@ describe("postline, publishing to a webhook receiver", () => {
       expect(receiver.received).toHaveLength(1)
     }), 300_000)
 
-  it.scopedLive("analytics of a post published to Mastodon (its FAKE: no real instance here): shown, refreshed with --yes for a credit, 402 exit 6; billing as the owner and as a member", () =>
+  it.scopedLive("analytics of a post published to Mastodon (its FAKE: no real instance here): shown, refreshed with --yes for a credit, 402 exit 6; billing and its spend cap as the owner and as a member", () =>
     Effect.gen(function*() {
       const { env, home, server } = yield* publishing()
       const mastodon = yield* makeMastodonFake()
@@ -187,8 +187,9 @@ describe("postline, publishing to a webhook receiver", () => {
           spendCap: { monthlyCredits: null, spentThisMonth: 3 }
         }
       })
-      expect((yield* call("PATCH", `/v1/organizations/${organizationId}/billing/spend-cap`, { monthlyCredits: 500 })).status).toBe(200)
-      expect((yield* runCli(["billing"], cli)).stdout).toBe([
+      const capped = yield* runCli(["billing", "spend-cap", "500", "--yes"], cli)
+      expect(capped.code, capped.stderr).toBe(0)
+      expect(capped.stdout).toBe([
         "Credits:            0 available (balance 0, reserved 0)",
         "Billing:            off: an operator grants credits",
         "Plan:               -",
@@ -200,6 +201,7 @@ describe("postline, publishing to a webhook receiver", () => {
         "Spent this month:   3",
         ""
       ].join("\n"))
+      expect((yield* answerOf(["billing"], cli)).account.spendCap).toEqual({ monthlyCredits: 500, spentThisMonth: 3 })
 
       // A member who is not an admin or owner: the credits only.
       const member = yield* createUserWithToken(env)
@@ -214,6 +216,10 @@ describe("postline, publishing to a webhook receiver", () => {
         "Account:  (the subscription, auto-recharge and spend cap are shown to admins and owners)",
         ""
       ].join("\n"))
+      const notTheirs = yield* runCli(["billing", "spend-cap", "none", "--org", organizationId, "--yes", "--json"], memberCli)
+      expect(notTheirs.code).toBe(3)
+      expect(jsonOf(notTheirs).error._tag).toBe("Forbidden")
+      expect((yield* answerOf(["billing", "spend-cap", "none", "--yes"], cli)).account.spendCap).toEqual({ monthlyCredits: null, spentThisMonth: 3 })
 
       // Another organization's post: not found, through the stranger's own team or through ours.
       const stranger = yield* userWithTeam(env, server, 0)
