@@ -22,6 +22,7 @@ import { exitCodeOf } from "../ExitCodes.js"
 import { commandGroup } from "../Group.js"
 import { failureOf, Output } from "../Output.js"
 import { online } from "../Session.js"
+import { withSpinner } from "../Spinner.js"
 import { fields, orDash, table } from "../Table.js"
 import { teamOf } from "../Workspace.js"
 import { accountsById, credits, estimateText } from "./Publishing.js"
@@ -196,10 +197,14 @@ const refresh = Command.make("refresh", {
     const headers = { "idempotency-key": key }
     const output = yield* Output
     if (what._tag === "Post") {
-      const analytics = yield* client.analytics.refreshPostAnalytics({ path: { teamId, postId: what.postId }, headers }).pipe(keyForRetry(key))
+      const analytics = yield* client.analytics.refreshPostAnalytics({ path: { teamId, postId: what.postId }, headers }).pipe(
+        withSpinner("Reading the post's engagement…"),
+        keyForRetry(key)
+      )
       yield* output.answer(PostAnalytics, analytics, postAnalyticsText)
     } else {
       const analytics = yield* client.analytics.refreshAccountAnalytics({ path: { teamId, socialAccountId: what.socialAccountId }, headers }).pipe(
+        withSpinner("Reading the account's counts…"),
         keyForRetry(key)
       )
       yield* output.answer(AccountAnalytics, analytics, accountAnalyticsText)
