@@ -128,6 +128,44 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
         expect(yield* analyticsLedgerOf(team.organization.id)).toHaveLength(2)
       }))
 
+    it.scoped("the spend cap stops a refresh before anything is read, naming the cap; the estimates say it does not fit", () =>
+      Effect.gen(function*() {
+        const team = yield* publishedToMastodonAndWebhook(10)
+        const post = yield* team.publish("Hello")
+        // Publishing spent 1 of a cap of 1 this month: the credits are there, the cap is not.
+        const capped = yield* raw({
+          method: "PATCH",
+          path: `/v1/organizations/${team.organization.id}/billing/spend-cap`,
+          token: team.admin.token,
+          json: { monthlyCredits: 1 }
+        })
+        expect(capped.status).toBe(200)
+        const before = team.mastodon.requests.length
+        const refused = {
+          status: 402,
+          body: {
+            _tag: "PaymentRequired",
+            message: "This needs 1 credits, beyond the organization's monthly spend cap of 1 credits (1 spent this month); " +
+              "an admin or owner may raise the cap"
+          }
+        }
+        expect(yield* team.call("POST", `/posts/${post.id}/analytics/refresh`)).toMatchObject(refused)
+        expect(yield* team.call("POST", `/social-accounts/${team.toot.id}/analytics/refresh`)).toMatchObject(refused)
+        expect(team.mastodon.requests.length).toBe(before)
+        expect(yield* team.client.estimatePostAnalyticsRefresh({ path: { teamId: team.teamId, postId: post.id } }))
+          .toMatchObject({ total: 1, available: 9, sufficient: false })
+        expect(yield* team.client.estimateAccountAnalyticsRefresh({ path: { teamId: team.teamId, socialAccountId: team.toot.id as SocialAccountId } }))
+          .toMatchObject({ total: 1, available: 9, sufficient: false })
+        // Publishing's estimate says the same of a publish to Mastodon; a free one fits.
+        const next = yield* team.draft("Next")
+        const estimate = (socialAccountIds: ReadonlyArray<string>) =>
+          Effect.map(team.call("POST", `/posts/${next.id}/estimate`, { socialAccountIds }), (answer) => answer.body)
+        expect(yield* estimate([team.toot.id])).toMatchObject({ total: 1, available: 9, sufficient: false })
+        expect(yield* estimate([team.hook.id])).toMatchObject({ total: 0, available: 9, sufficient: true })
+        expect(yield* analyticsLedgerOf(team.organization.id)).toEqual([])
+        expect(yield* team.credit).toEqual({ balance: 9, reserved: 0, available: 9 })
+      }))
+
     it.scoped("a refresh's charge and the answer its Idempotency-Key replays commit together: when the answer cannot be kept, nothing is paid", () =>
       Effect.gen(function*() {
         const team = yield* publishedToMastodonAndWebhook(3)

@@ -1,4 +1,4 @@
-import { describe, expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import type { OrganizationId, PostId, SocialAccountId } from "@postline/domain"
 import { ConfigProvider, Effect, Exit, Layer } from "effect"
@@ -6,8 +6,11 @@ import { randomUUID } from "node:crypto"
 import { withSystemActor } from "../src/Access/Authorization.js"
 import { BillingSettings } from "../src/Billing/Settings.js"
 import { CreditsRepo } from "../src/Credits/Repo.js"
+import { publishEnv, readUntil } from "./support/ProcessPublishing.js"
 import { makeWebhookReceiver, publishingTeam } from "./support/Publishing.js"
+import { callsAs, createUserWithToken, startServer } from "./support/ServerProcess.js"
 import { makeStripeFake, signedEvent } from "./support/StripeFake.js"
+import { freshDatabaseEnv, testDatabaseKind } from "./support/TestDatabase.js"
 import { raw, TestServer } from "./support/TestServer.js"
 import { eventually } from "./support/Waiting.js"
 
@@ -40,6 +43,38 @@ const deliver = (event: Parameters<typeof signedEvent>[0]) => {
   })
 }
 
+/** Stripe's `customer.subscription.updated` of the plan, in `status`, with its metered item unless `metered` is false. */
+const subscriptionEvent = (subscription: {
+  readonly customerId: string
+  readonly subscriptionId: string
+  readonly status: string
+  readonly metered: boolean
+  readonly created: number
+}) => ({
+  id: `evt_${randomUUID()}`,
+  type: "customer.subscription.updated",
+  created: subscription.created,
+  object: {
+    id: subscription.subscriptionId,
+    object: "subscription",
+    customer: subscription.customerId,
+    status: subscription.status,
+    start_date: subscription.created - 60,
+    ended_at: null,
+    cancel_at: null,
+    default_payment_method: null,
+    items: {
+      object: "list",
+      data: [
+        { id: "si_plan", price: { id: "price_plan" }, current_period_end: subscription.created + 86_400 },
+        ...(subscription.metered
+          ? [{ id: "si_metered", price: { id: "price_metered" }, current_period_end: subscription.created + 86_400 }]
+          : [])
+      ]
+    }
+  }
+})
+
 interface Entry {
   readonly kind: string
   readonly amount: number
@@ -68,31 +103,13 @@ const overageTeam = (credits: number) =>
     let created = Math.floor(Date.now() / 1000)
     /** Stripe's event of the subscription in `status`, with the plan's metered item unless `metered` is false. */
     const subscribe = (status: string, metered = true) =>
-      deliver({
-        id: `evt_${randomUUID()}`,
-        type: "customer.subscription.updated",
-        // Each event later than the one before: an older one would change nothing.
-        created: ++created,
-        object: {
-          id: subscriptionId,
-          object: "subscription",
-          customer: customerId,
-          status,
-          start_date: created - 60,
-          ended_at: null,
-          cancel_at: null,
-          default_payment_method: null,
-          items: {
-            object: "list",
-            data: [
-              { id: "si_plan", price: { id: "price_plan" }, current_period_end: created + 86_400 },
-              ...(metered ? [{ id: "si_metered", price: { id: "price_metered" }, current_period_end: created + 86_400 }] : [])
-            ]
-          }
-        }
-      })
+      // Each event later than the one before: an older one would change nothing.
+      deliver(subscriptionEvent({ customerId, subscriptionId, status, metered, created: ++created }))
     /** One publish to the webhook account: three credits. */
     const publish = Effect.flatMap(team.draft(`Post ${randomUUID()}`), (post) => team.postNow(post.id, [hook.id]))
+    /** Publishing's estimate of that publish: what it would cost, and whether it would go. */
+    const estimate = Effect.flatMap(team.draft(`Post ${randomUUID()}`), (post) =>
+      Effect.map(team.call("POST", `/posts/${post.id}/estimate`, { socialAccountIds: [hook.id] }), (answer) => answer.body))
     const ledger = Effect.map(
       raw({ method: "GET", path: `/v1/organizations/${organizationId}/credits/transactions?limit=100`, token: team.admin.token }),
       (response) => (response.body.data as ReadonlyArray<Entry>).map(({ amount, balanceAfter, kind, note, reservedAfter }) => ({ kind, amount, balanceAfter, reservedAfter, note }))
@@ -103,7 +120,7 @@ const overageTeam = (credits: number) =>
       FROM metered_usage WHERE organization_id = ${organizationId} ORDER BY created_at, id`
     /** The meter events the server sent Stripe for this organization's customer, replays included. */
     const meterCalls = () => stripe.meterCalls.filter((call) => call.params.get("payload[stripe_customer_id]") === customerId)
-    return { ...team, organizationId, customerId, account, subscribe, publish, ledger, usage, meterCalls }
+    return { ...team, organizationId, customerId, account, subscribe, publish, estimate, ledger, usage, meterCalls }
   })
 
 /** The ledger by kind and amount, whatever the order of entries made in one transaction (they share a time). */
@@ -154,7 +171,10 @@ layer(serverWith({ ...costs, ...stripe.settings }), { excludeTestServices: true 
   it.scoped("a subscribed organization short of credits publishes: the shortfall is bought (overage) and reported to Stripe's meter once", () =>
     Effect.gen(function*() {
       const team = yield* overageTeam(1)
+      expect(yield* team.estimate).toMatchObject({ total: 3, available: 1, sufficient: false })
       expect((yield* team.subscribe("active")).status).toBe(200)
+      // The plan buys what the credits lack: the estimate says it goes.
+      expect(yield* team.estimate).toMatchObject({ total: 3, available: 1, sufficient: true })
       expect(yield* team.publish).toMatchObject({ status: 200 })
       expect(yield* team.credit).toEqual({ balance: 0, reserved: 0, available: 0 })
       // Exactly the shortfall, 3 - 1, bought before the hold: its entry shows the hold's credits available.
@@ -278,6 +298,7 @@ layer(serverWith({ ...costs, ...stripe.settings }), { excludeTestServices: true 
       for (const status of ["past_due", "unpaid", "paused", "canceled"]) {
         yield* team.subscribe(status)
         expect(yield* team.account).toMatchObject({ subscriptionStatus: status, paymentMeteredSubscriptionItemId: "si_metered" })
+        expect(yield* team.estimate).toMatchObject({ total: 3, available: 1, sufficient: false })
         expect(yield* team.publish).toMatchObject(refused)
         expect(yield* Effect.flip(withSystemActor(credits.charge(team.organizationId, [{ socialAccountId: randomUUID() as SocialAccountId, amount: 2 }]))))
           .toMatchObject({ _tag: "PaymentRequired", message: "Reading analytics needs 2 credits and the organization has 1 available" })
@@ -310,6 +331,7 @@ layer(serverWith({ ...costs, ...stripe.settings }), { excludeTestServices: true 
       const capPath = `/v1/organizations/${team.organizationId}/billing/spend-cap`
       const cap = (monthlyCredits: number) => raw({ method: "PATCH", path: capPath, token: team.admin.token, json: { monthlyCredits } })
       expect((yield* cap(2)).status).toBe(200)
+      expect(yield* team.estimate).toMatchObject({ total: 3, available: 0, sufficient: false })
       expect(yield* team.publish).toMatchObject({
         status: 402,
         body: {
@@ -372,4 +394,60 @@ layer(
       expect(yield* team.usage).toEqual([])
       expect(yield* team.credit).toEqual({ balance: 1, reserved: 0, available: 1 })
     }))
+})
+
+/**
+ * The built server (the bundle, with the `stripe` SDK inside) reports overage as its background worker runs; on
+ * PostgreSQL two processes share the database and each row is reported by one of them, once.
+ */
+describe("the built server's overage", () => {
+  it.scopedLive("reports each overage once through the bundled SDK, however many server processes report", () =>
+    Effect.gen(function*() {
+      const fake = yield* Effect.promise(makeStripeFake)
+      const receiver = yield* makeWebhookReceiver
+      // Publishing to a webhook account costs one credit: each publish of an organization with none buys one.
+      const env = publishEnv(yield* freshDatabaseEnv, fake.settings)
+      const { token } = yield* createUserWithToken(env)
+      const server = yield* startServer(env)
+      if (testDatabaseKind === "postgres") yield* startServer(env)
+      const call = callsAs(server, token)
+      const organization = (yield* call("POST", "/v1/organizations", { name: "Acme" })).body
+      const path = `/v1/organizations/${organization.id}/billing`
+      expect((yield* call("POST", `${path}/portal`, { returnUrl: "https://app.example/" })).status).toBe(201)
+      const customerId = (yield* call("GET", path)).body.account.paymentCustomerId
+      const { body, signature } = signedEvent(subscriptionEvent({
+        customerId,
+        subscriptionId: "sub_process",
+        status: "active",
+        metered: true,
+        created: Math.floor(Date.now() / 1000)
+      }))
+      const delivered = yield* Effect.promise(() =>
+        fetch(`${server.base}/v1/billing/webhooks/stripe`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "stripe-signature": signature },
+          body
+        })
+      )
+      expect(delivered.status).toBe(200)
+
+      const team = (yield* call("POST", "/v1/teams", { organizationId: organization.id, name: "Social" })).body
+      const account = (yield* call("POST", `/v1/teams/${team.id}/social-accounts`, { provider: "webhook", url: receiver.url })).body
+      const publish = Effect.gen(function*() {
+        const post = (yield* call("POST", `/v1/teams/${team.id}/posts`, { content: `Post ${randomUUID()}` })).body
+        return (yield* call("POST", `/v1/teams/${team.id}/posts/${post.id}/post-now`, { socialAccountIds: [account.id] })).status
+      })
+      const identifiers = () => fake.meterCalls.map((call) => call.params.get("identifier"))
+      expect(yield* Effect.all(Array.from({ length: 6 }, () => publish), { concurrency: 3 })).toEqual([200, 200, 200, 200, 200, 200])
+      yield* readUntil(Effect.sync(identifiers), (found) => new Set(found).size === 6, 30)
+      // One more, reported after many rounds of both processes: every row is still reported once.
+      expect(yield* publish).toBe(200)
+      yield* readUntil(Effect.sync(identifiers), (found) => new Set(found).size === 7, 30)
+      expect(identifiers()).toHaveLength(7)
+      expect(new Set(fake.meterCalls.map((call) => `${call.params.get("payload[stripe_customer_id]")} ${call.params.get("payload[value]")}`)))
+        .toEqual(new Set([`${customerId} 1`]))
+      const ledger = (yield* call("GET", `/v1/organizations/${organization.id}/credits/transactions?limit=100`)).body.data as ReadonlyArray<Entry>
+      expect(ledger.filter((entry) => entry.kind === "overage")).toHaveLength(7)
+      expect((yield* call("GET", path)).body.credits).toEqual({ balance: 0, reserved: 0, available: 0 })
+    }), 120_000)
 })

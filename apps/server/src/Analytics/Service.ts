@@ -3,9 +3,6 @@ import {
   AnalyticsSeriesDefault,
   type AnalyticsSeriesQuery,
   Conflict,
-  type Estimate,
-  type OrganizationId,
-  PaymentRequired,
   type PostAnalytics,
   type PostId,
   type SocialAccountId,
@@ -13,10 +10,10 @@ import {
   type TeamId,
   TooManyRequests
 } from "@postline/domain"
-import { Clock, Effect, Option } from "effect"
+import { Clock, Effect } from "effect"
 import { authorize } from "../Access/Authorization.js"
 import { CreditCosts } from "../Credits/Costs.js"
-import { CreditsPolicy } from "../Credits/Policy.js"
+import { CreditEstimates } from "../Credits/Estimates.js"
 import { type AnalyticsRead, CreditsRepo } from "../Credits/Repo.js"
 import { transactionally } from "../Database/Transaction.js"
 import { accountNotFound, postNotFound } from "../Posts/Service.js"
@@ -52,28 +49,13 @@ export class Analytics extends Effect.Service<Analytics>()("Analytics", {
     const reader = yield* AnalyticsReader
     const policy = yield* AnalyticsPolicy
     const credits = yield* CreditsRepo
-    const creditsPolicy = yield* CreditsPolicy
+    const estimates = yield* CreditEstimates
     const costs = yield* CreditCosts
 
     const costOf = (account: ReadableAccount | null) =>
       account !== null && reader.hasAnalytics(account) ? costs.analyticsCostOf(account.provider) : 0
 
-    const estimateOf = (organizationId: OrganizationId, accounts: ReadonlyArray<{ readonly id: SocialAccountId; readonly credits: number }>) =>
-      Effect.gen(function*() {
-        const perAccount = accounts.map(({ credits, id }) => ({ socialAccountId: id, credits }))
-        const total = perAccount.reduce((sum, account) => sum + account.credits, 0)
-        const balance = yield* authorize(creditsPolicy.canView(organizationId))(() => credits.balanceOf(organizationId))
-        const available = Option.match(balance, { onNone: () => 0, onSome: (found) => found.available })
-        return { total, perAccount, available, sufficient: total <= available } satisfies Estimate
-      })
-
-    /** 402 before anything is read when the estimate is not covered (the charge checks again when it is made). */
-    const requireCredits = (estimate: Estimate) =>
-      estimate.sufficient ? Effect.void : Effect.fail(
-        new PaymentRequired({
-          message: `Reading analytics needs ${estimate.total} credits and the organization has ${estimate.available} available`
-        })
-      )
+    const reading = "Reading analytics"
 
     /** 404 for an account read that was removed meanwhile; the others are kept until the transaction ends. */
     const requireAccounts = (teamId: TeamId, socialAccountIds: ReadonlyArray<SocialAccountId>) =>
@@ -114,19 +96,20 @@ export class Analytics extends Effect.Service<Analytics>()("Analytics", {
     const postEstimate = (teamId: TeamId, postId: PostId) =>
       Effect.gen(function*() {
         const targets = yield* publishedTargetsOf(teamId, postId)
-        return { targets, accounts: targets.map((target) => ({ id: target.socialAccountId, credits: costOf(target.account) })) }
+        return { targets, accounts: targets.map((target) => ({ socialAccountId: target.socialAccountId, credits: costOf(target.account) })) }
       })
 
     const estimatePost = (teamId: TeamId, postId: PostId) =>
       authorize(policy.canRead(teamId))((team) =>
-        Effect.flatMap(postEstimate(teamId, postId), ({ accounts }) => estimateOf(team.organizationId, accounts)))
+        Effect.flatMap(postEstimate(teamId, postId), ({ accounts }) => estimates.estimate(team.organizationId, reading, accounts)))
 
     const refreshPost = (teamId: TeamId, postId: PostId) =>
       Effect.gen(function*() {
         const { organizationId, read, takenAt } = yield* authorize(policy.canRead(teamId))((team) =>
           Effect.gen(function*() {
             const { accounts, targets } = yield* postEstimate(teamId, postId)
-            yield* requireCredits(yield* estimateOf(team.organizationId, accounts))
+            // 402 before anything is read, the spend cap's included (the charge checks again when it is made).
+            yield* estimates.require(team.organizationId, reading, accounts)
             const readable = targets.filter((target): target is PublishedTarget & { readonly account: ReadableAccount } =>
               target.account !== null && reader.hasAnalytics(target.account)
             )
@@ -178,7 +161,7 @@ export class Analytics extends Effect.Service<Analytics>()("Analytics", {
     const estimateAccount = (teamId: TeamId, socialAccountId: SocialAccountId) =>
       authorize(policy.canRead(teamId))((team) =>
         Effect.flatMap(accountOf(teamId, socialAccountId), (account) =>
-          estimateOf(team.organizationId, [{ id: account.id, credits: costOf(account) }])))
+          estimates.estimate(team.organizationId, reading, [{ socialAccountId: account.id, credits: costOf(account) }])))
 
     const refreshAccount = (teamId: TeamId, socialAccountId: SocialAccountId) =>
       Effect.gen(function*() {
@@ -187,7 +170,7 @@ export class Analytics extends Effect.Service<Analytics>()("Analytics", {
             const account = yield* accountOf(teamId, socialAccountId)
             // As for a post published only to webhooks: nothing to read, so a free answer of what is stored.
             if (!reader.hasAnalytics(account)) return null
-            yield* requireCredits(yield* estimateOf(team.organizationId, [{ id: account.id, credits: costOf(account) }]))
+            yield* estimates.require(team.organizationId, reading, [{ socialAccountId: account.id, credits: costOf(account) }])
             const takenAt = new Date(yield* Clock.currentTimeMillis)
             const counts = yield* authorize(policy.canRefresh(teamId, { lock: false }))(() =>
               reader.counts(account, takenAt).pipe(Effect.mapError(failedRead(account)))
@@ -214,7 +197,7 @@ export class Analytics extends Effect.Service<Analytics>()("Analytics", {
     AnalyticsReader.Default,
     AnalyticsPolicy.Default,
     CreditsRepo.Default,
-    CreditsPolicy.Default,
+    CreditEstimates.Default,
     CreditCosts.Default
   ]
 }) {}

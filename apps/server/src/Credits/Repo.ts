@@ -27,6 +27,21 @@ export interface AnalyticsRead {
   readonly amount: number
 }
 
+/** What an organization may spend now, as its row says. */
+export interface Headroom {
+  readonly available: number
+  /** The monthly spend cap, if any, and what this month has spent or holds against it. */
+  readonly cap: number | null
+  readonly spentThisMonth: number
+  /** Whether its plan buys what its credits lack (metered usage), so that `available` does not bound a spend. */
+  readonly overage: boolean
+}
+
+/** The 402 of a spend the monthly cap stops. */
+export const capReachedMessage = (total: number, cap: number, spentThisMonth: number) =>
+  `This needs ${total} credits, beyond the organization's monthly spend cap of ${cap} credits ` +
+  `(${spentThisMonth} spent this month); an admin or owner may raise the cap`
+
 /** The first day of the current calendar month, UTC: the month of the spend cap. */
 const thisMonthOf = (sql: Statement.Constructor) => sql`date_trunc('month', now() AT TIME ZONE 'UTC')::date`
 
@@ -89,10 +104,7 @@ export class CreditsRepo extends Effect.Service<CreditsRepo>()("CreditsRepo", {
         FROM organizations WHERE id = ${organizationId}`.pipe(
         Effect.flatMap(([row]) =>
           row !== undefined && row.cap !== null && row.spent + spent > row.cap
-            ? new PaymentRequired({
-              message: `This needs ${spent} credits, beyond the organization's monthly spend cap of ${row.cap} credits ` +
-                `(${row.spent} spent this month); an admin or owner may raise the cap`
-            })
+            ? new PaymentRequired({ message: capReachedMessage(spent, row.cap, row.spent) })
             : Effect.succeedNone)
       )
 
@@ -247,8 +259,15 @@ export class CreditsRepo extends Effect.Service<CreditsRepo>()("CreditsRepo", {
         }
       }).pipe(Effect.catchTag("SqlError", Effect.die), policyRequire("Analytics", "refresh"))
 
+    const noHeadroom: Headroom = { available: 0, cap: null, spentThisMonth: 0, overage: false }
+    const headroomOf = (organizationId: OrganizationId) =>
+      sql<Headroom>`SELECT (credits_balance - reserved_credits)::float8 AS available, spend_cap::float8 AS cap,
+          ${spentThisMonth}::float8 AS "spentThisMonth", ${overageOn ? overageEligible : sql.literal("false")} AS overage
+        FROM organizations WHERE id = ${organizationId}`.pipe(Effect.map(([row]) => row ?? noHeadroom), Effect.orDie)
+
     return {
       balanceOf: (organizationId: OrganizationId) => policyRequire("Credits", "view")(balanceOf(organizationId)),
+      headroomOf: (organizationId: OrganizationId) => policyRequire("Credits", "view")(headroomOf(organizationId)),
       list,
       grant,
       reserve,

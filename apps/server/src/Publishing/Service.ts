@@ -1,6 +1,5 @@
 import {
   Conflict,
-  type Estimate,
   maxAttemptSummaryLength,
   type OrganizationId,
   type PostId,
@@ -21,7 +20,7 @@ import { MediaSettings } from "../Assets/Settings.js"
 import { UrlSigning } from "../Assets/Signing.js"
 import { MediaStorage } from "../Assets/Storage.js"
 import { CreditCosts } from "../Credits/Costs.js"
-import { CreditsPolicy } from "../Credits/Policy.js"
+import { CreditEstimates } from "../Credits/Estimates.js"
 import { CreditsRepo, type Hold } from "../Credits/Repo.js"
 import { transactionally } from "../Database/Transaction.js"
 import { Links } from "../Links/Service.js"
@@ -177,7 +176,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
     const providers = yield* SocialProviders
     const cipher = yield* CredentialsCipher
     const policy = yield* PostsPolicy
-    const creditsPolicy = yield* CreditsPolicy
+    const estimates = yield* CreditEstimates
     const links = yield* Links
     const settings = yield* PublishSettings
     const storage = yield* MediaStorage
@@ -534,10 +533,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
             socialAccountId: checked.account.id,
             credits: checked._tag === "Send" ? checked.credits : 0
           }))
-          const total = perAccount.reduce((sum, account) => sum + account.credits, 0)
-          const balance = yield* authorize(creditsPolicy.canView(team.organizationId))(() => credits.balanceOf(team.organizationId))
-          const available = Option.match(balance, { onNone: () => 0, onSome: (found) => found.available })
-          return { total, perAccount, available, sufficient: total <= available } satisfies Estimate
+          return yield* estimates.estimate(team.organizationId, "Publishing", perAccount)
         }))
 
     return { postNow, postNowAnswer, estimate, accountsOf, prepare, releaseWaiting, sendAgain, sendTo, giveUp } as const
@@ -550,7 +546,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
     CreditCosts.Default,
     PublishSettings.Default,
     PostsPolicy.Default,
-    CreditsPolicy.Default,
+    CreditEstimates.Default,
     Links.Default,
     UrlSigning.Default,
     MediaSettings.Default
