@@ -788,7 +788,7 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
     }
     /** The lookups of the payment at Stripe so far. */
     const lookups = () => stripe.requests.filter((request) => request.method === "GET" && request.path === `/v1/payment_intents/${paymentIntentId}`)
-    /** As if the webhook had been awaited long enough (300 polls: 6 s here, 10 minutes at the default poll): moved back an hour. */
+    /** As if the webhook had been awaited long enough (10 minutes): the start, and the last look, moved back an hour. */
     const lapse = sql`UPDATE organizations SET auto_recharge_started_at = auto_recharge_started_at - interval '1 hour',
         auto_recharge_checked_at = auto_recharge_checked_at - interval '1 hour'
       WHERE id = ${team.organization.id}`
@@ -866,17 +866,17 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       stripe.setPaymentIntent(paymentIntentId, "processing")
       yield* lapse
       yield* eventually(Effect.sync(lookups), (found) => found.length === 1)
-      // Asked once: the next look waits twice as long (12 s here, 2 × 300 polls of 20 ms), so the following rounds ask nothing.
+      // Asked once: the next look waits twice as long (20 minutes), so the following rounds ask nothing.
       yield* Effect.sleep("200 millis")
       expect(lookups()).toHaveLength(1)
       expect((yield* billing).body.account.autoRecharge).toMatchObject({ enabled: true, pending: true })
       const [checks] = yield* sql<{ checks: number }>`SELECT auto_recharge_checks AS checks FROM organizations WHERE id = ${organization.id}`
       expect(checks).toEqual({ checks: 1 })
-      // The first wait (6 s) since the last look is not enough; twice it is.
-      yield* sql`UPDATE organizations SET auto_recharge_checked_at = now() - interval '7 seconds' WHERE id = ${organization.id}`
+      // Ten minutes since the last look are not enough; twenty are.
+      yield* sql`UPDATE organizations SET auto_recharge_checked_at = now() - interval '11 minutes' WHERE id = ${organization.id}`
       yield* Effect.sleep("200 millis")
       expect(lookups()).toHaveLength(1)
-      yield* sql`UPDATE organizations SET auto_recharge_checked_at = now() - interval '13 seconds' WHERE id = ${organization.id}`
+      yield* sql`UPDATE organizations SET auto_recharge_checked_at = now() - interval '21 minutes' WHERE id = ${organization.id}`
       yield* eventually(Effect.sync(lookups), (found) => found.length === 2)
       expect((yield* billing).body.account.autoRecharge.pending).toBe(true)
       // Paid at last: the next look grants it.

@@ -10,11 +10,10 @@ const maxFailures = 5
 const pruneBatch = 500
 
 /**
- * A started recharge whose webhook has not come this many polls after its start is looked up at the provider: 10
- * minutes at the default BILLING_RECHARGE_POLL_MS of 2 s. Webhooks come within seconds; one this late is lost, or
- * the endpoint is misconfigured.
+ * A started recharge whose webhook has not come 10 minutes after its start is looked up at the provider, whatever
+ * the poll: webhooks come within seconds, and one this late is lost or its endpoint misconfigured.
  */
-const lookUpAfterPolls = 300
+const lookUpAfterMs = 10 * 60 * 1000
 
 /**
  * Starts the recharges that spends decided (CreditsRepo marks them in the statement of the spend): one
@@ -106,7 +105,7 @@ export const RechargerLive = Layer.scopedDiscard(Effect.gen(function*() {
     )
 
   const lookUpStarted = Effect.flatMap(
-    repo.startedRecharges(batch, settings.rechargePollMs * lookUpAfterPolls),
+    repo.startedRecharges(batch, lookUpAfterMs),
     (started) => Effect.forEach(started, lookUp, { discard: true })
   ).pipe(
     Effect.catchAllCause((cause) => Effect.logWarning("Billing: reading the started recharges failed; they are looked up again", cause))
