@@ -5,9 +5,7 @@ import {
   AnalyticsSeriesMax,
   AnalyticsSeriesQuery,
   type EngagementSnapshot,
-  type Estimate,
   IdempotencyKey,
-  PaymentRequired,
   PostAnalytics,
   PostId,
   SocialAccountId,
@@ -25,7 +23,7 @@ import { online } from "../Session.js"
 import { withSpinner } from "../Spinner.js"
 import { fields, orDash, table } from "../Table.js"
 import { teamOf } from "../Workspace.js"
-import { accountsById, credits, estimateText } from "./Publishing.js"
+import { accountsById, estimateText, unaffordable } from "./Publishing.js"
 
 /** The window of a series, in the query's own schemas. */
 const seriesOptions = {
@@ -138,17 +136,13 @@ const estimateOf = (teamId: TeamId, refreshed: Refreshed) =>
       : client.analytics.estimateAccountAnalyticsRefresh({ path: { teamId, socialAccountId: refreshed.socialAccountId } }))
 
 /**
- * The preview of a refresh: the estimate and the organization's credits. Credits short of the cost end the
- * command here, as the server would (402), instead of asking a question whose yes cannot succeed.
+ * The preview of a refresh: the estimate and the organization's credits. A spend the organization cannot make
+ * now ends the command here, as the server would (402), instead of asking a question whose yes cannot succeed.
  */
 const refreshPreview = (heading: string, teamId: TeamId, refreshed: Refreshed) =>
   Effect.gen(function*() {
-    const estimate: Estimate = yield* estimateOf(teamId, refreshed)
-    if (!estimate.sufficient) {
-      return yield* new PaymentRequired({
-        message: `Not enough credits: refreshing costs ${credits(estimate.total)}, the organization has ${credits(estimate.available)} available`
-      })
-    }
+    const estimate = yield* estimateOf(teamId, refreshed)
+    if (!estimate.sufficient) return yield* unaffordable("refreshing", estimate)
     return `${heading}\n${estimateText(estimate, yield* accountsById(teamId))}`
   })
 

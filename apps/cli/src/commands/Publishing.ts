@@ -74,7 +74,7 @@ const targetsOf = (teamId: TeamId, postId: PostId, given: ReadonlyArray<SocialAc
     return connected.data.map((account) => account.id)
   })
 
-export const credits = (n: number) => `${n} credit${n === 1 ? "" : "s"}`
+const credits = (n: number) => `${n} credit${n === 1 ? "" : "s"}`
 
 /** What publishing would cost per account and in all, and what the organization has; changes nothing. */
 export const estimateText = (estimate: Estimate, byId: ReadonlyMap<string, SocialAccount>) =>
@@ -103,17 +103,24 @@ const estimateOf = (teamId: TeamId, postId: PostId, socialAccountIds: ReadonlyAr
   Effect.flatMap(Postline, ({ client }) => client.posts.estimatePost({ path: { teamId, postId }, payload: { socialAccountIds } }))
 
 /**
+ * Why the server would refuse (402) a spend whose estimate is not sufficient: the credits short of it or, the
+ * credits being enough, the month's spend cap.
+ */
+export const unaffordable = (doing: string, estimate: Estimate) =>
+  new PaymentRequired({
+    message: estimate.total <= estimate.available
+      ? `The monthly spend cap stops it: ${doing} costs ${credits(estimate.total)}, more than the cap leaves this month (postline billing shows it)`
+      : `Not enough credits: ${doing} costs ${credits(estimate.total)}, the organization has ${credits(estimate.available)} available`
+  })
+
+/**
  * The preview of a paid command: the estimate and the organization's credits. Credits short of the cost end
  * the command here, as the server would (402), instead of asking a question whose yes cannot succeed.
  */
 const costPreview = (heading: string, teamId: TeamId, postId: PostId, socialAccountIds: ReadonlyArray<SocialAccountId>) =>
   Effect.gen(function*() {
     const estimate = yield* estimateOf(teamId, postId, socialAccountIds)
-    if (!estimate.sufficient) {
-      return yield* new PaymentRequired({
-        message: `Not enough credits: publishing costs ${credits(estimate.total)}, the organization has ${credits(estimate.available)} available`
-      })
-    }
+    if (!estimate.sufficient) return yield* unaffordable("publishing", estimate)
     return `${heading}\n${estimateText(estimate, yield* accountsById(teamId))}`
   })
 

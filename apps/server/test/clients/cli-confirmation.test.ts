@@ -9,7 +9,7 @@ if (tmuxMissing && !process.env.CI) {
 }
 
 describe.skipIf(tmuxMissing && !process.env.CI)("postline's confirmation on a terminal (tmux)", () => {
-  it.scopedLive("shows the cost and the credits, publishes on y and sends nothing on n; a free change says Cost: none; an analytics refresh shows its cost", () =>
+  it.scopedLive("shows the cost and the credits, publishes on y and sends nothing on n; a free change says Cost: none; an analytics refresh shows its cost, or ends at the spend cap", () =>
     Effect.gen(function*() {
       if (tmuxMissing) throw new Error("tmux is not installed: CI must run the CLI's interactive tests")
       const { env, home, receiver, server } = yield* publishing()
@@ -77,5 +77,16 @@ describe.skipIf(tmuxMissing && !process.env.CI)("postline's confirmation on a te
       expect(refreshed).toContain("EXIT:0")
       expect(refreshed).toMatch(new RegExp(`${toot.id}  mastodon  \\S+  7      0        0        0       -      0\n`))
       expect((yield* call("GET", `/v1/organizations/${organizationId}/credits`)).body).toEqual({ balance: 2, reserved: 0, available: 2 })
+
+      // Credits enough, but the month's spend cap reached (two publishes and a read): refused before asking, as the server would.
+      const capped = yield* call("PATCH", `/v1/organizations/${organizationId}/billing/spend-cap`, { monthlyCredits: 3 })
+      expect(capped.body.account.spendCap).toEqual({ monthlyCredits: 3, spentThisMonth: 3 })
+      const stopped = yield* cliInTmux(["analytics", "refresh", "--post", tooted.id], cli)
+      const stoppedPane = yield* stopped.waitFor("its end", (pane) => pane.includes("EXIT:"))
+      expect(stoppedPane).toContain(
+        "Error (PaymentRequired): The monthly spend cap stops it: refreshing costs 1 credit, more than the cap leaves this month (postline billing shows it)\nEXIT:6"
+      )
+      expect(stoppedPane).not.toContain("Proceed?")
+      expect(mastodon.requests.filter(({ path }) => path.startsWith("/api/v1/statuses?"))).toHaveLength(1)
     }), 300_000)
 })
