@@ -921,6 +921,29 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       expect(stripe.sessionStatus(open)).toBe("expired")
     }))
 
+  it.effect("a subscription checkout waits its turn a few seconds, then 409; a claim left by a process that died lapses after a minute", () =>
+    Effect.gen(function*() {
+      const { admin, organization } = yield* publishingTeam(0)
+      const sql = yield* SqlClient.SqlClient
+      const json = { purchase: "subscription", returnUrl: "https://app.example/" }
+      const checkout = raw({ method: "POST", path: billingPath(organization.id, "/checkout"), token: admin.token, json })
+      const sessions = () => stripe.to("/v1/checkout/sessions").filter((request) => request.params.get("client_reference_id") === organization.id)
+      // Another request holds the claim (here set by hand) for longer than this one waits.
+      yield* sql`UPDATE organizations SET subscription_checkout_claim = gen_random_uuid(), subscription_checkout_claimed_at = now()
+        WHERE id = ${organization.id}`
+      expect(yield* checkout).toMatchObject({
+        status: 409,
+        body: { _tag: "Conflict", message: "Another subscription checkout of the organization is being made: try again in a moment" }
+      })
+      expect(sessions()).toEqual([])
+      yield* sql`UPDATE organizations SET subscription_checkout_claimed_at = now() - interval '61 seconds' WHERE id = ${organization.id}`
+      expect((yield* checkout).status).toBe(201)
+      expect(sessions()).toHaveLength(1)
+      const [row] = yield* sql<{ claim: string | null }>`SELECT subscription_checkout_claim AS claim FROM organizations
+        WHERE id = ${organization.id}`
+      expect(row).toEqual({ claim: null })
+    }), 60_000)
+
   it.effect("a subscription checkout after the one before was paid (its subscription on its way): 409, no new session", () =>
     Effect.gen(function*() {
       const { admin, organization } = yield* publishingTeam(0)

@@ -24,6 +24,9 @@ class CheckoutBusy extends Data.TaggedError("CheckoutBusy") {}
 const checkoutClaimMs = 60_000
 const checkoutTurns = Schedule.spaced("25 millis").pipe(Schedule.upTo("10 seconds"))
 
+const subscribedAlready = (status: string) =>
+  new Conflict({ message: `The organization is subscribed already (${status}): change the subscription in the billing portal` })
+
 const billingDisabled = new BillingDisabled({
   message: "Billing is off on this server (no STRIPE_SECRET_KEY): an operator grants credits with the admin command"
 })
@@ -113,11 +116,7 @@ export class Billing extends Effect.Service<Billing>()("Billing", {
           }
           const row = yield* rowToManage(organizationId)
           // Refused before any customer is made at the provider.
-          if (pack === undefined && row.isSubscribed) {
-            return yield* new Conflict({
-              message: `The organization is subscribed already (${row.subscriptionStatus}): change the subscription in the billing portal`
-            })
-          }
+          if (pack === undefined && row.isSubscribed) return yield* subscribedAlready(row.subscriptionStatus)
           const { customerId, provider } = yield* customerOf(organizationId, row)
           if (pack !== undefined) {
             return { url: yield* provider.checkoutPack({ customerId, organizationId, pack, returnUrl: request.returnUrl }) }
@@ -147,11 +146,7 @@ export class Billing extends Effect.Service<Billing>()("Billing", {
         )
         const made = yield* Effect.gen(function*() {
           // Subscribed while this waited for its turn.
-          if (claimed.isSubscribed) {
-            return yield* new Conflict({
-              message: `The organization is subscribed already (${claimed.subscriptionStatus}): change the subscription in the billing portal`
-            })
-          }
+          if (claimed.isSubscribed) return yield* subscribedAlready(claimed.subscriptionStatus)
           const earlier = claimed.sessionId === null ? CheckoutExpiry.Expired() : yield* provider.expireCheckout(claimed.sessionId)
           // A completed session of the subscription the organization has had (ended since) is no new one.
           if (earlier._tag === "Completed" && (earlier.subscriptionId === null || earlier.subscriptionId !== claimed.subscriptionId)) {
