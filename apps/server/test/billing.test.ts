@@ -888,6 +888,24 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       expect((yield* credit).balance).toBe(1001)
     }))
 
+  it.scoped("auto-recharge whose webhook never comes: a lookup Stripe fails counts as one, asked again later; nothing ends", () =>
+    Effect.gen(function*() {
+      const { billing, grants, lapse, organization } = yield* startedRecharge
+      const sql = yield* SqlClient.SqlClient
+      // A payment Stripe does not know answers 404: the lookup fails.
+      yield* sql`UPDATE organizations SET auto_recharge_payment_intent_id = 'pi_unknown' WHERE id = ${organization.id}`
+      yield* lapse
+      const lookups = () => stripe.requests.filter((request) => request.path === "/v1/payment_intents/pi_unknown")
+      yield* eventually(Effect.sync(lookups), (found) => found.length > 0)
+      yield* Effect.sleep("200 millis")
+      // Asked once (the SDK does not retry a 404), not again in the rounds that follow.
+      expect(lookups()).toHaveLength(1)
+      const [row] = yield* sql<{ checks: number }>`SELECT auto_recharge_checks AS checks FROM organizations WHERE id = ${organization.id}`
+      expect(row).toEqual({ checks: 1 })
+      expect((yield* billing).body.account.autoRecharge).toMatchObject({ enabled: true, pending: true, lastError: null })
+      expect(yield* grants).toEqual([])
+    }))
+
   it.effect("subscription checkouts made concurrently: each expires the one open before, so one session at most can be paid", () =>
     Effect.gen(function*() {
       const { admin, organization } = yield* publishingTeam(0)
