@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { writeFileSync } from "node:fs"
 import * as Path from "node:path"
 import sharp from "sharp"
+import { accountWithNothingBought } from "../support/Billing.js"
 import { answerOf, cliEnv, jsonOf, publishing, runCli, userWithTeam } from "../support/CliProcess.js"
 import { makeMastodonFake } from "../support/MastodonFake.js"
 import { createUserWithToken } from "../support/ServerProcess.js"
@@ -172,20 +173,7 @@ describe("postline, publishing to a webhook receiver", () => {
         creditPacks: [],
         plan: null,
         credits: { balance: 0, reserved: 0, available: 0 },
-        account: {
-          paymentCustomerId: null,
-          paymentSubscriptionId: null,
-          paymentPaymentMethodId: null,
-          paymentMeteredSubscriptionItemId: null,
-          isSubscribed: false,
-          subscriptionStatus: "inactive",
-          subscriptionPlan: null,
-          subscriptionStartedAt: null,
-          subscriptionEndsAt: null,
-          subscriptionCurrentPeriodEnd: null,
-          autoRecharge: { enabled: false, threshold: null, amount: null, pending: false, lastError: null },
-          spendCap: { monthlyCredits: null, spentThisMonth: 3 }
-        }
+        account: accountWithNothingBought(3)
       })
       const capped = yield* runCli(["billing", "spend-cap", "500", "--yes"], cli)
       expect(capped.code, capped.stderr).toBe(0)

@@ -1,6 +1,7 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { expect } from "@effect/vitest"
 import { Effect, type Scope } from "effect"
+import { accountWithNothingBought } from "./Billing.js"
 import { makeLocalServer } from "./LocalServer.js"
 import { makeMastodonFake } from "./MastodonFake.js"
 import { noisyPng } from "./Media.js"
@@ -294,21 +295,8 @@ export const everyToolOnce = (setup: McpServerSetup, connectAs: ConnectAs) =>
       creditPacks: [],
       plan: null,
       credits: { balance: 0, reserved: 0, available: 0 },
-      account: {
-        paymentCustomerId: null,
-        paymentSubscriptionId: null,
-        paymentPaymentMethodId: null,
-        paymentMeteredSubscriptionItemId: null,
-        isSubscribed: false,
-        subscriptionStatus: "inactive",
-        subscriptionPlan: null,
-        subscriptionStartedAt: null,
-        subscriptionEndsAt: null,
-        subscriptionCurrentPeriodEnd: null,
-        autoRecharge: { enabled: false, threshold: null, amount: null, pending: false, lastError: null },
-        // Two publishes and three reads.
-        spendCap: { monthlyCredits: null, spentThisMonth: 5 }
-      }
+      // Two publishes and three reads.
+      account: accountWithNothingBought(5)
     })
 
     expect([...called].sort()).toEqual([...toolNames].sort())
