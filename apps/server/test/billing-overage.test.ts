@@ -1,7 +1,7 @@
 import { describe, expect, it, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import type { OrganizationId, PostId, SocialAccountId } from "@postline/domain"
-import { ConfigProvider, Effect, Exit, Layer } from "effect"
+import { ConfigProvider, Effect, Exit, Layer, Logger, LogLevel } from "effect"
 import { randomUUID } from "node:crypto"
 import { withSystemActor } from "../src/Access/Authorization.js"
 import { BillingSettings } from "../src/Billing/Settings.js"
@@ -11,7 +11,7 @@ import { makeWebhookReceiver, publishingTeam } from "./support/Publishing.js"
 import { callsAs, createUserWithToken, startServer } from "./support/ServerProcess.js"
 import { makeStripeFake, signedEvent } from "./support/StripeFake.js"
 import { freshDatabaseEnv, testDatabaseKind } from "./support/TestDatabase.js"
-import { raw, TestServer } from "./support/TestServer.js"
+import { makeTestServer, raw } from "./support/TestServer.js"
 import { eventually } from "./support/Waiting.js"
 
 /**
@@ -26,9 +26,21 @@ const stripe = await makeStripeFake()
 const providerOf = (settings: Record<string, string>) =>
   ConfigProvider.fromMap(new Map(Object.entries(settings))).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
 
+// What the server logs from WARN up.
+const logged: Array<{ readonly level: string; readonly message: string }> = []
+const capturingLogger = Logger.replace(
+  Logger.defaultLogger,
+  Logger.make(({ logLevel, message }) => void logged.push({ level: logLevel.label, message: String(message) }))
+)
+
+/** What was logged since `from` (an earlier `logged.length`), at `level`. */
+const loggedSince = (from: number, level: string) => logged.slice(from).filter((line) => line.level === level)
+
 // CreditsRepo beside the server: live analytics reads spend through its charge, which these tests call directly.
 const serverWith = (settings: Record<string, string>) =>
-  Layer.provideMerge(CreditsRepo.Default, TestServer).pipe(Layer.provide(Layer.setConfigProvider(providerOf(settings))))
+  Layer.provideMerge(CreditsRepo.Default, makeTestServer(Layer.merge(capturingLogger, Logger.minimumLogLevel(LogLevel.Warning)))).pipe(
+    Layer.provide(Layer.setConfigProvider(providerOf(settings)))
+  )
 
 // Publishing to a webhook account costs three credits here.
 const costs = { CREDIT_COSTS: JSON.stringify({ webhook: 3 }) }
@@ -115,9 +127,12 @@ const overageTeam = (credits: number) =>
       (response) => (response.body.data as ReadonlyArray<Entry>).map(({ amount, balanceAfter, kind, note, reservedAfter }) => ({ kind, amount, balanceAfter, reservedAfter, note }))
     )
     const sql = yield* SqlClient.SqlClient
-    const usage = sql<{ id: string; customerId: string; credits: number; reported: boolean; failures: number }>`SELECT id::text AS id,
-        customer_id AS "customerId", credits::float8 AS credits, reported_at IS NOT NULL AS reported, failures
-      FROM metered_usage WHERE organization_id = ${organizationId} ORDER BY created_at, id`
+    // The customer's: a row outlives its organization.
+    const usage = sql<
+      { id: string; customerId: string; credits: number; reported: boolean; failures: number; failed: boolean; lastError: string | null }
+    >`SELECT id::text AS id, customer_id AS "customerId", credits::float8 AS credits, reported_at IS NOT NULL AS reported,
+        failures, failed_at IS NOT NULL AS failed, last_error AS "lastError"
+      FROM metered_usage WHERE customer_id = ${customerId} ORDER BY created_at, id`
     /** The meter events the server sent Stripe for this organization's customer, replays included. */
     const meterCalls = () => stripe.meterCalls.filter((call) => call.params.get("payload[stripe_customer_id]") === customerId)
     return { ...team, organizationId, customerId, account, subscribe, publish, estimate, ledger, usage, meterCalls }
@@ -230,12 +245,29 @@ layer(serverWith({ ...costs, ...stripe.settings }), { excludeTestServices: true 
       expect(calls.reduce((sum, call) => sum + Number(call.params.get("payload[value]")), 0)).toBe(6)
     }))
 
-  it.scoped("a live analytics read (a direct charge) of a trialing subscription buys its shortfall too; a released hold leaves what was bought", () =>
+  it.scoped("no overage while trialing (Stripe bills nothing of a trial, its metered usage neither): 402, nothing written; once active, a live analytics read (a direct charge) buys its shortfall too; a released hold leaves what was bought", () =>
     Effect.gen(function*() {
       const team = yield* overageTeam(1)
       yield* team.subscribe("trialing")
+      expect(yield* team.account).toMatchObject({ subscriptionStatus: "trialing", paymentMeteredSubscriptionItemId: "si_metered" })
       const credits = yield* CreditsRepo
-      yield* withSystemActor(credits.charge(team.organizationId, [{ socialAccountId: randomUUID() as SocialAccountId, amount: 4 }]))
+      const read = withSystemActor(credits.charge(team.organizationId, [{ socialAccountId: randomUUID() as SocialAccountId, amount: 4 }]))
+      expect(yield* team.estimate).toMatchObject({ total: 3, available: 1, sufficient: false })
+      expect(yield* Effect.flip(read)).toMatchObject({
+        _tag: "PaymentRequired",
+        message: "Reading analytics needs 4 credits and the organization has 1 available"
+      })
+      expect(yield* team.publish).toMatchObject({
+        status: 402,
+        body: { _tag: "PaymentRequired", message: "Publishing needs 3 credits and the organization has 1 available" }
+      })
+      expect(yield* team.ledger).toEqual([])
+      expect(yield* team.usage).toEqual([])
+      expect(yield* team.credit).toEqual({ balance: 1, reserved: 0, available: 1 })
+      expect(team.meterCalls()).toEqual([])
+
+      yield* team.subscribe("active")
+      yield* read
       expect(yield* team.credit).toEqual({ balance: 0, reserved: 0, available: 0 })
       expect(sortedKinds(yield* team.ledger)).toEqual(["analytics 4", "overage 3"])
       expect((yield* team.ledger).find((entry) => entry.kind === "overage")).toMatchObject({ balanceAfter: 4, reservedAfter: 0 })
@@ -257,6 +289,7 @@ layer(serverWith({ ...costs, ...stripe.settings }), { excludeTestServices: true 
     Effect.gen(function*() {
       const team = yield* overageTeam(0)
       yield* team.subscribe("active")
+      const from = logged.length
       const recover = stripe.failMeterEventsOf(team.customerId)
       expect((yield* team.publish).status).toBe(200)
       // Two refused attempts: the row waits, unreported, for the next.
@@ -270,9 +303,77 @@ layer(serverWith({ ...costs, ...stripe.settings }), { excludeTestServices: true 
       // Every attempt was the same event: Stripe counts one, whichever attempts reached it.
       expect(new Set(team.meterCalls().map((call) => call.params.get("identifier")))).toEqual(new Set([row!.id]))
       expect(sortedKinds(yield* team.ledger)).toEqual(["overage 3", "reserve 3", "spend 3"])
+      // Each failed attempt is one warning naming the row, no error: it is tried again.
+      expect(loggedSince(from, "WARN").filter((line) => line.message.includes(row!.id)).length).toBeGreaterThanOrEqual(1)
+      expect(loggedSince(from, "ERROR")).toEqual([])
     }))
 
-  it.scoped("no overage without an active or trialing subscription with the metered item: 402 as before, nothing written", () =>
+  it.scoped("a report Stripe refuses as invalid (400) fails for good with the reason, logged once as an error, and is never sent again", () =>
+    Effect.gen(function*() {
+      const team = yield* overageTeam(0)
+      yield* team.subscribe("active")
+      const from = logged.length
+      const reason = "The timestamp must be within the past 35 days"
+      const accept = stripe.refuseMeterEventsOf(team.customerId, reason)
+      expect((yield* team.publish).status).toBe(200)
+      const [refused] = yield* eventually(team.usage, (rows) => rows[0]?.failed === true)
+      expect(refused).toMatchObject({ credits: 3, reported: false, failed: true, lastError: reason, failures: 1 })
+      // Stripe takes the customer's events again: a later overage is reported, the refused one is never claimed again.
+      accept()
+      expect((yield* team.publish).status).toBe(200)
+      const rows = yield* eventually(team.usage, (rows) => rows.length === 2 && rows[1]!.reported)
+      expect(rows[0]).toEqual(refused)
+      expect(team.meterCalls().map((call) => call.params.get("identifier"))).toEqual([refused!.id, rows[1]!.id])
+      const errors = loggedSince(from, "ERROR")
+      expect(errors).toHaveLength(1)
+      expect(errors[0]!.message).toContain(refused!.id)
+      expect(errors[0]!.message).toContain(reason)
+      expect(loggedSince(from, "WARN").filter((line) => line.message.includes("overage"))).toEqual([])
+      expect(sortedKinds(yield* team.ledger)).toEqual(["overage 3", "overage 3", "reserve 3", "reserve 3", "spend 3", "spend 3"])
+    }))
+
+  it.scoped("a slow Stripe: a server process leases only as many rows as it can report within their lease, however many wait", () =>
+    Effect.gen(function*() {
+      const team = yield* overageTeam(0)
+      yield* team.subscribe("active")
+      const sql = yield* SqlClient.SqlClient
+      const release = yield* Effect.acquireRelease(Effect.sync(stripe.holdMeterEvents), (release) => Effect.sync(release))
+      // Twelve overages waiting at once, as after an outage; the first report is held at Stripe.
+      yield* sql`INSERT INTO metered_usage (organization_id, customer_id, credits)
+        SELECT ${team.organizationId}, ${team.customerId}, 1 FROM generate_series(1, 12)`
+      yield* eventually(Effect.sync(() => team.meterCalls().length), (calls) => calls >= 1)
+      const [leases] = yield* sql<{ leased: number; seconds: number }>`SELECT count(*)::int AS leased,
+          extract(epoch FROM min(due_at) - now())::float8 AS seconds
+        FROM metered_usage WHERE customer_id = ${team.customerId} AND reported_at IS NULL AND due_at > now()`
+      // Reported one after another, each call at most about 35 s (the Stripe client's 10 s timeout × 3 attempts, and
+      // the waits between): the last leased row is reported before its lease lapses, and no other process reports it.
+      expect(leases!.leased).toBeGreaterThanOrEqual(1)
+      expect(leases!.leased * 35).toBeLessThanOrEqual(leases!.seconds)
+      release()
+      const rows = yield* eventually(team.usage, (rows) => rows.every((row) => row.reported))
+      expect(rows).toHaveLength(12)
+      expect(team.meterCalls().map((call) => call.params.get("identifier")).sort()).toEqual(rows.map((row) => row.id).sort())
+    }))
+
+  it.scoped("a deleted organization's usage stays its customer's: the row keeps the customer, without the organization, and is reported", () =>
+    Effect.gen(function*() {
+      const team = yield* overageTeam(0)
+      yield* team.subscribe("active")
+      const recover = stripe.failMeterEventsOf(team.customerId)
+      expect((yield* team.publish).status).toBe(200)
+      yield* eventually(Effect.sync(() => team.meterCalls().length), (calls) => calls >= 1)
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`DELETE FROM organizations WHERE id = ${team.organizationId}`
+      const [kept] = yield* sql<{ organizationId: string | null }>`SELECT organization_id AS "organizationId"
+        FROM metered_usage WHERE customer_id = ${team.customerId}`
+      expect(kept).toEqual({ organizationId: null })
+      recover()
+      const [row] = yield* eventually(team.usage, (rows) => rows[0]?.reported === true)
+      expect(row).toMatchObject({ customerId: team.customerId, credits: 3, reported: true })
+      expect(team.meterCalls().at(-1)!.params.get("identifier")).toBe(row!.id)
+    }))
+
+  it.scoped("no overage without an active subscription with the metered item: 402 as before, nothing written", () =>
     Effect.gen(function*() {
       const team = yield* overageTeam(1)
       const credits = yield* CreditsRepo
@@ -294,7 +395,7 @@ layer(serverWith({ ...costs, ...stripe.settings }), { excludeTestServices: true 
       expect((yield* team.account).subscriptionStatus).toBe("active")
       expect(yield* team.publish).toMatchObject(refused)
       yield* nothingWritten
-      // With it, but no longer active or trialing; an analytics read as well.
+      // With it, but no longer active; an analytics read as well.
       for (const status of ["past_due", "unpaid", "paused", "canceled"]) {
         yield* team.subscribe(status)
         expect(yield* team.account).toMatchObject({ subscriptionStatus: status, paymentMeteredSubscriptionItemId: "si_metered" })

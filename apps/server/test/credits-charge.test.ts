@@ -91,5 +91,23 @@ layer(Layer.provideMerge(CreditsRepo.Default, TestServer), { excludeTestServices
         expect(yield* spentThisMonth(organizationId)).toBe(0)
         expect((yield* ledgerOf(organizationId)).map(({ kind }) => kind).sort()).toEqual(["release", "release", "reserve", "reserve"])
       }))
+
+    it.effect("finds a hold's reserve entry through its index, not by reading the organization's ledger", () =>
+      Effect.gen(function*() {
+        const { organization } = yield* publishingTeam(20)
+        const sql = yield* SqlClient.SqlClient
+        // CreditsRepo's heldThisMonth, planned as if the ledger were too big to read whole.
+        const plan = yield* sql.withTransaction(Effect.zipRight(
+          sql`SET LOCAL enable_seqscan = off`,
+          sql<{ "QUERY PLAN": string }>`EXPLAIN SELECT date_trunc('month', created_at AT TIME ZONE 'UTC')::date
+              = date_trunc('month', now() AT TIME ZONE 'UTC')::date AS "thisMonth"
+            FROM credit_transactions WHERE organization_id = ${organization.id} AND kind = 'reserve'
+              AND post_id = ${randomUUID()} AND social_account_id = ${randomUUID()}
+            ORDER BY created_at DESC LIMIT 1`
+        ))
+        const text = plan.map((row) => row["QUERY PLAN"]).join("\n")
+        expect(text).toMatch(/Index (Only )?Scan Backward using credit_transactions_reserve on credit_transactions/)
+        expect(text).not.toContain("Sort")
+      }))
   })
 })

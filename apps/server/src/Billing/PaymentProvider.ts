@@ -53,6 +53,9 @@ export class UnreadableEvent extends Data.TaggedError("UnreadableEvent")<{ reado
 /** The provider refused the payment for good (a declined card, a removed payment method): it is not tried again. */
 export class PaymentDeclined extends Data.TaggedError("PaymentDeclined")<{ readonly message: string }> {}
 
+/** The provider refused a usage report as it is (too old, an unknown meter): reporting it again would not help. */
+export class UsageRefused extends Data.TaggedError("UsageRefused")<{ readonly message: string }> {}
+
 /** What the provider says of a recharge's payment when asked (its webhook did not come). */
 export type RechargePayment = Data.TaggedEnum<{
   Paid: { readonly credits: number; readonly reference: string }
@@ -104,7 +107,7 @@ export interface PaymentGateway {
   readonly receive: (body: Uint8Array, signature: string) => Effect.Effect<ReceivedEvent, InvalidSignature | UnreadableEvent>
   /**
    * Reports credits the customer used beyond the plan's as one event of the plan's meter, made `at`; `identifier`
-   * makes it one event however often it is reported.
+   * makes it one event however often it is reported. Failing to reach the provider is a defect, not logged here.
    */
   readonly reportUsage: (usage: {
     readonly identifier: string
@@ -112,7 +115,7 @@ export interface PaymentGateway {
     readonly customerId: string
     readonly credits: number
     readonly at: Date
-  }) => Effect.Effect<void>
+  }) => Effect.Effect<void, UsageRefused>
 }
 
 /** The payment provider: Stripe when STRIPE_SECRET_KEY is set, none otherwise. */

@@ -9,7 +9,8 @@ import {
   type PaymentGateway,
   type ReceivedEvent,
   RechargePayment,
-  UnreadableEvent
+  UnreadableEvent,
+  UsageRefused
 } from "./PaymentProvider.js"
 import type { PlanSetting, StripeSettings } from "./Settings.js"
 
@@ -294,14 +295,24 @@ export const makeStripeGateway = (settings: StripeSettings, plan: Option.Option<
       )),
 
     // The meter's default mapping: the customer and the value in the payload. The identifier is also the request's
-    // idempotency key, so that a report repeated within Stripe's 24 hours is answered as the first was.
+    // idempotency key, so that a report repeated within Stripe's 24 hours is answered as the first was. A request
+    // Stripe finds invalid (a timestamp over 35 days old, an unknown event name) is refused for good; anything else
+    // (not reaching Stripe, its 5xx) is a defect, left to the reporter to log and try again.
     reportUsage: ({ at, credits, customerId, eventName, identifier }) =>
-      Effect.asVoid(call("reporting metered usage", () =>
-        stripe.billing.meterEvents.create({
-          event_name: eventName,
-          payload: { stripe_customer_id: customerId, value: String(credits) },
-          identifier,
-          timestamp: Math.floor(at.getTime() / 1000)
-        }, { idempotencyKey: `postline-usage-${identifier}` })))
+      Effect.tryPromise({
+        try: () =>
+          stripe.billing.meterEvents.create({
+            event_name: eventName,
+            payload: { stripe_customer_id: customerId, value: String(credits) },
+            identifier,
+            timestamp: Math.floor(at.getTime() / 1000)
+          }, { idempotencyKey: `postline-usage-${identifier}` }),
+        catch: (cause) => cause
+      }).pipe(
+        Effect.asVoid,
+        Effect.catchAll((cause) =>
+          cause instanceof Stripe.errors.StripeInvalidRequestError ? new UsageRefused({ message: cause.message }) : Effect.die(cause)
+        )
+      )
   }
 }

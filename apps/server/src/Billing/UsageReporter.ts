@@ -3,8 +3,11 @@ import { PaymentProvider } from "./PaymentProvider.js"
 import { BillingSettings } from "./Settings.js"
 import { type MeteredUsage, UsageRepo } from "./UsageRepo.js"
 
-const batch = 50
-// Longer than a Stripe call with the SDK's retries: a row is claimed again only when its reporter is gone.
+// A claimed batch is reported one call after another, and a call takes at most about 35 s (the Stripe client's 10 s
+// timeout × its 3 attempts, and the waits between them): 5 × 35 s = 175 s, within the 300 s lease, so a row is
+// claimed again only when its reporter is gone. A round claims batch after batch while they come full, up to 10.
+const batch = 5
+const batchesPerRound = 10
 const leaseSeconds = 300
 
 /**
@@ -12,8 +15,8 @@ const leaseSeconds = 300
  * as events of the plan's Stripe meter, each marked reported once Stripe took it. Rows are claimed (UsageRepo:
  * FOR UPDATE SKIP LOCKED, then a lease), so two server processes do not report one at once; a row reported again
  * after a process died keeps its id as the meter event's identifier and Stripe counts it once. A report that
- * fails is tried again later, after a longer wait each time, behind the others. Every BILLING_RECHARGE_POLL_MS
- * while the plan has a metered price.
+ * fails is tried again later, after a longer wait each time, behind the others; one Stripe refuses as it is is
+ * failed for good, logged once as an error. Every BILLING_RECHARGE_POLL_MS while the plan has a metered price.
  */
 export const UsageReporterLive = Layer.scopedDiscard(Effect.gen(function*() {
   const settings = yield* BillingSettings
@@ -22,6 +25,11 @@ export const UsageReporterLive = Layer.scopedDiscard(Effect.gen(function*() {
   const eventName = Option.flatMapNullable(settings.plan, (plan) => plan.meterEvent)
   if (Option.isNone(gateway) || Option.isNone(eventName)) return
   const provider = gateway.value
+
+  const what = (usage: MeteredUsage) =>
+    `reporting ${usage.credits} credits of overage (${usage.id}) of ${
+      usage.organizationId === null ? "a deleted organization" : `organization ${usage.organizationId}`
+    }, customer ${usage.customerId},`
 
   const report = (usage: MeteredUsage) =>
     provider.reportUsage({
@@ -32,18 +40,27 @@ export const UsageReporterLive = Layer.scopedDiscard(Effect.gen(function*() {
       at: usage.createdAt
     }).pipe(
       Effect.zipRight(repo.reported(usage.id)),
+      Effect.catchTag("UsageRefused", ({ message }) =>
+        Effect.zipRight(
+          Effect.logError(`Billing: ${what(usage)} was refused by Stripe for good, it is not tried again: ${message}`),
+          repo.refused(usage.id, message)
+        )),
       Effect.catchAllCause((cause) =>
         Effect.zipRight(
-          Effect.logWarning(
-            `Billing: reporting ${usage.credits} credits of overage of organization ${usage.organizationId} failed; it is tried again later`,
-            cause
-          ),
+          Effect.logWarning(`Billing: ${what(usage)} failed; it is tried again later`, cause),
           repo.failed(usage.id, settings.rechargePollMs)
         )
       )
     )
 
-  const round = Effect.flatMap(repo.claimDue(batch, leaseSeconds), (due) => Effect.forEach(due, report, { discard: true })).pipe(
+  const reportDue = (batches: number): Effect.Effect<void> =>
+    Effect.flatMap(repo.claimDue(batch, leaseSeconds), (due) =>
+      Effect.zipRight(
+        Effect.forEach(due, report, { discard: true }),
+        due.length === batch && batches > 1 ? Effect.suspend(() => reportDue(batches - 1)) : Effect.void
+      ))
+
+  const round = reportDue(batchesPerRound).pipe(
     Effect.catchAllCause((cause) => Effect.logWarning("Billing: reading the metered usage to report failed; it is tried again", cause))
   )
   yield* Effect.forkScoped(Effect.repeat(round, Schedule.spaced(settings.rechargePollMs)))

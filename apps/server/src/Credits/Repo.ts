@@ -60,8 +60,9 @@ export class CreditsRepo extends Effect.Service<CreditsRepo>()("CreditsRepo", {
     const sql = yield* SqlClient.SqlClient
     // Overage is sold only while the plan has a metered price (and its meter): what is bought is reported there.
     const overageOn = Option.exists((yield* BillingSettings).plan, (plan) => plan.meterEvent !== null)
-    // A plan that bills usage beyond its credits: subscribed (active or trialing) with the plan's metered item.
-    const overageEligible = sql`(subscription_status IN ('active', 'trialing')
+    // A plan that bills usage beyond its credits: active with the plan's metered item. Not while trialing: Stripe
+    // bills nothing of a trial (its invoice is $0 for every item, the metered one too), so the usage would be free.
+    const overageEligible = sql`(subscription_status = 'active'
       AND payment_metered_subscription_item_id IS NOT NULL AND payment_customer_id IS NOT NULL)`
 
     const columns = selectFields<CreditTransaction>(sql, {

@@ -25,7 +25,11 @@ export const makeStripeFake = async () => {
   const failing = new Set<string>()
   // Customers whose meter events fail as in Stripe's outage (500); and every meter event call, replays included.
   const failingMeters = new Set<string>()
+  // Customers whose meter events Stripe refuses as invalid (400), with its message: never taken, however often sent.
+  const refusedMeters = new Map<string, string>()
   const meterCalls: Array<StripeRequest> = []
+  // While set, meter events are answered only once it resolves: a slow Stripe.
+  let heldMeters: Promise<void> | undefined
   // While set, payment intents are answered only once it resolves: a recharge held at Stripe.
   let held: Promise<void> | undefined
   const prices = new Map([["price_pack_1000", 1000], ["price_pack_5000", 4500]])
@@ -120,6 +124,8 @@ export const makeStripeFake = async () => {
       if (failingMeters.has(customer)) {
         return { status: 500, body: { error: { type: "api_error", message: "Something went wrong on Stripe's end." } } }
       }
+      const refusal = refusedMeters.get(customer)
+      if (refusal !== undefined) return { status: 400, body: { error: { type: "invalid_request_error", message: refusal } } }
       return {
         status: 200,
         body: {
@@ -153,6 +159,7 @@ export const makeStripeFake = async () => {
         response.writeHead(status, { "content-type": "application/json", "request-id": `req_${counter}`, "stripe-should-retry": "false" })
           .end(JSON.stringify(body))
       if (held !== undefined && request.path === "/v1/payment_intents") void held.then(reply)
+      else if (heldMeters !== undefined && request.path === "/v1/billing/meter_events") void heldMeters.then(reply)
       else reply()
     })
   })
@@ -186,6 +193,20 @@ export const makeStripeFake = async () => {
     failMeterEventsOf: (customerId: string) => {
       failingMeters.add(customerId)
       return () => void failingMeters.delete(customerId)
+    },
+    /** The customer's meter events are refused as invalid (400, Stripe's `invalid_request_error`) until the returned function is called. */
+    refuseMeterEventsOf: (customerId: string, message: string) => {
+      refusedMeters.set(customerId, message)
+      return () => void refusedMeters.delete(customerId)
+    },
+    /** Meter events are answered only once the returned function is called (the requests are recorded at once). */
+    holdMeterEvents: () => {
+      let release!: () => void
+      heldMeters = new Promise<void>((resolve) => (release = resolve))
+      return () => {
+        heldMeters = undefined
+        release()
+      }
     },
     /** The payment intent is now in `status` (as made, one is succeeded), with the error of its last attempt. */
     setPaymentIntent: (id: string, status: string, lastError: string | null = null) =>
