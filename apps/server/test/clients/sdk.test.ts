@@ -1,6 +1,6 @@
 import { HttpClient, HttpClientRequest, HttpClientResponse } from "@effect/platform"
 import { NodeHttpClient } from "@effect/platform-node"
-import { describe, expect, it } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { type DeviceAuthorizationResponse, PostId, replayedHeader, SocialAccountId, TeamId } from "@postline/domain"
 import {
   deviceLogin,
@@ -138,6 +138,21 @@ const loginThroughDevice = (server: ServerProcess, database: Record<string, stri
     }).pipe(Effect.provide(Layer.merge(NodeHttpClient.layer, TokenStore.layerNode({ env: { XDG_CONFIG_HOME: xdg } }))))
     return { user, login, code: codes[0]! }
   })
+
+/** A server on a database of its own, for the tests of a `layer`. */
+class SharedServer extends Context.Tag("SharedServer")<
+  SharedServer,
+  { readonly server: ServerProcess; readonly database: Record<string, string> }
+>() {}
+
+const sharedServer = (env: Record<string, string>) =>
+  Layer.scoped(
+    SharedServer,
+    Effect.gen(function*() {
+      const database = yield* freshDatabaseEnv
+      return { database, server: yield* startServer({ ...database, ...env }) }
+    })
+  )
 
 const unauthorizedWith = (base: string, token: string) =>
   Effect.promise(async () => (await fetch(`${base}/v1/organizations`, { headers: { authorization: `Bearer ${token}` } })).status)
@@ -480,11 +495,11 @@ describe("@postline/sdk", () => {
       }))
   })
 
-  describe("against a server", () => {
-    it.scopedLive("device login: polls until approved, saves the login, and the stored login works; a denial is DeviceLoginFailed", () =>
+  // Each of these logs a new user of its own in: one server (and database) serves every test of a token lifetime.
+  layer(sharedServer({ DEVICE_POLL_INTERVAL_SECONDS: "1" }), { excludeTestServices: true })("against a server", (it) => {
+    it.scoped("device login: polls until approved, saves the login, and the stored login works; a denial is DeviceLoginFailed", () =>
       Effect.gen(function*() {
-        const database = yield* freshDatabaseEnv
-        const server = yield* startServer({ ...database, DEVICE_POLL_INTERVAL_SECONDS: "1" })
+        const { database, server } = yield* SharedServer
         const xdg = yield* scopedTempDir("postline-sdk-xdg-")
         const { code, login } = yield* loginThroughDevice(server, database, xdg)
         expect(code.interval).toBe(1)
@@ -520,89 +535,9 @@ describe("@postline/sdk", () => {
         expect(secret(Option.getOrThrow(yield* readStore(xdg)).refreshToken)).toBe(secret(login.refreshToken))
       }), 120_000)
 
-    it.scopedLive("refresh: an expired access token is refreshed once for concurrent calls, and after a 401; the store holds the rotated pair; a reused refresh token is LoginRequired", () =>
+    it.scoped("logout revokes the stored login at /v1/auth/revoke and clears the store", () =>
       Effect.gen(function*() {
-        const database = yield* freshDatabaseEnv
-        const server = yield* startServer({ ...database, DEVICE_POLL_INTERVAL_SECONDS: "1", ACCESS_TOKEN_LIFETIME_SECONDS: "2" })
-        const xdg = yield* scopedTempDir("postline-sdk-xdg-")
-        const env = { XDG_CONFIG_HOME: xdg }
-        const { login } = yield* loginThroughDevice(server, database, xdg)
-        const first = yield* build(Postline.layerNode({ env, refreshBefore: 0 }))
-        yield* first.client.organizations.listOrganizations({ urlParams: {} })
-
-        // Expired: concurrent calls wait for one refresh (two would present one refresh token twice and end the login).
-        yield* Effect.sleep("2500 millis")
-        expect(yield* unauthorizedWith(server.base, secret(login.accessToken))).toBe(401)
-        const answers = yield* Effect.all(
-          Array.from({ length: 5 }, () => first.client.organizations.listOrganizations({ urlParams: {} })),
-          { concurrency: "unbounded" }
-        )
-        expect(answers).toHaveLength(5)
-        const rotated = Option.getOrThrow(yield* readStore(xdg))
-        expect(secret(rotated.accessToken)).not.toBe(secret(login.accessToken))
-        expect(secret(rotated.refreshToken)).not.toBe(secret(login.refreshToken))
-        expect(rotated.accessTokenExpiresAt.getTime()).toBeGreaterThan(Date.now())
-
-        // The store says the token is good for an hour, the server says 401: refreshed once, and the call goes through.
-        yield* Effect.sleep("2500 millis")
-        yield* writeStore(xdg, { ...rotated, accessTokenExpiresAt: new Date(Date.now() + 3600_000) })
-        const second = yield* build(Postline.layerNode({ env }))
-        const organization = yield* second.client.organizations.createOrganization({ payload: { name: "After a 401" } })
-        expect(organization.name).toBe("After a 401")
-        const again = Option.getOrThrow(yield* readStore(xdg))
-        expect(secret(again.refreshToken)).not.toBe(secret(rotated.refreshToken))
-
-        // Someone presents a used refresh token (a stale copy of the store): the server ends the login.
-        yield* writeStore(xdg, rotated)
-        yield* Effect.sleep("2500 millis")
-        const reused = yield* Effect.flip(build(Postline.layerNode({ env })))
-        expect(reused._tag).toBe("LoginRequired")
-        expect(reused.message).toContain("already used")
-        expect(reused.message).toContain("postline login")
-        // Nothing was cleared behind the user's back.
-        expect(yield* readStore(xdg)).toEqual(Option.some(rotated))
-
-        // The login is over for every holder: a client call answers Unauthorized that says to log in again.
-        const ended = yield* Effect.flip(second.client.organizations.listOrganizations({ urlParams: {} }))
-        expect(ended._tag).toBe("Unauthorized")
-        expect(ended.message).toContain("postline login")
-      }), 120_000)
-
-    it.scopedLive("two services sharing the store refresh a due login one at a time: all go on, the login stays, the store holds its newest pair", () =>
-      Effect.gen(function*() {
-        const database = yield* freshDatabaseEnv
-        const server = yield* startServer({ ...database, DEVICE_POLL_INTERVAL_SECONDS: "1", ACCESS_TOKEN_LIFETIME_SECONDS: "2" })
-        const xdg = yield* scopedTempDir("postline-sdk-xdg-")
-        const env = { XDG_CONFIG_HOME: xdg }
-        const { login } = yield* loginThroughDevice(server, database, xdg)
-        yield* Effect.sleep("2500 millis")
-
-        // Each its own store and lock on one file, as separate processes have: each finds the login due at once.
-        const services = yield* Effect.all(
-          Array.from({ length: 3 }, () => build(Postline.layerNode({ env, refreshBefore: 0 }))),
-          { concurrency: "unbounded" }
-        )
-        const organizations = yield* Effect.all(
-          services.map((postline) => postline.client.organizations.listOrganizations({ urlParams: {} })),
-          { concurrency: "unbounded" }
-        )
-        expect(organizations).toHaveLength(3)
-        const stored = Option.getOrThrow(yield* readStore(xdg))
-        expect(secret(stored.refreshToken)).not.toBe(secret(login.refreshToken))
-        expect(existsSync(Path.join(xdg, "postline", "credentials.json.lock"))).toBe(false)
-
-        // The stored pair is the login's newest: once due, its refresh token is taken, and the login goes on.
-        yield* Effect.sleep("2500 millis")
-        const later = yield* build(Postline.layerNode({ env, refreshBefore: 0 }))
-        const organization = yield* later.client.organizations.createOrganization({ payload: { name: "Still logged in" } })
-        expect(organization.name).toBe("Still logged in")
-        expect(secret(Option.getOrThrow(yield* readStore(xdg)).refreshToken)).not.toBe(secret(stored.refreshToken))
-      }), 120_000)
-
-    it.scopedLive("logout revokes the stored login at /v1/auth/revoke and clears the store", () =>
-      Effect.gen(function*() {
-        const database = yield* freshDatabaseEnv
-        const server = yield* startServer({ ...database, DEVICE_POLL_INTERVAL_SECONDS: "1" })
+        const { database, server } = yield* SharedServer
         const xdg = yield* scopedTempDir("postline-sdk-xdg-")
         const { login } = yield* loginThroughDevice(server, database, xdg)
         const postline = yield* build(Postline.layerNode({ env: { XDG_CONFIG_HOME: xdg } }))
@@ -616,32 +551,115 @@ describe("@postline/sdk", () => {
         expect(after._tag).toBe("Unauthorized")
         expect((yield* Effect.flip(build(Postline.layerNode({ env: { XDG_CONFIG_HOME: xdg } }))))._tag).toBe("NotConfigured")
       }), 120_000)
+  })
 
-    it.scopedLive("logout() needs no service: a due login is revoked and cleared, one the server has ended is cleared, none is nothing to do", () =>
-      Effect.gen(function*() {
-        const database = yield* freshDatabaseEnv
-        const server = yield* startServer({ ...database, DEVICE_POLL_INTERVAL_SECONDS: "1", ACCESS_TOKEN_LIFETIME_SECONDS: "2" })
-        const xdg = yield* scopedTempDir("postline-sdk-xdg-")
-        const env = { XDG_CONFIG_HOME: xdg }
-        const logoutHere = logout().pipe(Effect.provide(Layer.merge(NodeHttpClient.layer, TokenStore.layerNode({ env }))))
-        const { login } = yield* loginThroughDevice(server, database, xdg)
-        yield* Effect.sleep("2500 millis")
+  layer(sharedServer({ DEVICE_POLL_INTERVAL_SECONDS: "1", ACCESS_TOKEN_LIFETIME_SECONDS: "2" }), { excludeTestServices: true })(
+    "against a server whose access tokens last 2 s",
+    (it) => {
+      it.scoped("refresh: an expired access token is refreshed once for concurrent calls, and after a 401; the store holds the rotated pair; a reused refresh token is LoginRequired", () =>
+        Effect.gen(function*() {
+          const { database, server } = yield* SharedServer
+          const xdg = yield* scopedTempDir("postline-sdk-xdg-")
+          const env = { XDG_CONFIG_HOME: xdg }
+          const { login } = yield* loginThroughDevice(server, database, xdg)
+          const first = yield* build(Postline.layerNode({ env, refreshBefore: 0 }))
+          yield* first.client.organizations.listOrganizations({ urlParams: {} })
 
-        yield* logoutHere
-        expect(yield* readStore(xdg)).toEqual(Option.none())
-        // Its refresh token no longer refreshes: the login has ended on the server.
-        yield* writeStore(xdg, login)
-        const ended = yield* Effect.flip(build(Postline.layerNode({ env })))
-        expect(ended._tag).toBe("LoginRequired")
-        expect(ended.message).toContain("Unknown or revoked refresh token")
+          // Expired: concurrent calls wait for one refresh (two would present one refresh token twice and end the login).
+          yield* Effect.sleep("2500 millis")
+          expect(yield* unauthorizedWith(server.base, secret(login.accessToken))).toBe(401)
+          const answers = yield* Effect.all(
+            Array.from({ length: 5 }, () => first.client.organizations.listOrganizations({ urlParams: {} })),
+            { concurrency: "unbounded" }
+          )
+          expect(answers).toHaveLength(5)
+          const rotated = Option.getOrThrow(yield* readStore(xdg))
+          expect(secret(rotated.accessToken)).not.toBe(secret(login.accessToken))
+          expect(secret(rotated.refreshToken)).not.toBe(secret(login.refreshToken))
+          expect(rotated.accessTokenExpiresAt.getTime()).toBeGreaterThan(Date.now())
 
-        // The ended login is still in the store: logging out clears it.
-        yield* logoutHere
-        expect(yield* readStore(xdg)).toEqual(Option.none())
-        yield* logoutHere
-        expect(readdirSync(Path.join(xdg, "postline"))).toEqual([])
-      }), 120_000)
+          // The store says the token is good for an hour, the server says 401: refreshed once, and the call goes through.
+          yield* Effect.sleep("2500 millis")
+          yield* writeStore(xdg, { ...rotated, accessTokenExpiresAt: new Date(Date.now() + 3600_000) })
+          const second = yield* build(Postline.layerNode({ env }))
+          const organization = yield* second.client.organizations.createOrganization({ payload: { name: "After a 401" } })
+          expect(organization.name).toBe("After a 401")
+          const again = Option.getOrThrow(yield* readStore(xdg))
+          expect(secret(again.refreshToken)).not.toBe(secret(rotated.refreshToken))
 
+          // Someone presents a used refresh token (a stale copy of the store): the server ends the login.
+          yield* writeStore(xdg, rotated)
+          yield* Effect.sleep("2500 millis")
+          const reused = yield* Effect.flip(build(Postline.layerNode({ env })))
+          expect(reused._tag).toBe("LoginRequired")
+          expect(reused.message).toContain("already used")
+          expect(reused.message).toContain("postline login")
+          // Nothing was cleared behind the user's back.
+          expect(yield* readStore(xdg)).toEqual(Option.some(rotated))
+
+          // The login is over for every holder: a client call answers Unauthorized that says to log in again.
+          const ended = yield* Effect.flip(second.client.organizations.listOrganizations({ urlParams: {} }))
+          expect(ended._tag).toBe("Unauthorized")
+          expect(ended.message).toContain("postline login")
+        }), 120_000)
+
+      it.scoped("two services sharing the store refresh a due login one at a time: all go on, the login stays, the store holds its newest pair", () =>
+        Effect.gen(function*() {
+          const { database, server } = yield* SharedServer
+          const xdg = yield* scopedTempDir("postline-sdk-xdg-")
+          const env = { XDG_CONFIG_HOME: xdg }
+          const { login } = yield* loginThroughDevice(server, database, xdg)
+          yield* Effect.sleep("2500 millis")
+
+          // Each its own store and lock on one file, as separate processes have: each finds the login due at once.
+          const services = yield* Effect.all(
+            Array.from({ length: 3 }, () => build(Postline.layerNode({ env, refreshBefore: 0 }))),
+            { concurrency: "unbounded" }
+          )
+          const organizations = yield* Effect.all(
+            services.map((postline) => postline.client.organizations.listOrganizations({ urlParams: {} })),
+            { concurrency: "unbounded" }
+          )
+          expect(organizations).toHaveLength(3)
+          const stored = Option.getOrThrow(yield* readStore(xdg))
+          expect(secret(stored.refreshToken)).not.toBe(secret(login.refreshToken))
+          expect(existsSync(Path.join(xdg, "postline", "credentials.json.lock"))).toBe(false)
+
+          // The stored pair is the login's newest: once due, its refresh token is taken, and the login goes on.
+          yield* Effect.sleep("2500 millis")
+          const later = yield* build(Postline.layerNode({ env, refreshBefore: 0 }))
+          const organization = yield* later.client.organizations.createOrganization({ payload: { name: "Still logged in" } })
+          expect(organization.name).toBe("Still logged in")
+          expect(secret(Option.getOrThrow(yield* readStore(xdg)).refreshToken)).not.toBe(secret(stored.refreshToken))
+        }), 120_000)
+
+      it.scoped("logout() needs no service: a due login is revoked and cleared, one the server has ended is cleared, none is nothing to do", () =>
+        Effect.gen(function*() {
+          const { database, server } = yield* SharedServer
+          const xdg = yield* scopedTempDir("postline-sdk-xdg-")
+          const env = { XDG_CONFIG_HOME: xdg }
+          const logoutHere = logout().pipe(Effect.provide(Layer.merge(NodeHttpClient.layer, TokenStore.layerNode({ env }))))
+          const { login } = yield* loginThroughDevice(server, database, xdg)
+          yield* Effect.sleep("2500 millis")
+
+          yield* logoutHere
+          expect(yield* readStore(xdg)).toEqual(Option.none())
+          // Its refresh token no longer refreshes: the login has ended on the server.
+          yield* writeStore(xdg, login)
+          const ended = yield* Effect.flip(build(Postline.layerNode({ env })))
+          expect(ended._tag).toBe("LoginRequired")
+          expect(ended.message).toContain("Unknown or revoked refresh token")
+
+          // The ended login is still in the store: logging out clears it.
+          yield* logoutHere
+          expect(yield* readStore(xdg)).toEqual(Option.none())
+          yield* logoutHere
+          expect(readdirSync(Path.join(xdg, "postline"))).toEqual([])
+        }), 120_000)
+    }
+  )
+
+  describe("against a server, publishing", () => {
     it.scopedLive("retries: a publish is sent once under one Idempotency-Key through 503s, dropped answers and 429s; unsafe requests are not repeated", () =>
       Effect.gen(function*() {
         const receiver = yield* makeWebhookReceiver
