@@ -1,7 +1,8 @@
+import { HttpServer } from "@effect/platform"
 import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import type { OrganizationId, SocialAccountId } from "@postline/domain"
-import { ConfigProvider, Effect, Layer } from "effect"
+import { ConfigProvider, Effect, Fiber, Layer } from "effect"
 import { randomUUID } from "node:crypto"
 import { withSystemActor } from "../src/Access/Authorization.js"
 import { CreditsRepo } from "../src/Credits/Repo.js"
@@ -792,9 +793,17 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
     const lapse = sql`UPDATE organizations SET auto_recharge_started_at = auto_recharge_started_at - interval '1 hour',
         auto_recharge_checked_at = auto_recharge_checked_at - interval '1 hour'
       WHERE id = ${team.organization.id}`
+    /**
+     * As if a day had passed since the start; a look made was the sixth, just before the day was up (the next one
+     * of the usual waits ten hours away).
+     */
+    const overdue = sql`UPDATE organizations SET auto_recharge_started_at = now() - interval '25 hours',
+        auto_recharge_checked_at = CASE WHEN auto_recharge_checks > 0 THEN now() - interval '61 minutes' END,
+        auto_recharge_checks = CASE WHEN auto_recharge_checks > 0 THEN 6 ELSE 0 END
+      WHERE id = ${team.organization.id}`
     const grants = sql<{ amount: number; note: string }>`SELECT amount::float8 AS amount, note FROM credit_transactions
       WHERE organization_id = ${team.organization.id} AND kind = 'grant' AND note LIKE 'Auto-recharge%'`
-    return { ...team, paymentIntentId: paymentIntentId!, succeeded, lookups, lapse, grants }
+    return { ...team, paymentIntentId: paymentIntentId!, succeeded, lookups, lapse, overdue, grants }
   })
 
   it.scoped("auto-recharge whose webhook never comes: looked up at Stripe once it is late, paid → its credits once; the late webhook grants nothing", () =>
@@ -828,15 +837,23 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       expect(yield* first.grants).toHaveLength(1)
       expect((yield* first.credit).balance).toBe(1001)
 
-      // The lookup and deliveries of the webhook race: whichever ends the recharge grants, the others nothing.
+      // The lookup and deliveries of the webhook race: the lookup is held at Stripe while the webhook comes, then
+      // answers the payment succeeded. The credits come once, whoever sees the payment first.
       const raced = yield* startedRecharge
-      const [answers] = yield* Effect.all([
-        Effect.all(Array.from({ length: 5 }, () => deliver(raced.succeeded)), { concurrency: "unbounded" }),
-        raced.lapse
-      ], { concurrency: "unbounded" })
+      const release = stripe.holdRequests((request) =>
+        request.method === "GET" && request.path === `/v1/payment_intents/${raced.paymentIntentId}`
+      )
+      yield* Effect.addFinalizer(() => Effect.sync(release))
+      yield* raced.lapse
+      yield* eventually(Effect.sync(raced.lookups), (found) => found.length === 1)
+      const answers = yield* Effect.all(Array.from({ length: 5 }, () => deliver(raced.succeeded)), { concurrency: "unbounded" })
       expect(answers.map((answer) => answer.status)).toEqual(Array(5).fill(200))
-      yield* eventually(raced.billing, (answer) => answer.body.account.autoRecharge.pending === false)
-      yield* Effect.sleep("200 millis")
+      expect((yield* raced.billing).body.account.autoRecharge.pending).toBe(false)
+      expect(yield* raced.grants).toHaveLength(1)
+      release()
+      // The held lookup answers and is acted on within a few rounds of the recharger.
+      yield* Effect.sleep("300 millis")
+      expect(raced.lookups()).toHaveLength(1)
       expect(yield* raced.grants).toHaveLength(1)
       expect((yield* raced.credit).balance).toBe(1001)
     }))
@@ -888,9 +905,9 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       expect((yield* credit).balance).toBe(1001)
     }))
 
-  it.scoped("auto-recharge whose webhook never comes: a lookup Stripe fails counts as one, asked again later; nothing ends", () =>
+  it.scoped("auto-recharge whose webhook never comes: a lookup Stripe fails counts as one, asked again later; a day after the start it ends", () =>
     Effect.gen(function*() {
-      const { billing, grants, lapse, organization } = yield* startedRecharge
+      const { billing, grants, lapse, organization, overdue } = yield* startedRecharge
       const sql = yield* SqlClient.SqlClient
       // A payment Stripe does not know answers 404: the lookup fails.
       yield* sql`UPDATE organizations SET auto_recharge_payment_intent_id = 'pi_unknown' WHERE id = ${organization.id}`
@@ -904,6 +921,94 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       expect(row).toEqual({ checks: 1 })
       expect((yield* billing).body.account.autoRecharge).toMatchObject({ enabled: true, pending: true, lastError: null })
       expect(yield* grants).toEqual([])
+      // A day after its start, the next look failing too ends it: auto-recharge is not held up for good.
+      yield* overdue
+      const after = yield* eventually(billing, (answer) => answer.body.account.autoRecharge.pending === false)
+      expect(after.body.account.autoRecharge).toMatchObject({
+        enabled: false,
+        pending: false,
+        lastError: "The recharge failed: Stripe gave no outcome for payment pi_unknown in 24 hours (the lookup failed)"
+      })
+      expect(lookups()).toHaveLength(2)
+      expect(yield* grants).toEqual([])
+    }))
+
+  it.scoped("auto-recharge undecided a day after its start: canceled at Stripe when it still can be, ended as failed; paid after all, its credits come", () =>
+    Effect.gen(function*() {
+      const cancels = (paymentIntentId: string) => stripe.to(`/v1/payment_intents/${paymentIntentId}/cancel`)
+      // Waiting for the customer's action: canceled, then ended.
+      const waiting = yield* startedRecharge
+      stripe.setPaymentIntent(waiting.paymentIntentId, "requires_action")
+      yield* waiting.lapse
+      yield* eventually(Effect.sync(waiting.lookups), (found) => found.length === 1)
+      expect((yield* waiting.billing).body.account.autoRecharge.pending).toBe(true)
+      yield* waiting.overdue
+      const ended = yield* eventually(waiting.billing, (answer) => answer.body.account.autoRecharge.pending === false)
+      expect(ended.body.account.autoRecharge).toMatchObject({
+        enabled: false,
+        lastError: `The recharge failed: Stripe gave no outcome for payment ${waiting.paymentIntentId} in 24 hours (requires_action, canceled)`
+      })
+      expect(cancels(waiting.paymentIntentId)).toHaveLength(1)
+      expect(stripe.paymentIntentStatus(waiting.paymentIntentId)).toBe("canceled")
+      expect(yield* waiting.grants).toEqual([])
+
+      // Processing, which Stripe cannot cancel: ended without; it succeeds later and its webhook brings the credits.
+      const processing = yield* startedRecharge
+      stripe.setPaymentIntent(processing.paymentIntentId, "processing")
+      yield* processing.overdue
+      const given = yield* eventually(processing.billing, (answer) => answer.body.account.autoRecharge.pending === false)
+      expect(given.body.account.autoRecharge).toMatchObject({
+        enabled: false,
+        lastError: `The recharge failed: Stripe gave no outcome for payment ${processing.paymentIntentId} in 24 hours (processing)`
+      })
+      expect(cancels(processing.paymentIntentId)).toEqual([])
+      stripe.setPaymentIntent(processing.paymentIntentId, "succeeded")
+      expect((yield* deliver(processing.succeeded)).status).toBe(200)
+      expect(yield* processing.grants).toEqual([{ amount: 1000, note: `Auto-recharge, payment ${processing.paymentIntentId}` }])
+      expect((yield* processing.credit).balance).toBe(1001)
+      expect((yield* deliver({ ...processing.succeeded, id: `evt_${randomUUID()}` })).status).toBe(200)
+      expect(yield* processing.grants).toHaveLength(1)
+    }))
+
+  it.scoped("auto-recharge: a payment Stripe made while answering 500 to every start ends the recharge as not started; its webhook still brings the credits, once", () =>
+    Effect.gen(function*() {
+      const { billing, credit, organization, patch, spendOne } = yield* spendingTeam(2)
+      const sql = yield* SqlClient.SqlClient
+      const customerId = `cus_made_${randomUUID()}`
+      yield* sql`UPDATE organizations SET payment_customer_id = ${customerId}, payment_payment_method_id = 'pm_made'
+        WHERE id = ${organization.id}`
+      yield* patch("/auto-recharge", { enabled: true, threshold: 5, amount: 1000 })
+      const restore = stripe.failAfterMakingPaymentsOf(customerId)
+      yield* Effect.addFinalizer(() => Effect.sync(restore))
+      expect((yield* spendOne).status).toBe(200)
+      const after = yield* eventually(billing, (answer) => answer.body.account.autoRecharge.enabled === false)
+      expect(after.body.account.autoRecharge).toMatchObject({
+        pending: false,
+        lastError: "The recharge could not start: the payment provider failed 5 times"
+      })
+      const [paymentIntentId, ...others] = stripe.paymentIntentsOf(organization.id)
+      expect(others).toEqual([])
+      const [request] = stripe.to("/v1/payment_intents").filter((request) => request.params.get("customer") === customerId)
+      const succeeded = (id: string) => ({
+        id,
+        type: "payment_intent.succeeded",
+        object: {
+          id: paymentIntentId,
+          object: "payment_intent",
+          payment_method: "pm_made",
+          metadata: Object.fromEntries([...request!.params].flatMap(([key, value]) => {
+            const match = /^metadata\[(.+)\]$/.exec(key)
+            return match ? [[match[1], value]] : []
+          }))
+        }
+      })
+      const answers = yield* Effect.all(
+        [succeeded(`evt_${randomUUID()}`), succeeded(`evt_${randomUUID()}`)].map((event) => deliver(event)),
+        { concurrency: "unbounded" }
+      )
+      expect(answers.map((answer) => answer.status)).toEqual([200, 200])
+      expect(yield* credit).toEqual({ balance: 1001, reserved: 0, available: 1001 })
+      expect((yield* billing).body.account.autoRecharge).toMatchObject({ enabled: false, pending: false })
     }))
 
   it.effect("subscription checkouts made concurrently: each expires the one open before, so one session at most can be paid", () =>
@@ -939,7 +1044,7 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       expect(stripe.sessionStatus(open)).toBe("expired")
     }))
 
-  it.effect("a subscription checkout waits its turn a few seconds, then 409; a claim left by a process that died lapses after a minute", () =>
+  it.effect("a subscription checkout waits its turn a few seconds, then 409; a claim left by a process that died lapses after two minutes", () =>
     Effect.gen(function*() {
       const { admin, organization } = yield* publishingTeam(0)
       const sql = yield* SqlClient.SqlClient
@@ -954,7 +1059,10 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
         body: { _tag: "Conflict", message: "Another subscription checkout of the organization is being made: try again in a moment" }
       })
       expect(sessions()).toEqual([])
-      yield* sql`UPDATE organizations SET subscription_checkout_claimed_at = now() - interval '61 seconds' WHERE id = ${organization.id}`
+      // A claim outlasts the three calls to Stripe its checkout may make, each up to 30 seconds with its retries.
+      yield* sql`UPDATE organizations SET subscription_checkout_claimed_at = now() - interval '100 seconds' WHERE id = ${organization.id}`
+      expect((yield* checkout).status).toBe(409)
+      yield* sql`UPDATE organizations SET subscription_checkout_claimed_at = now() - interval '121 seconds' WHERE id = ${organization.id}`
       expect((yield* checkout).status).toBe(201)
       expect(sessions()).toHaveLength(1)
       const [row] = yield* sql<{ claim: string | null }>`SELECT subscription_checkout_claim AS claim FROM organizations
@@ -1010,6 +1118,176 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       yield* deliver({ id: `evt_${randomUUID()}`, type: "customer.subscription.deleted", object: subscription("canceled"), created: now - 1 })
       expect((yield* checkout).status).toBe(201)
       expect(sessions().filter((request) => request.params.get("mode") === "subscription")).toHaveLength(2)
+    }))
+
+  it.effect("a subscription checkout while the organization's subscription is unpaid or paused: 409, pointing to the portal; canceled, a checkout is made", () =>
+    Effect.gen(function*() {
+      const { admin, organization } = yield* publishingTeam(0)
+      const organizationId = organization.id as OrganizationId
+      yield* admin.client.billing.createPortal({ path: { organizationId }, payload: { returnUrl: "https://app.example/" } })
+      const customerId = (yield* admin.client.billing.getBilling({ path: { organizationId } })).account!.paymentCustomerId
+      const json = { purchase: "subscription", returnUrl: "https://app.example/" }
+      const checkout = raw({ method: "POST", path: billingPath(organizationId, "/checkout"), token: admin.token, json })
+      const sessions = () => stripe.to("/v1/checkout/sessions").filter((request) => request.params.get("client_reference_id") === organizationId)
+      const now = Math.floor(Date.now() / 1000)
+      const subscription = (status: string, created: number) =>
+        deliver({
+          id: `evt_${randomUUID()}`,
+          type: "customer.subscription.updated",
+          created,
+          object: {
+            id: "sub_stalled",
+            object: "subscription",
+            customer: customerId,
+            status,
+            start_date: now,
+            ended_at: null,
+            cancel_at: null,
+            default_payment_method: null,
+            items: { object: "list", data: [] }
+          }
+        })
+      for (const [status, created] of [["unpaid", now - 3], ["paused", now - 2]] as const) {
+        expect((yield* subscription(status, created)).status).toBe(200)
+        expect(yield* checkout).toMatchObject({
+          status: 409,
+          body: {
+            _tag: "Conflict",
+            message: `The organization is subscribed already (${status}): change the subscription in the billing portal`
+          }
+        })
+      }
+      expect(sessions()).toEqual([])
+      yield* subscription("canceled", now - 1)
+      expect((yield* checkout).status).toBe(201)
+      expect(sessions()).toHaveLength(1)
+    }))
+
+  it.effect("a subscription checkout whose stored session Stripe does not know (another account or mode): taken as expired, a new one made", () =>
+    Effect.gen(function*() {
+      const { admin, organization } = yield* publishingTeam(0)
+      const sql = yield* SqlClient.SqlClient
+      const json = { purchase: "subscription", returnUrl: "https://app.example/" }
+      const checkout = raw({ method: "POST", path: billingPath(organization.id, "/checkout"), token: admin.token, json })
+      expect((yield* checkout).status).toBe(201)
+      yield* sql`UPDATE organizations SET subscription_checkout_session_id = 'cs_test_unknown' WHERE id = ${organization.id}`
+      const answer = yield* checkout
+      expect(answer.status).toBe(201)
+      const made = /\/(cs_test_\d+)$/.exec(answer.body.url)![1]!
+      expect(stripe.requests.filter((request) => request.path === "/v1/checkout/sessions/cs_test_unknown/expire")).toHaveLength(1)
+      const [row] = yield* sql<{ open: string }>`SELECT subscription_checkout_session_id AS open FROM organizations WHERE id = ${organization.id}`
+      expect(row).toEqual({ open: made })
+      expect(stripe.sessionStatus(made)).toBe("open")
+    }))
+
+  it.scoped("a subscription checkout runs to its end once Stripe is asked: its session is kept though the client went away; a claim lost meanwhile expires it, 409", () =>
+    Effect.gen(function*() {
+      const { admin, organization } = yield* publishingTeam(0)
+      const sql = yield* SqlClient.SqlClient
+      const json = { purchase: "subscription", returnUrl: "https://app.example/" }
+      const checkout = raw({ method: "POST", path: billingPath(organization.id, "/checkout"), token: admin.token, json })
+      const creates = () => stripe.to("/v1/checkout/sessions").filter((request) => request.params.get("client_reference_id") === organization.id)
+      const stored = sql<{ open: string | null; claim: string | null }>`SELECT subscription_checkout_session_id AS open,
+          subscription_checkout_claim::text AS claim FROM organizations WHERE id = ${organization.id}`
+      const holdCreates = () =>
+        stripe.holdRequests((request) =>
+          request.method === "POST" && request.path === "/v1/checkout/sessions" &&
+          request.params.get("client_reference_id") === organization.id
+        )
+      yield* admin.client.billing.createPortal({ path: { organizationId: organization.id as OrganizationId }, payload: { returnUrl: json.returnUrl } })
+
+      // The client goes away while Stripe makes the session: the session is kept, the claim given back.
+      const release = holdCreates()
+      yield* Effect.addFinalizer(() => Effect.sync(release))
+      const address = (yield* HttpServer.HttpServer).address as HttpServer.TcpAddress
+      const abort = new AbortController()
+      const request = fetch(`http://127.0.0.1:${address.port}${billingPath(organization.id, "/checkout")}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${admin.token}`, "content-type": "application/json" },
+        body: JSON.stringify(json),
+        signal: abort.signal
+      }).catch(() => undefined)
+      yield* eventually(Effect.sync(creates), (found) => found.length === 1)
+      abort.abort()
+      yield* Effect.promise(() => request)
+      // The server sees the connection closed before Stripe answers.
+      yield* Effect.sleep("200 millis")
+      release()
+      const [kept] = yield* eventually(stored, ([row]) => row?.open !== null)
+      expect(kept!.claim).toBeNull()
+      expect(stripe.sessionStatus(kept!.open!)).toBe("open")
+
+      // The claim lapses and another checkout takes it while Stripe makes this one's session: this session is
+      // expired rather than left payable beside the other's, and the request refused.
+      const releaseAgain = holdCreates()
+      yield* Effect.addFinalizer(() => Effect.sync(releaseAgain))
+      const fiber = yield* Effect.fork(checkout)
+      yield* eventually(Effect.sync(creates), (found) => found.length === 2)
+      yield* sql`UPDATE organizations SET subscription_checkout_claim = gen_random_uuid(), subscription_checkout_claimed_at = now()
+        WHERE id = ${organization.id}`
+      releaseAgain()
+      expect(yield* Fiber.join(fiber)).toMatchObject({
+        status: 409,
+        body: {
+          _tag: "Conflict",
+          message: "Another subscription checkout of the organization was made while this one waited for Stripe: try again in a moment"
+        }
+      })
+      const lost = stripe.requests.filter((request) => /^\/v1\/checkout\/sessions\/cs_test_\d+\/expire$/.test(request.path)).at(-1)!
+      const lostId = /(cs_test_\d+)/.exec(lost.path)![1]!
+      expect(lostId).not.toBe(kept!.open)
+      expect(stripe.sessionStatus(lostId)).toBe("expired")
+      const [after] = yield* stored
+      expect(after!.open).toBe(kept!.open)
+    }))
+
+  it.scoped("a call Stripe does not answer is given up after 10 seconds and tried again (a checkout's claim outlasts three such calls)", () =>
+    Effect.gen(function*() {
+      const { admin, organization } = yield* publishingTeam(0)
+      const organizationId = organization.id as OrganizationId
+      const returnUrl = "https://app.example/slow"
+      // Every attempt is held, the retry too (a replay of the first's idempotency key): counted as it comes.
+      let attempts = 0
+      const release = stripe.holdRequests((request) => request.params.get("return_url") === returnUrl && ++attempts > 0)
+      yield* Effect.addFinalizer(() => Effect.sync(release))
+      const portal = yield* Effect.fork(admin.client.billing.createPortal({ path: { organizationId }, payload: { returnUrl } }))
+      yield* eventually(Effect.sync(() => attempts), (count) => count === 1)
+      const started = Date.now()
+      yield* eventually(Effect.sync(() => attempts), (count) => count === 2, 20)
+      expect(attempts).toBe(2)
+      expect(Date.now() - started).toBeGreaterThan(8_000)
+      release()
+      expect((yield* Fiber.join(portal)).url).toMatch(/^https:\/\/billing\.stripe\.test\//)
+    }), 60_000)
+
+  it.effect("a second subscription's events while the organization's is active change nothing (an operator is warned)", () =>
+    Effect.gen(function*() {
+      const { admin, organization } = yield* publishingTeam(0)
+      const organizationId = organization.id as OrganizationId
+      yield* admin.client.billing.createPortal({ path: { organizationId }, payload: { returnUrl: "https://app.example/" } })
+      const account = () => Effect.map(admin.client.billing.getBilling({ path: { organizationId } }), (billing) => billing.account!)
+      const customerId = (yield* account()).paymentCustomerId
+      const now = Math.floor(Date.now() / 1000)
+      const subscription = (id: string, status: string, created: number) =>
+        deliver({
+          id: `evt_${randomUUID()}`,
+          type: "customer.subscription.created",
+          created,
+          object: {
+            id,
+            object: "subscription",
+            customer: customerId,
+            status,
+            start_date: now,
+            ended_at: null,
+            cancel_at: null,
+            default_payment_method: null,
+            items: { object: "list", data: [] }
+          }
+        })
+      expect((yield* subscription("sub_first", "active", now - 2)).status).toBe(200)
+      expect((yield* subscription("sub_second", "active", now - 1)).status).toBe(200)
+      expect(yield* account()).toMatchObject({ paymentSubscriptionId: "sub_first", subscriptionStatus: "active", isSubscribed: true })
     }))
 
   it.effect("payment events received over 30 days ago are forgotten; younger ones kept", () =>

@@ -61,8 +61,11 @@ export type RechargePayment = Data.TaggedEnum<{
   Paid: { readonly credits: number; readonly reference: string }
   /** Failed for good: no further attempt of this payment will be made. */
   Failed: { readonly reason: string }
-  /** Not decided yet (processing, waiting for the customer's action): asked again later. */
-  Pending: { readonly status: string }
+  /**
+   * Not decided yet (processing, waiting for the customer's action): asked again later. `status` is the provider's;
+   * `cancelable` says whether the provider can still cancel it (it could not complete after that).
+   */
+  Pending: { readonly status: string; readonly cancelable: boolean }
 }>
 export const RechargePayment = Data.taggedEnum<RechargePayment>()
 
@@ -74,6 +77,13 @@ export type CheckoutExpiry = Data.TaggedEnum<{
   Completed: { readonly subscriptionId: string | null }
 }>
 export const CheckoutExpiry = Data.taggedEnum<CheckoutExpiry>()
+
+/**
+ * One call to the provider ends within `providerCallMs`: Stripe.ts gives each attempt `timeoutMs` and makes
+ * `retries` more after a failure to reach it (sleeping a second or two between them).
+ */
+export const providerCall = { timeoutMs: 10_000, retries: 2 } as const
+export const providerCallMs = providerCall.timeoutMs * (providerCall.retries + 1) + 5_000
 
 /** The few things billing asks of a payment provider. Failures to reach it are defects (500), logged. */
 export interface PaymentGateway {
@@ -90,7 +100,7 @@ export interface PaymentGateway {
     readonly plan: PlanSetting
     readonly returnUrl: string
   }) => Effect.Effect<{ readonly sessionId: string; readonly url: string }>
-  /** Makes a subscription checkout's session unpayable, unless it completed. */
+  /** Makes a subscription checkout's session unpayable, unless it completed; one the provider does not know is expired. */
   readonly expireCheckout: (sessionId: string) => Effect.Effect<CheckoutExpiry>
   readonly portal: (input: { readonly customerId: string; readonly returnUrl: string }) => Effect.Effect<string>
   /** Pays for the pack with the saved payment method, the customer absent; one payment per token, however often asked. */
@@ -103,6 +113,8 @@ export interface PaymentGateway {
   }) => Effect.Effect<{ readonly paymentIntentId: string }, PaymentDeclined>
   /** Where a started recharge's payment is now. */
   readonly rechargePayment: (paymentIntentId: string) => Effect.Effect<RechargePayment>
+  /** Cancels a recharge's payment that is `cancelable`: it can no longer complete. */
+  readonly cancelRecharge: (paymentIntentId: string) => Effect.Effect<void>
   /** The event the body holds, once its signature is checked against the raw bytes. */
   readonly receive: (body: Uint8Array, signature: string) => Effect.Effect<ReceivedEvent, InvalidSignature | UnreadableEvent>
   /**

@@ -16,12 +16,18 @@ const pruneBatch = 500
 const lookUpAfterMs = 10 * 60 * 1000
 
 /**
+ * A recharge still undecided a day after its start is ended as failed, its payment canceled when it still can be: it
+ * would otherwise keep auto-recharge waiting for good. Should the payment complete after all, its credits still come.
+ */
+const giveUpAfterHours = 24
+
+/**
  * Starts the recharges that spends decided (CreditsRepo marks them in the statement of the spend): one
  * off-session payment per decision, its idempotency key the decision's token, so that a start repeated after a
  * crash, or by another process, is the same payment. The credits come with the payment's webhook; a payment
  * the provider refuses ends the recharge and turns auto-recharge off, with the reason kept. A started recharge
- * whose webhook does not come is looked up at the provider (Recharges.ts: whichever of the two comes first ends
- * it). Every BILLING_RECHARGE_POLL_MS while billing is on; each round also forgets payment events over 30 days old.
+ * whose webhook does not come is looked up at the provider (Recharges.ts: a payment's credits come once, whoever
+ * sees it paid), and given up after a day. Every BILLING_RECHARGE_POLL_MS while billing is on; each round also forgets payment events over 30 days old.
  */
 export const RechargerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const settings = yield* BillingSettings
@@ -87,25 +93,42 @@ export const RechargerLive = Layer.scopedDiscard(Effect.gen(function*() {
 
   /**
    * The payment's state at the provider ends the recharge as its webhook would have; undecided, or the provider not
-   * answering, it is asked again after a longer wait (Repo.startedRecharges).
+   * answering, it is asked again after a longer wait (Repo.startedRecharges). Overdue, it is ended as failed: an
+   * undecided payment is canceled first (a cancel the provider refuses, the payment having moved on, leaves it to
+   * the next look).
    */
-  const lookUp = (started: StartedRecharge) =>
-    provider.rechargePayment(started.paymentIntentId).pipe(
+  const lookUp = (started: StartedRecharge) => {
+    const { organizationId, paymentIntentId, token } = started
+    const checked = repo.rechargeChecked(organizationId, token)
+    const givenUp = (state: string) =>
+      recharges.failed(
+        organizationId,
+        token,
+        `Stripe gave no outcome for payment ${paymentIntentId} in ${giveUpAfterHours} hours (${state})`
+      )
+    return provider.rechargePayment(paymentIntentId).pipe(
       Effect.flatMap(RechargePayment.$match({
-        Paid: ({ credits, reference }) => recharges.paid(started.organizationId, started.token, credits, reference).pipe(transactionally),
-        Failed: ({ reason }) => recharges.failed(started.organizationId, started.token, reason),
-        Pending: () => repo.rechargeChecked(started.organizationId, started.token)
+        Paid: ({ credits, reference }) => recharges.paid(organizationId, token, credits, reference).pipe(transactionally),
+        Failed: ({ reason }) => recharges.failed(organizationId, token, reason),
+        Pending: ({ cancelable, status }) =>
+          !started.overdue ? checked : !cancelable ? givenUp(status) : provider.cancelRecharge(paymentIntentId).pipe(
+            Effect.zipRight(givenUp(`${status}, canceled`)),
+            Effect.catchAllCause((cause) =>
+              Effect.zipRight(Effect.logWarning(`Billing: canceling the recharge of organization ${organizationId} failed`, cause), checked)
+            )
+          )
       })),
       Effect.catchAllCause((cause) =>
         Effect.zipRight(
-          Effect.logWarning(`Billing: looking up the recharge of organization ${started.organizationId} failed`, cause),
-          repo.rechargeChecked(started.organizationId, started.token)
+          Effect.logWarning(`Billing: looking up the recharge of organization ${organizationId} failed`, cause),
+          started.overdue ? givenUp("the lookup failed") : checked
         )
       )
     )
+  }
 
   const lookUpStarted = Effect.flatMap(
-    repo.startedRecharges(batch, lookUpAfterMs),
+    repo.startedRecharges(batch, lookUpAfterMs, giveUpAfterHours * 60 * 60 * 1000),
     (started) => Effect.forEach(started, lookUp, { discard: true })
   ).pipe(
     Effect.catchAllCause((cause) => Effect.logWarning("Billing: reading the started recharges failed; they are looked up again", cause))

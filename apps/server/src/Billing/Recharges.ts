@@ -6,22 +6,30 @@ import { BillingRepo } from "./Repo.js"
 
 /**
  * The end of a started recharge, as its payment's webhook or the recharger's look at the provider tells it, in the
- * caller's transaction. Whichever comes first ends it; the other finds it ended and does nothing, so that a paid
- * recharge brings its credits once.
+ * caller's transaction. A paid recharge brings its credits once per payment, whoever sees it paid first and whatever
+ * became of the recharge meanwhile (ended as not started while the provider had made the payment, or given up
+ * while undecided): the payment is recorded among the provider's events (`payment:<id>`, kept as long as they are,
+ * far beyond the last webhook or look of the payment); a second insert waits for the first's commit and grants
+ * nothing. Ending the recharge is apart: the first to tell its end ends it, the others find it ended.
  */
 export class Recharges extends Effect.Service<Recharges>()("Billing/Recharges", {
   effect: Effect.gen(function*() {
     const repo = yield* BillingRepo
     const credits = yield* CreditsRepo
 
-    const paid = (organizationId: OrganizationId, token: string, amount: number, reference: string) =>
-      Effect.flatMap(repo.rechargeEnded(organizationId, token, null), (ended) =>
-        ended
-          ? Effect.asVoid(withSystemActor(credits.grant(organizationId, amount, `Auto-recharge, payment ${reference}`)))
-          : Effect.void)
+    const grant = (organizationId: OrganizationId, amount: number, paymentId: string) =>
+      Effect.gen(function*() {
+        if (!(yield* repo.recordEvent(`payment:${paymentId}`, "recharge.paid"))) return
+        const note = `Auto-recharge, payment ${paymentId}`
+        if (yield* repo.exists(organizationId)) yield* withSystemActor(credits.grant(organizationId, amount, note))
+        else yield* Effect.logWarning(`Billing: credits paid for organization ${organizationId}, which no longer exists (${note})`)
+      })
+
+    const paid = (organizationId: OrganizationId, token: string, amount: number, paymentId: string) =>
+      Effect.zipRight(grant(organizationId, amount, paymentId), repo.rechargeEnded(organizationId, token, null))
 
     const failed = (organizationId: OrganizationId, token: string, reason: string) =>
-      Effect.asVoid(repo.rechargeEnded(organizationId, token, `The recharge failed: ${reason}`))
+      repo.rechargeEnded(organizationId, token, `The recharge failed: ${reason}`)
 
     return { paid, failed } as const
   }),

@@ -45,6 +45,8 @@ export interface StartedRecharge {
   readonly organizationId: OrganizationId
   readonly token: string
   readonly paymentIntentId: string
+  /** Started `giveUpMs` ago or longer: ended when still undecided. */
+  readonly overdue: boolean
 }
 
 /** The organization as a subscription checkout claimed it: its open checkout session, if any, and its subscription. */
@@ -52,7 +54,6 @@ export interface SubscriptionCheckoutClaim {
   readonly claim: string
   readonly sessionId: string | null
   readonly subscriptionId: string | null
-  readonly isSubscribed: boolean
   readonly subscriptionStatus: typeof SubscriptionStatus.Type
 }
 
@@ -219,14 +220,20 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
 
     /**
      * Started recharges whose outcome has not come `waitMs` after the start, then after twice as long since the last
-     * look each time (at most 64 times `waitMs`): the longest waiting first.
+     * look each time (at most 64 times `waitMs`), and once more as soon as `giveUpMs` have passed since the start:
+     * the longest waiting first. Not claimed: two processes may look one up at once, which does no harm (what a
+     * look does is done once: Recharges.ts).
      */
-    const startedRecharges = (limit: number, waitMs: number) =>
+    const startedRecharges = (limit: number, waitMs: number, giveUpMs: number) =>
       sql<StartedRecharge>`SELECT id AS "organizationId", auto_recharge_token::text AS token,
-          auto_recharge_payment_intent_id AS "paymentIntentId"
+          auto_recharge_payment_intent_id AS "paymentIntentId",
+          auto_recharge_started_at + ${giveUpMs} * interval '1 millisecond' <= now() AS overdue
         FROM organizations WHERE auto_recharge_payment_intent_id IS NOT NULL
-          AND coalesce(auto_recharge_checked_at, auto_recharge_started_at)
-            + ${waitMs} * power(2, least(auto_recharge_checks, 6)) * interval '1 millisecond' <= now()
+          AND (coalesce(auto_recharge_checked_at, auto_recharge_started_at)
+              + ${waitMs} * power(2, least(auto_recharge_checks, 6)) * interval '1 millisecond' <= now()
+            OR (auto_recharge_started_at + ${giveUpMs} * interval '1 millisecond' <= now()
+              AND coalesce(auto_recharge_checked_at, auto_recharge_started_at)
+                < auto_recharge_started_at + ${giveUpMs} * interval '1 millisecond'))
         ORDER BY coalesce(auto_recharge_checked_at, auto_recharge_started_at), id
         LIMIT ${limit}`.pipe(Effect.orDie)
 
@@ -237,7 +244,7 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
 
     /**
      * Ends the recharge of `token`: the next spend below the threshold may start another; a failure turns it off.
-     * Whether it ended it: false when it had ended already (its webhook and the recharger's look both tell its end).
+     * Nothing when it had ended already (its webhook and the recharger's look both tell its end).
      */
     const rechargeEnded = (organizationId: OrganizationId, token: string, failure: string | null) =>
       sql`UPDATE organizations SET auto_recharge_token = NULL, auto_recharge_payment_intent_id = NULL,
@@ -245,8 +252,7 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
           auto_recharge_started_at = NULL, auto_recharge_checks = 0, auto_recharge_checked_at = NULL,
           auto_recharge_enabled = auto_recharge_enabled AND ${failure === null},
           auto_recharge_last_error = coalesce(${failure}, auto_recharge_last_error)
-        WHERE id = ${organizationId} AND auto_recharge_token::text = ${token}
-        RETURNING id`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
+        WHERE id = ${organizationId} AND auto_recharge_token::text = ${token}`.pipe(Effect.asVoid, Effect.orDie)
 
     /**
      * Claims the making of the organization's subscription checkout, unless another request holds the claim (taken
@@ -258,8 +264,7 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
         WHERE id = ${organizationId} AND (subscription_checkout_claim IS NULL
           OR subscription_checkout_claimed_at + ${claimMs} * interval '1 millisecond' <= now())
         RETURNING subscription_checkout_claim::text AS claim, subscription_checkout_session_id AS "sessionId",
-          payment_subscription_id AS "subscriptionId", is_subscribed AS "isSubscribed",
-          subscription_status AS "subscriptionStatus"`.pipe(
+          payment_subscription_id AS "subscriptionId", subscription_status AS "subscriptionStatus"`.pipe(
         Effect.map(([row]) => Option.fromNullable(row)),
         Effect.orDie,
         policyRequire("Billing", "manage")
@@ -268,11 +273,22 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
     /**
      * Gives the claim back, keeping `sessionId` as the organization's open subscription checkout when one was made.
      * The server's own bookkeeping: a session made at the provider is kept whatever the caller's role is now.
+     * Whether the claim was still held: false when it lapsed and another checkout took it (nothing is kept).
      */
     const releaseSubscriptionCheckout = (organizationId: OrganizationId, claim: string, sessionId: Option.Option<string>) =>
       sql`UPDATE organizations SET subscription_checkout_claim = NULL, subscription_checkout_claimed_at = NULL
           ${Option.isSome(sessionId) ? sql`, subscription_checkout_session_id = ${sessionId.value}` : sql.literal("")}
-        WHERE id = ${organizationId} AND subscription_checkout_claim::text = ${claim}`.pipe(Effect.asVoid, Effect.orDie)
+        WHERE id = ${organizationId} AND subscription_checkout_claim::text = ${claim}
+        RETURNING id`.pipe(Effect.map((rows) => rows.length === 1), Effect.orDie)
+
+    /** The customer's organization and the subscription stored for it. */
+    const subscriptionOfCustomer = (customerId: string) =>
+      sql<{ organizationId: OrganizationId; subscriptionId: string | null; status: typeof SubscriptionStatus.Type }>`SELECT
+          id AS "organizationId", payment_subscription_id AS "subscriptionId", subscription_status AS status
+        FROM organizations WHERE payment_customer_id = ${customerId}`.pipe(
+        Effect.map(([row]) => Option.fromNullable(row)),
+        Effect.orDie
+      )
 
     return {
       find: (organizationId: OrganizationId) => policyRequire("Billing", "view")(find(organizationId)),
@@ -289,6 +305,7 @@ export class BillingRepo extends Effect.Service<BillingRepo>()("BillingRepo", {
       organizationOfCustomer,
       savePaymentMethod,
       setSubscription,
+      subscriptionOfCustomer,
       markPastDue,
       dueRecharges,
       claimRecharge,

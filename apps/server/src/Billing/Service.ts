@@ -6,12 +6,13 @@ import {
   Conflict,
   NotFound,
   type OrganizationId,
+  type SubscriptionStatus,
   type UpdateAutoRecharge
 } from "@postline/domain"
 import { Data, Effect, Exit, Option, Schedule } from "effect"
 import { authorize } from "../Access/Authorization.js"
 import { transactionally } from "../Database/Transaction.js"
-import { CheckoutExpiry, type PaymentGateway, PaymentProvider } from "./PaymentProvider.js"
+import { CheckoutExpiry, type PaymentGateway, PaymentProvider, providerCallMs } from "./PaymentProvider.js"
 import { BillingPolicy } from "./Policy.js"
 import { type BillingRow, BillingRepo } from "./Repo.js"
 import { BillingSettings } from "./Settings.js"
@@ -19,16 +20,26 @@ import { BillingSettings } from "./Settings.js"
 /** Another request holds the organization's subscription checkout claim. */
 class CheckoutBusy extends Data.TaggedError("CheckoutBusy") {}
 
-// A claim outlives any checkout's calls to the provider (each retried twice by its SDK); a request waits for its
-// turn for a few seconds, then is refused.
-const checkoutClaimMs = 60_000
+// A claim outlives a checkout's calls to the provider while it holds it (expiring the session before, reading it,
+// making the new one), with a margin; a request waits for its turn for a few seconds, then is refused.
+const checkoutClaimMs = 3 * providerCallMs + 15_000
 const checkoutTurns = Schedule.spaced("25 millis").pipe(Schedule.upTo("10 seconds"))
+
+/**
+ * The organization's subscription has not ended, paying or not (unpaid, paused): a second one would be made beside it,
+ * and its events not used (Repo.setSubscription). Only a subscription has another status than these two.
+ */
+const hasSubscription = (status: typeof SubscriptionStatus.Type) => status !== "canceled" && status !== "inactive"
 
 const subscribedAlready = (status: string) =>
   new Conflict({ message: `The organization is subscribed already (${status}): change the subscription in the billing portal` })
 
 const billingDisabled = new BillingDisabled({
   message: "Billing is off on this server (no STRIPE_SECRET_KEY): an operator grants credits with the admin command"
+})
+
+const lostClaim = new Conflict({
+  message: "Another subscription checkout of the organization was made while this one waited for Stripe: try again in a moment"
 })
 
 /** An organization's billing, for the current caller: reading it, buying credits or the plan, auto-recharge and the cap. */
@@ -116,7 +127,9 @@ export class Billing extends Effect.Service<Billing>()("Billing", {
           }
           const row = yield* rowToManage(organizationId)
           // Refused before any customer is made at the provider.
-          if (pack === undefined && row.isSubscribed) return yield* subscribedAlready(row.subscriptionStatus)
+          if (pack === undefined && hasSubscription(row.subscriptionStatus)) {
+            return yield* subscribedAlready(row.subscriptionStatus)
+          }
           const { customerId, provider } = yield* customerOf(organizationId, row)
           if (pack !== undefined) {
             return { url: yield* provider.checkoutPack({ customerId, organizationId, pack, returnUrl: request.returnUrl }) }
@@ -129,7 +142,9 @@ export class Billing extends Effect.Service<Billing>()("Billing", {
      * made before either is paid cannot both become subscriptions. Concurrent ones take turns through a claim on the
      * organization's row (a transaction held across the provider's calls would hold the embedded database's one
      * connection); a claim is given back when its checkout ends, and lapses after `checkoutClaimMs` should its
-     * process die. One paid before it could be expired is being set up: the new checkout is refused.
+     * process die. One paid before it could be expired is being set up: the new checkout is refused. Once claimed,
+     * the checkout runs to its end whatever the client does (a session made at the provider is kept); a claim found
+     * lost at the end (it lapsed and another checkout took it) expires the session just made.
      */
     const subscriptionCheckout = (organizationId: OrganizationId, provider: PaymentGateway, customerId: string, returnUrl: string) =>
       Effect.gen(function*() {
@@ -146,7 +161,9 @@ export class Billing extends Effect.Service<Billing>()("Billing", {
         )
         const made = yield* Effect.gen(function*() {
           // Subscribed while this waited for its turn.
-          if (claimed.isSubscribed) return yield* subscribedAlready(claimed.subscriptionStatus)
+          if (hasSubscription(claimed.subscriptionStatus)) {
+            return yield* subscribedAlready(claimed.subscriptionStatus)
+          }
           const earlier = claimed.sessionId === null ? CheckoutExpiry.Expired() : yield* provider.expireCheckout(claimed.sessionId)
           // A completed session of the subscription the organization has had (ended since) is no new one.
           if (earlier._tag === "Completed" && (earlier.subscriptionId === null || earlier.subscriptionId !== claimed.subscriptionId)) {
@@ -157,13 +174,21 @@ export class Billing extends Effect.Service<Billing>()("Billing", {
           }
           const plan = Option.getOrThrow(settings.plan)
           return yield* provider.checkoutPlan({ customerId, organizationId, plan, returnUrl })
-        }).pipe(Effect.onExit((exit) =>
-          repo.releaseSubscriptionCheckout(
-            organizationId,
-            claimed.claim,
-            Exit.isSuccess(exit) ? Option.some(exit.value.sessionId) : Option.none()
-          )
-        ))
+        }).pipe(
+          Effect.exit,
+          Effect.flatMap((exit) =>
+            Effect.flatMap(
+              repo.releaseSubscriptionCheckout(
+                organizationId,
+                claimed.claim,
+                Exit.isSuccess(exit) ? Option.some(exit.value.sessionId) : Option.none()
+              ),
+              (held) =>
+                held || Exit.isFailure(exit) ? exit : Effect.zipRight(provider.expireCheckout(exit.value.sessionId), lostClaim)
+            )
+          ),
+          Effect.uninterruptible
+        )
         return { url: made.url }
       })
 

@@ -7,6 +7,7 @@ import {
   PaymentDeclined,
   PaymentEvent,
   type PaymentGateway,
+  providerCall,
   type ReceivedEvent,
   RechargePayment,
   UnreadableEvent,
@@ -75,6 +76,9 @@ const subscriptionEvent = (subscription: Stripe.Subscription, plan: Option.Optio
     paymentMethodId: idOf(subscription.default_payment_method)
   })
 }
+
+// The undecided payments Stripe still cancels (processing ones it does not).
+const cancelableStatuses = new Set(["requires_payment_method", "requires_confirmation", "requires_action", "requires_capture"])
 
 const periodReasons = new Set(["subscription_create", "subscription_cycle"])
 
@@ -159,7 +163,10 @@ export const makeStripeGateway = (settings: StripeSettings, plan: Option.Option<
     host: url.hostname,
     port: url.port === "" ? (protocol === "http" ? 80 : 443) : Number(url.port),
     protocol,
-    maxNetworkRetries: 2,
+    // Each call ends within providerCallMs (the SDK's default waits 80 seconds an attempt): what a subscription
+    // checkout's claim lasts is counted from it.
+    timeout: providerCall.timeoutMs,
+    maxNetworkRetries: providerCall.retries,
     telemetry: false
   })
   const webhookSecret = Redacted.value(settings.webhookSecret)
@@ -211,10 +218,15 @@ export const makeStripeGateway = (settings: StripeSettings, plan: Option.Option<
         (session) => ({ sessionId: session.id, url: session.url! })
       ),
 
-    // Stripe refuses to expire a session that is not open: then what it is says whether it was paid.
+    // Stripe refuses to expire a session that is not open: then what it is says whether it was paid. A session it
+    // does not know (made with another account, or in the other mode) can be paid by no one.
     expireCheckout: (sessionId) =>
       Effect.tryPromise({ try: () => stripe.checkout.sessions.expire(sessionId), catch: (cause) => cause }).pipe(
         Effect.as<CheckoutExpiry>(CheckoutExpiry.Expired()),
+        Effect.catchIf(
+          (cause) => cause instanceof Stripe.errors.StripeInvalidRequestError && cause.code === "resource_missing",
+          () => Effect.succeed(CheckoutExpiry.Expired())
+        ),
         Effect.catchIf((cause) => cause instanceof Stripe.errors.StripeInvalidRequestError, () =>
           Effect.flatMap(
             call("reading a checkout session", () => stripe.checkout.sessions.retrieve(sessionId)),
@@ -272,9 +284,12 @@ export const makeStripeGateway = (settings: StripeSettings, plan: Option.Option<
               reason: `The payment was canceled${intent.cancellation_reason === null ? "" : ` (${intent.cancellation_reason})`}`
             }))
           default:
-            return Effect.succeed(RechargePayment.Pending({ status: intent.status }))
+            return Effect.succeed(RechargePayment.Pending({ status: intent.status, cancelable: cancelableStatuses.has(intent.status) }))
         }
       }),
+
+    cancelRecharge: (paymentIntentId) =>
+      Effect.asVoid(call("canceling a recharge's payment", () => stripe.paymentIntents.cancel(paymentIntentId))),
 
     // Verified first, read apart: a verified event that cannot be read is said so, not blamed on the signature.
     receive: (body, signature) =>

@@ -4,8 +4,8 @@ import Stripe from "stripe"
 
 /**
  * No Stripe server can run here, so outbound Stripe calls go to this HTTP-level fake of the few endpoints the
- * server uses (customers, checkout and portal sessions, prices, payment intents; sessions and intents are kept,
- * with the state a test gives them). The server's real `stripe` SDK
+ * server uses (customers, checkout and portal sessions, prices, payment intents and their cancel; sessions and
+ * intents are kept, with the state a test gives them; one Stripe does not have is 404 resource_missing). The server's real `stripe` SDK
  * talks to it (STRIPE_API_URL); it records each request's form parameters and keeps Stripe's idempotency keys.
  */
 export interface StripeRequest {
@@ -23,6 +23,8 @@ export const makeStripeFake = async () => {
   let declineNext = false
   // Customers whose payment intents fail as Stripe's outage would: 500, not to be retried by the SDK at once.
   const failing = new Set<string>()
+  // Customers whose payment intents Stripe makes (one per idempotency key) but answers 500 about, as if it failed after.
+  const failingAfterMaking = new Set<string>()
   // Customers whose meter events fail as in Stripe's outage (500); and every meter event call, replays included.
   const failingMeters = new Set<string>()
   // Customers whose meter events Stripe refuses as invalid (400), with its message: never taken, however often sent.
@@ -32,10 +34,16 @@ export const makeStripeFake = async () => {
   let heldMeters: Promise<void> | undefined
   // While set, payment intents are answered only once it resolves: a recharge held at Stripe.
   let held: Promise<void> | undefined
+  // Requests answered only once their hold is released: Stripe slow at one call.
+  const holds: Array<{ readonly matches: (request: StripeRequest) => boolean; readonly until: Promise<void> }> = []
   const prices = new Map([["price_pack_1000", 1000], ["price_pack_5000", 4500]])
   // The checkout sessions and payment intents made, as Stripe keeps them; tests move them on (paid, failed...).
   const sessions = new Map<string, { status: string; mode: string | null; subscription: string | null }>()
   const intents = new Map<string, { status: string; metadata: Record<string, string>; lastError: string | null }>()
+  const missing = (what: string, id: string) => ({
+    status: 404,
+    body: { error: { type: "invalid_request_error", code: "resource_missing", message: `No such ${what}: '${id}'` } }
+  })
 
   const answer = (request: StripeRequest): { status: number; body: unknown } => {
     const id = (prefix: string) => `${prefix}_${++counter}`
@@ -56,9 +64,7 @@ export const makeStripeFake = async () => {
     const sessionPath = /^\/v1\/checkout\/sessions\/(\w+)(\/expire)?$/.exec(request.path)
     const session = sessionPath === null ? undefined : sessions.get(sessionPath[1]!)
     if (sessionPath !== null) {
-      if (session === undefined) {
-        return { status: 404, body: { error: { type: "invalid_request_error", message: `No such checkout.session: '${sessionPath[1]}'` } } }
-      }
+      if (session === undefined) return missing("checkout.session", sessionPath[1]!)
       const answer = () => ({ status: 200, body: { id: sessionPath[1], object: "checkout.session", ...session } })
       if (request.method === "GET" && sessionPath[2] === undefined) return answer()
       if (request.method === "POST" && sessionPath[2] !== undefined) {
@@ -92,6 +98,12 @@ export const makeStripeFake = async () => {
     if (request.method === "POST" && request.path === "/v1/payment_intents" && failing.has(request.params.get("customer") ?? "")) {
       return { status: 500, body: { error: { type: "api_error", message: "Something went wrong on Stripe's end." } } }
     }
+    if (request.method === "POST" && request.path === "/v1/payment_intents" && failingAfterMaking.has(request.params.get("customer") ?? "")) {
+      if (![...intents.values()].some((intent) => intent.metadata.token === metadata.token)) {
+        intents.set(id("pi"), { status: "succeeded", metadata, lastError: null })
+      }
+      return { status: 500, body: { error: { type: "api_error", message: "Something went wrong on Stripe's end." } } }
+    }
     if (request.method === "POST" && request.path === "/v1/payment_intents") {
       if (declineNext) {
         declineNext = false
@@ -101,11 +113,28 @@ export const makeStripeFake = async () => {
       intents.set(intent, { status: "succeeded", metadata, lastError: null })
       return { status: 200, body: { id: intent, object: "payment_intent", status: "succeeded", metadata } }
     }
-    const intentPath = /^\/v1\/payment_intents\/(\w+)$/.exec(request.path)
+    const intentPath = /^\/v1\/payment_intents\/(\w+)(\/cancel)?$/.exec(request.path)
     const intent = intentPath === null ? undefined : intents.get(intentPath[1]!)
-    if (request.method === "GET" && intentPath !== null) {
+    if (request.method === "POST" && intentPath?.[2] !== undefined) {
+      if (intent === undefined) return missing("payment_intent", intentPath[1]!)
+      if (!["requires_payment_method", "requires_confirmation", "requires_action", "requires_capture"].includes(intent.status)) {
+        return {
+          status: 400,
+          body: {
+            error: {
+              type: "invalid_request_error",
+              code: "payment_intent_unexpected_state",
+              message: `You cannot cancel this PaymentIntent because it has a status of ${intent.status}.`
+            }
+          }
+        }
+      }
+      intent.status = "canceled"
+      return { status: 200, body: { id: intentPath[1], object: "payment_intent", status: "canceled", metadata: intent.metadata } }
+    }
+    if (request.method === "GET" && intentPath !== null && intentPath[2] === undefined) {
       return intent === undefined
-        ? { status: 404, body: { error: { type: "invalid_request_error", message: `No such payment_intent: '${intentPath[1]}'` } } }
+        ? missing("payment_intent", intentPath[1]!)
         : {
           status: 200,
           body: {
@@ -158,7 +187,9 @@ export const makeStripeFake = async () => {
       const reply = () =>
         response.writeHead(status, { "content-type": "application/json", "request-id": `req_${counter}`, "stripe-should-retry": "false" })
           .end(JSON.stringify(body))
-      if (held !== undefined && request.path === "/v1/payment_intents") void held.then(reply)
+      const hold = holds.find((hold) => hold.matches(request))
+      if (hold !== undefined) void hold.until.then(reply)
+      else if (held !== undefined && request.path === "/v1/payment_intents") void held.then(reply)
       else if (heldMeters !== undefined && request.path === "/v1/billing/meter_events") void heldMeters.then(reply)
       else reply()
     })
@@ -182,6 +213,29 @@ export const makeStripeFake = async () => {
         release()
       }
     },
+    /**
+     * The requests `matches` picks are answered only once the returned function is called (they are recorded at
+     * once); those answered before are not.
+     */
+    holdRequests: (matches: (request: StripeRequest) => boolean) => {
+      let release!: () => void
+      const hold = { matches, until: new Promise<void>((resolve) => (release = resolve)) }
+      holds.push(hold)
+      return () => {
+        holds.splice(holds.indexOf(hold), 1)
+        release()
+      }
+    },
+    /** The customer's payment intents are made, but Stripe answers 500 about each, until the returned function is called. */
+    failAfterMakingPaymentsOf: (customerId: string) => {
+      failingAfterMaking.add(customerId)
+      return () => void failingAfterMaking.delete(customerId)
+    },
+    /** The ids of the organization's payment intents, as made. */
+    paymentIntentsOf: (organizationId: string) =>
+      [...intents].filter(([, intent]) => intent.metadata.organizationId === organizationId).map(([id]) => id),
+    /** The payment intent's status. */
+    paymentIntentStatus: (id: string) => intents.get(id)?.status,
     /** The customer's payment intents fail (500) until the returned function is called. */
     failPaymentsOf: (customerId: string) => {
       failing.add(customerId)

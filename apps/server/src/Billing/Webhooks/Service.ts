@@ -29,19 +29,34 @@ export class BillingWebhooks extends Effect.Service<BillingWebhooks>()("BillingW
           ? Effect.asVoid(withSystemActor(credits.grant(organizationId, amount, note)))
           : Effect.logWarning(`Billing: credits paid for organization ${organizationId}, which no longer exists (${note})`))
 
+    /**
+     * A live subscription besides the organization's (a second checkout paid in some way): its events are not used,
+     * and the customer pays for both; an operator cancels one, at the provider.
+     */
+    const warnOfSecond = (customerId: string, subscriptionId: string, status: string) =>
+      Effect.flatMap(repo.subscriptionOfCustomer(customerId), (stored) =>
+        Option.isSome(stored) && stored.value.subscriptionId !== null && stored.value.subscriptionId !== subscriptionId &&
+          [status, stored.value.status].every((status) => status !== "canceled" && status !== "inactive")
+          ? Effect.logWarning(
+            `Billing: organization ${stored.value.organizationId} has two subscriptions: ${stored.value.subscriptionId} ` +
+              `(${stored.value.status}, the one used) and ${subscriptionId} (${status}, ignored); cancel one at Stripe`
+          )
+          : Effect.void)
+
     const act = ({ createdAt, event }: ReceivedEvent) =>
       PaymentEvent.$match(event, {
         CreditsPaid: ({ credits, organizationId, reference }) => grant(organizationId, credits, `Credit pack, checkout ${reference}`),
         PaymentMethodSaved: ({ organizationId, paymentMethodId }) => repo.savePaymentMethod(organizationId, paymentMethodId),
         SubscriptionChanged: ({ customerId, ...state }) =>
-          repo.setSubscription(customerId, { ...state, plan: planName }, createdAt),
+          Effect.flatMap(repo.setSubscription(customerId, { ...state, plan: planName }, createdAt), (set) =>
+            set ? Effect.void : warnOfSecond(customerId, state.subscriptionId, state.status)),
         SubscriptionPaymentFailed: ({ customerId, subscriptionId }) => repo.markPastDue(customerId, subscriptionId, createdAt),
         PlanPeriodPaid: ({ customerId, reference }) =>
           includedCredits === 0 ? Effect.void : Effect.flatMap(repo.organizationOfCustomer(customerId), Option.match({
             onNone: () => Effect.logWarning(`Billing: invoice ${reference} paid by ${customerId}, no organization's customer`),
             onSome: (organizationId) => grant(organizationId, includedCredits, `Plan credits, invoice ${reference}`)
           })),
-        // The recharger may have found its end at the provider first (the webhook was late): then nothing more.
+        // The recharger may have found the payment at the provider first (the webhook was late): then nothing more.
         RechargePaid: ({ credits, organizationId, reference, token }) => recharges.paid(organizationId, token, credits, reference),
         RechargeFailed: ({ organizationId, reason, token }) => recharges.failed(organizationId, token, reason),
         Ignored: () => Effect.void

@@ -1158,7 +1158,7 @@ export const billingGetBilling = <ThrowOnError extends boolean = false>(options:
 /**
  * Start a checkout
  *
- * A payment page for a credit pack (credits arrive when the payment does) or for the subscription plan. An organization has one payable subscription checkout: a new one expires the one before; 409 Conflict when the organization is subscribed, or when the one before was paid and its subscription is being set up. Admins, owners and API keys; 409 BillingDisabled on a server without a payment provider.
+ * A payment page for a credit pack (credits arrive when the payment does) or for the subscription plan. An organization has one payable subscription checkout: a new one expires the one before; 409 Conflict when the organization has a subscription that has not ended (unpaid or paused included: the billing portal changes it), when the one before was paid and its subscription is being set up, or when another checkout of the organization is being made. Admins, owners and API keys; 409 BillingDisabled on a server without a payment provider.
  */
 export const billingCreateCheckout = <ThrowOnError extends boolean = false>(options: Options<BillingCreateCheckoutData, ThrowOnError>): RequestResult<BillingCreateCheckoutResponses, BillingCreateCheckoutErrors, ThrowOnError> => (options.client ?? client).post<BillingCreateCheckoutResponses, BillingCreateCheckoutErrors, ThrowOnError>({
     requestValidator: async (data) => await z.object({
