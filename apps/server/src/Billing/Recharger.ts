@@ -27,7 +27,8 @@ const giveUpAfterHours = 24
  * crash, or by another process, is the same payment. The credits come with the payment's webhook; a payment
  * the provider refuses ends the recharge and turns auto-recharge off, with the reason kept. A started recharge
  * whose webhook does not come is looked up at the provider (Recharges.ts: a payment's credits come once, whoever
- * sees it paid), and given up after a day. Every BILLING_RECHARGE_POLL_MS while billing is on; each round also forgets payment events over 30 days old.
+ * sees it paid), and given up after a day. Every BILLING_RECHARGE_POLL_MS while billing is on; each round also
+ * forgets payment events over 30 days old.
  */
 export const RechargerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const settings = yield* BillingSettings
@@ -112,10 +113,11 @@ export const RechargerLive = Layer.scopedDiscard(Effect.gen(function*() {
         Failed: ({ reason }) => recharges.failed(organizationId, token, reason),
         Pending: ({ cancelable, status }) =>
           !started.overdue ? checked : !cancelable ? givenUp(status) : provider.cancelRecharge(paymentIntentId).pipe(
-            Effect.zipRight(givenUp(`${status}, canceled`)),
-            Effect.catchAllCause((cause) =>
-              Effect.zipRight(Effect.logWarning(`Billing: canceling the recharge of organization ${organizationId} failed`, cause), checked)
-            )
+            Effect.matchCauseEffect({
+              onFailure: (cause) =>
+                Effect.zipRight(Effect.logWarning(`Billing: canceling the recharge of organization ${organizationId} failed`, cause), checked),
+              onSuccess: () => givenUp(`${status}, canceled`)
+            })
           )
       })),
       Effect.catchAllCause((cause) =>
