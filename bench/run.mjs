@@ -11,6 +11,8 @@
 //                                 S8 alone (posts due at one instant), with 100 posts
 //   node bench/run.mjs --scenarios S9
 //                                 S9 alone: uploads of a 10 MB PNG, ours and bench/baseline/upload.mjs
+//   node bench/run.mjs --scenarios S10
+//                                 S10 alone: a start with 100,000 future schedules against one with none
 //
 // Exit status: 0 only if every scenario ran with zero errors and the baseline
 // (and each peer) ran the same statements and answered the same bytes as the
@@ -22,7 +24,7 @@ import { cpus, totalmem, tmpdir, release } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { parseArgs } from "node:util"
-import { createDatabase, dropDatabase, queryPostgres, seedPGlite, seedPostgres, serverVersion } from "./lib/db.mjs"
+import { createDatabase, dropDatabase, loadPGlite, queryPostgres, seedPGlite, seedPostgres, serverVersion } from "./lib/db.mjs"
 import { foreignCpuOver, waitForQuiet as waitForQuietBelow, watchForeignCpu } from "./lib/cpu.mjs"
 import { drive, pace } from "./lib/load.mjs"
 import { normalise, startSqlCapture } from "./lib/sqlcapture.mjs"
@@ -53,17 +55,20 @@ const { values: flags } = parseArgs({
     "embedded-only": { type: "boolean", default: false },
     "no-peers": { type: "boolean", default: false },
     "scheduled-posts": { type: "string" },
+    "future-schedules": { type: "string" },
     help: { type: "boolean", short: "h", default: false }
   },
   strict: true
 })
 if (flags.help) {
-  console.log(`usage: node bench/run.mjs [--smoke] [--profile] [--scenarios S1,S3,...] [--duration SECONDS] [--rounds N] [--no-embedded] [--population smoke|embedded|full] [--before BUNDLE [--before-node-args="FLAGS"] [--before-node PATH]] [--no-peers] [--scheduled-posts N[,N...]]
-scenarios: S1 S2o S2t S2t0 S3 S4 S5 S6 S7 (PostgreSQL), S1/S4 again with the embedded database, S8 and S9
+  console.log(`usage: node bench/run.mjs [--smoke] [--profile] [--scenarios S1,S3,...] [--duration SECONDS] [--rounds N] [--no-embedded] [--population smoke|embedded|full] [--before BUNDLE [--before-node-args="FLAGS"] [--before-node PATH]] [--no-peers] [--scheduled-posts N[,N...]] [--future-schedules N]
+scenarios: S1 S2o S2t S2t0 S3 S4 S5 S6 S7 (PostgreSQL), S1/S4 again with the embedded database, S8, S9 and S10
 S8: N posts due at one instant (--scheduled-posts; 1000,10000, or 100 with --smoke) on two PostgreSQL processes,
     the baseline's two (bench/baseline/scheduler.mjs) and one embedded process
 S9: uploads of a 10 MB PNG (1 MB with --smoke), 8 connections, ours (PostgreSQL, folder storage) and
     bench/baseline/upload.mjs (node:http streaming the file to a folder, hashing it)
+S10: spawn to the first send of a post due at start, with N future schedules (--future-schedules; 100000, or
+    1000 with --smoke) and with none, 5 starts of each (1 with --smoke), PostgreSQL and embedded
 peers (S1, S3, S4 only; --no-peers leaves them out): Fastify + pg, NestJS (Express) + Prisma 7 (bench/peers)`)
   process.exit(0)
 }
@@ -110,7 +115,15 @@ const config = {
   // S7 publishes one draft per request, never twice: more than a run can use.
   publishDrafts: smoke ? 3_000 : 40_000,
   // S9: uploads of a PNG of noise of this size, one at a time on each connection.
-  upload: { imageBytes: (smoke ? 1 : 10) * MiB, connections: 8 }
+  upload: { imageBytes: (smoke ? 1 : 10) * MiB, connections: 8 },
+  // S10: starts with this many future schedules against starts with none, in turn; the quickest of each.
+  start: {
+    futureSchedules: Number(flags["future-schedules"] ?? (smoke ? 1_000 : 100_000)),
+    runs: smoke ? 1 : 5,
+    // A start's first look for due posts is at once; later ones, every this many ms.
+    pollMs: 100,
+    deadlineMs: 60_000
+  }
 }
 const only = flags.scenarios ? new Set(flags.scenarios.split(",").map((s) => s.trim())) : undefined
 const wanted = (id) => only === undefined || only.has(id)
@@ -1209,6 +1222,182 @@ const uploadPhase = async () => {
   }
 }
 
+// ---------------------------------------------------------------- S10: a start with future schedules
+
+/**
+ * What S10 starts on: a database (or data folder) with the benchmark user's team, a webhook account on
+ * `receiver` connected through the API, `config.start.runs` drafts, and `future` schedules a day ahead and
+ * beyond (plain SQL, as posts scheduled through the API leave them), analysed as a live database would be.
+ * `withQuery(use)` runs `use(query)` on it while no server runs; `env()`, a server's environment on it.
+ */
+const startFixture = async ({ mode, future, receiver, copyOf }) => {
+  const user = copyOf?.user ?? makeBenchUser()
+  const extra = { SCHEDULER_POLL_MS: String(config.start.pollMs) }
+  let fixture
+  if (mode === "postgres") {
+    const database = await createDatabase(copyOf?.database.name)
+    state.startDatabases.add(database.name)
+    fixture = {
+      database,
+      env: async () => serverEnv(await freePort(), { DATABASE_URL: database.url, ...extra }),
+      withQuery: (use) => use((text, values) => queryPostgres(database.url, text, values)),
+      seed: (script) => seedPostgres(database.url, script)
+    }
+  } else {
+    const dataDir = join(state.tmp, `s10-${future}-data`)
+    if (copyOf) cpSync(copyOf.dataDir, dataDir, { recursive: true, filter: (path) => !path.endsWith("postline.lock") })
+    const withQuery = async (use) => {
+      const PGlite = await loadPGlite()
+      const db = await PGlite.create(dataDir)
+      try {
+        return await use(async (text, values) => (await db.query(text, values)).rows)
+      } finally {
+        await db.close()
+      }
+    }
+    fixture = {
+      dataDir,
+      env: async () => serverEnv(await freePort(), { DATA_DIR: dataDir, ...extra }),
+      withQuery,
+      seed: (script) => seedPGlite(dataDir, script)
+    }
+  }
+  // A copy of a prepared database or folder (without its lock) needs no start to migrate it, seed or account.
+  let team = copyOf?.team
+  if (copyOf === undefined) {
+    // The first start migrates (and makes a new data folder); seeding needs it stopped.
+    const migrating = await startOurServer({ name: `S10 ${mode} (migrating)`, env: await fixture.env(), logFile: join(state.tmp, "s10-migrating.log") })
+    await migrating.stop()
+    await fixture.seed(`${seedSql(populations.scheduler, user)}
+INSERT INTO posts (team_id, content)
+  SELECT t.id, 'Due at start ' || g
+  FROM teams t JOIN memberships m ON m.organization_id = t.organization_id, generate_series(1, ${config.start.runs}) g
+  WHERE m.user_id = '${user.id}';`)
+    const [{ id: teamId }] = await fixture.withQuery((query) => query(fixtureQueries.teamIds, [user.id]))
+    // The account's credentials are the server's to encrypt.
+    const server = await startOurServer({ name: `S10 ${mode} (account)`, env: await fixture.env(), logFile: join(state.tmp, "s10-account.log") })
+    const res = await fetch(`${server.url}/v1/teams/${teamId}/social-accounts`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${user.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ provider: "webhook", url: receiver.url })
+    })
+    if (res.status !== 201) throw new Error(`S10: connecting the webhook: ${res.status} ${await res.text()}`)
+    team = { id: teamId, accountId: (await res.json()).id }
+    await server.stop()
+  }
+  if (future > 0) {
+    await fixture.seed(`WITH made AS (
+    INSERT INTO posts (team_id, content, status, scheduled_at, schedule_version, social_account_ids)
+    SELECT '${team.id}', 'Later ' || g, 'scheduled', now() + interval '1 day' + g * interval '1 second', 1, ARRAY['${team.accountId}'::uuid]
+    FROM generate_series(1, ${future}) g RETURNING id, scheduled_at)
+  INSERT INTO post_targets (post_id, social_account_id, status, due_at)
+  SELECT id, '${team.accountId}', 'pending', scheduled_at FROM made;`)
+  }
+  const drafts = await fixture.withQuery((query) =>
+    query("SELECT id FROM posts WHERE team_id = $1 AND content LIKE 'Due at start %' ORDER BY content", [team.id]))
+  return { ...fixture, mode, future, user, team, drafts: drafts.map((row) => row.id) }
+}
+
+/**
+ * One start: the fixture's `run`th draft made due now (as a post that came due while no server ran), then a
+ * server process spawned; from the spawn to that post's webhook at the receiver, and to its first answer.
+ * Deliveries of any other post are counted: nothing else is due.
+ */
+const startToFirstSend = async (fixture, run, receiver) => {
+  const postId = fixture.drafts[run]
+  await fixture.withQuery(async (query) => {
+    await query("UPDATE posts SET status = 'scheduled', scheduled_at = now(), schedule_version = 1 WHERE id = $1", [postId])
+    await query("INSERT INTO post_targets (post_id, social_account_id, status, due_at) VALUES ($1, $2, 'pending', now())", [postId, fixture.team.accountId])
+  })
+  receiver.take()
+  const name = `S10 ${fixture.mode}, ${fixture.future} future, start ${run + 1}`
+  const spawnedAt = Date.now()
+  const server = await startOurServer({ name, env: await fixture.env(), logFile: join(state.tmp, "s10-server.log") })
+  const deliveries = []
+  const deadline = spawnedAt + config.start.deadlineMs
+  while (!deliveries.some((delivery) => delivery.postId === postId) && Date.now() < deadline && !server.exited()) {
+    await pause(10)
+    deliveries.push(...receiver.take())
+  }
+  // Anything sent by mistake right after the due post has a moment to arrive.
+  await pause(500)
+  deliveries.push(...receiver.take())
+  const ended = await server.stop()
+  const sent = deliveries.filter((delivery) => delivery.postId === postId)
+  const others = deliveries.length - sent.length
+  if (sent.length === 0) log(`S10 FAILED: ${name}: the due post was not sent within ${config.start.deadlineMs / 1000} s (${JSON.stringify(ended)}); log:\n${server.logTail()}`)
+  if (others) log(`S10 FAILED: ${name}: ${others} deliveries of posts that were not due`)
+  return {
+    toFirstSendMs: sent.length ? Math.min(...sent.map((delivery) => delivery.at)) - spawnedAt : NaN,
+    toFirstAnswerMs: server.startMs,
+    deliveries: sent.length,
+    errors: (sent.length ? 0 : 1) + others
+  }
+}
+
+/**
+ * S10 (bench/README.md): spawn to the first send of a post due at start, with `config.start.futureSchedules`
+ * future schedules in the database and with none, started in turn (none, with, none, with, …); the quickest of
+ * each, and their ratio. On PostgreSQL, then on the embedded database.
+ */
+const startPhase = async () => {
+  const receiver = await startReceiver()
+  state.closers.push(receiver.close)
+  state.startDatabases = new Set()
+  state.closers.push(() => Promise.all([...state.startDatabases].map((name) => dropDatabase(name).catch(() => {}))))
+  const { futureSchedules, runs } = config.start
+  const modes = [...(flags["embedded-only"] ? [] : ["postgres"]), ...(config.embedded ? ["embedded"] : [])]
+  const rows = []
+  for (const mode of modes) {
+    const none = await startFixture({ mode, future: 0, receiver })
+    let t = performance.now()
+    const loaded = await startFixture({ mode, future: futureSchedules, receiver, copyOf: none })
+    log(`S10 ${mode}: ${futureSchedules} future schedules made in ${((performance.now() - t) / 1000).toFixed(1)} s`)
+    const starts = { none: [], loaded: [] }
+    for (let run = 0; run < runs; run++) {
+      for (const [kind, fixture] of [["none", none], ["loaded", loaded]]) {
+        const start = await startToFirstSend(fixture, run, receiver)
+        starts[kind].push(start)
+        log(`S10 ${mode} ${kind === "none" ? "none    " : `${futureSchedules}`} start ${run + 1}: first send after ${start.toFirstSendMs.toFixed(0)} ms, first answer after ${start.toFirstAnswerMs.toFixed(0)} ms`)
+      }
+    }
+    for (const fixture of [none, loaded]) {
+      if (fixture.database) {
+        await dropDatabase(fixture.database.name)
+        state.startDatabases.delete(fixture.database.name)
+      }
+    }
+    const quickest = (list) => Math.min(...list.map((start) => start.toFirstSendMs))
+    const withSchedules = starts.loaded.map((start) => start.toFirstSendMs)
+    rows.push({
+      id: `S10${mode === "embedded" ? "-embedded" : ""}`,
+      mode,
+      label: `S10 start to first send, ${futureSchedules.toLocaleString("en")} future schedules vs none${mode === "embedded" ? " [embedded]" : ""}`,
+      read: false,
+      rps: NaN,
+      p50: quickest(starts.loaded),
+      p99: Math.max(...withSchedules),
+      errors: [...starts.none, ...starts.loaded].reduce((sum, start) => sum + start.errors, 0),
+      foreignCpuPct: NaN,
+      serverCpuMsPerRequest: NaN,
+      ratio: quickest(starts.loaded) / quickest(starts.none),
+      start: { futureSchedules, runs, quickestMs: { none: quickest(starts.none), loaded: quickest(starts.loaded) }, starts },
+      runs: []
+    })
+  }
+  return rows
+}
+
+const describeStart = (r) => {
+  const s = r.start
+  const list = (starts) => starts.map((start) => `${start.toFirstSendMs.toFixed(0)} (${start.toFirstAnswerMs.toFixed(0)})`).join(", ")
+  const repeated = [...s.starts.none, ...s.starts.loaded].reduce((sum, start) => sum + Math.max(0, start.deliveries - 1), 0)
+  return `  ${r.id}: quickest ${s.quickestMs.loaded.toFixed(0)} ms with ${s.futureSchedules.toLocaleString("en")} future schedules, ` +
+    `${s.quickestMs.none.toFixed(0)} ms with none: ${r.ratio.toFixed(2)}x\n` +
+    `    each start, ms to the first send (to the first answer): with ${list(s.starts.loaded)}; none ${list(s.starts.none)}` +
+    (repeated ? `\n    deliveries of a due post beyond its first: ${repeated}` : "")
+}
+
 // ---------------------------------------------------------------- main
 
 const main = async () => {
@@ -1232,6 +1421,7 @@ const main = async () => {
       rounds: config.rounds,
       peers: config.peers,
       scheduledPosts: config.burst.sizes,
+      futureSchedules: config.start.futureSchedules,
       upload: config.upload
     },
     population: {},
@@ -1245,6 +1435,7 @@ const main = async () => {
   const rows = flags["embedded-only"] || !postgresIds.some(wanted) ? [] : await postgresPhase(results)
   if (wanted("S8") && !flags.profile) rows.push(...(await schedulerPhase()))
   if (wanted("S9") && !flags.profile && !flags["embedded-only"]) rows.push(await uploadPhase())
+  if (wanted("S10") && !flags.profile) rows.push(...(await startPhase()))
   if (config.embedded && ["S1", "S4"].some(wanted)) rows.push(...(await embeddedPhase(results)))
   results.scenarios = rows
   results.targets = evaluateTargets({ rows, memory: results.memory, startup: results.startup })
@@ -1291,6 +1482,11 @@ const main = async () => {
   }
   const uploads = rows.find((r) => r.upload)
   if (uploads) console.log(`\n${describeUploads(uploads)}`)
+  const startRows = rows.filter((r) => r.start)
+  if (startRows.length) {
+    console.log(`\nS10, a start with future schedules: spawn to the due post's webhook at the receiver, quickest of each kind, started in turn:`)
+    for (const r of startRows) console.log(describeStart(r))
+  }
   const s = results.startup
   const mem = results.memory
   console.log("")

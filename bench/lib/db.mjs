@@ -25,10 +25,10 @@ const withClient = async (url, f) => {
   }
 }
 
-/** Creates `postline_bench_<random>`; returns its name and URL. */
-export const createDatabase = async () => {
+/** Creates `postline_bench_<random>`, a copy of `template` if given (no one may be connected to it); returns its name and URL. */
+export const createDatabase = async (template) => {
   const name = `postline_bench_${randomBytes(5).toString("hex")}`
-  await withClient(adminUrl(), (c) => c.query(`CREATE DATABASE ${name}`))
+  await withClient(adminUrl(), (c) => c.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ""}`))
   return { name, url: withDatabase(adminUrl(), name) }
 }
 
