@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto"
 import { withSystemActor } from "../src/Access/Authorization.js"
 import { CreditsRepo } from "../src/Credits/Repo.js"
 import { makeWebhookReceiver, publishingTeam } from "./support/Publishing.js"
+import { accountWithNothingBought } from "./support/Billing.js"
 import { makeStripeFake, signedEvent } from "./support/StripeFake.js"
 import { raw, signUp, TestServer } from "./support/TestServer.js"
 import { eventually } from "./support/Waiting.js"
@@ -52,6 +53,16 @@ const spendingTeam = (credits: number) =>
       raw({ method: "PATCH", path: billingPath(team.organization.id, suffix), token, json })
     return { ...team, spendOne, billing, patch }
   })
+
+/** An admin's organization with no credits, its subscription checkout, and the sessions Stripe was asked to make for it. */
+const subscribingTeam = Effect.gen(function*() {
+  const team = yield* publishingTeam(0)
+  const organizationId = team.organization.id
+  const json = { purchase: "subscription", returnUrl: "https://app.example/" }
+  const checkout = raw({ method: "POST", path: billingPath(organizationId, "/checkout"), token: team.admin.token, json })
+  const sessions = () => stripe.to("/v1/checkout/sessions").filter((request) => request.params.get("client_reference_id") === organizationId)
+  return { ...team, checkout, sessions }
+})
 
 /** A member (not an admin) of the organization. */
 const memberOf = (organizationId: string) =>
@@ -165,20 +176,7 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
         creditPacks: [{ credits: 1000 }, { credits: 5000 }],
         plan: { name: "Pro", includedCredits: 2000 },
         credits: { balance: 3, reserved: 0, available: 3 },
-        account: {
-          paymentCustomerId: null,
-          paymentSubscriptionId: null,
-          paymentPaymentMethodId: null,
-          paymentMeteredSubscriptionItemId: null,
-          isSubscribed: false,
-          subscriptionStatus: "inactive",
-          subscriptionPlan: null,
-          subscriptionStartedAt: null,
-          subscriptionEndsAt: null,
-          subscriptionCurrentPeriodEnd: null,
-          autoRecharge: { enabled: false, threshold: null, amount: null, pending: false, lastError: null },
-          spendCap: { monthlyCredits: null, spentThisMonth: 0 }
-        }
+        account: accountWithNothingBought(0)
       })
       expect(yield* raw({ method: "GET", path: billingPath(organizationId), token: key })).toMatchObject({ status: 200, body: whole })
       expect(yield* member.client.billing.getBilling({ path: { organizationId } })).toEqual({ ...whole, account: null })
@@ -1013,10 +1011,8 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
 
   it.effect("subscription checkouts made concurrently: each expires the one open before, so one session at most can be paid", () =>
     Effect.gen(function*() {
-      const { admin, organization } = yield* publishingTeam(0)
+      const { admin, checkout, organization } = yield* subscribingTeam
       const sql = yield* SqlClient.SqlClient
-      const json = { purchase: "subscription", returnUrl: "https://app.example/" }
-      const checkout = raw({ method: "POST", path: billingPath(organization.id, "/checkout"), token: admin.token, json })
       const answers = yield* Effect.all([checkout, checkout], { concurrency: "unbounded" })
       expect(answers.map((answer) => answer.status)).toEqual([201, 201])
       const ids = answers.map((answer) => /\/(cs_test_\d+)$/.exec(answer.body.url)![1]!)
@@ -1046,11 +1042,8 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
 
   it.effect("a subscription checkout waits its turn a few seconds, then 409; a claim left by a process that died lapses after two minutes", () =>
     Effect.gen(function*() {
-      const { admin, organization } = yield* publishingTeam(0)
+      const { checkout, organization, sessions } = yield* subscribingTeam
       const sql = yield* SqlClient.SqlClient
-      const json = { purchase: "subscription", returnUrl: "https://app.example/" }
-      const checkout = raw({ method: "POST", path: billingPath(organization.id, "/checkout"), token: admin.token, json })
-      const sessions = () => stripe.to("/v1/checkout/sessions").filter((request) => request.params.get("client_reference_id") === organization.id)
       // Another request holds the claim (here set by hand) for longer than this one waits.
       yield* sql`UPDATE organizations SET subscription_checkout_claim = gen_random_uuid(), subscription_checkout_claimed_at = now()
         WHERE id = ${organization.id}`
@@ -1072,9 +1065,7 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
 
   it.effect("a subscription checkout after the one before was paid (its subscription on its way): 409, no new session", () =>
     Effect.gen(function*() {
-      const { admin, organization } = yield* publishingTeam(0)
-      const json = { purchase: "subscription", returnUrl: "https://app.example/" }
-      const checkout = raw({ method: "POST", path: billingPath(organization.id, "/checkout"), token: admin.token, json })
+      const { admin, checkout, organization } = yield* subscribingTeam
       const first = yield* checkout
       const paid = /\/(cs_test_\d+)$/.exec(first.body.url)![1]!
       stripe.completeSession(paid, "sub_on_its_way")
@@ -1122,13 +1113,10 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
 
   it.effect("a subscription checkout while the organization's subscription is unpaid or paused: 409, pointing to the portal; canceled, a checkout is made", () =>
     Effect.gen(function*() {
-      const { admin, organization } = yield* publishingTeam(0)
+      const { admin, checkout, organization, sessions } = yield* subscribingTeam
       const organizationId = organization.id as OrganizationId
       yield* admin.client.billing.createPortal({ path: { organizationId }, payload: { returnUrl: "https://app.example/" } })
       const customerId = (yield* admin.client.billing.getBilling({ path: { organizationId } })).account!.paymentCustomerId
-      const json = { purchase: "subscription", returnUrl: "https://app.example/" }
-      const checkout = raw({ method: "POST", path: billingPath(organizationId, "/checkout"), token: admin.token, json })
-      const sessions = () => stripe.to("/v1/checkout/sessions").filter((request) => request.params.get("client_reference_id") === organizationId)
       const now = Math.floor(Date.now() / 1000)
       const subscription = (status: string, created: number) =>
         deliver({
@@ -1165,10 +1153,8 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
 
   it.effect("a subscription checkout whose stored session Stripe does not know (another account or mode): taken as expired, a new one made", () =>
     Effect.gen(function*() {
-      const { admin, organization } = yield* publishingTeam(0)
+      const { checkout, organization } = yield* subscribingTeam
       const sql = yield* SqlClient.SqlClient
-      const json = { purchase: "subscription", returnUrl: "https://app.example/" }
-      const checkout = raw({ method: "POST", path: billingPath(organization.id, "/checkout"), token: admin.token, json })
       expect((yield* checkout).status).toBe(201)
       yield* sql`UPDATE organizations SET subscription_checkout_session_id = 'cs_test_unknown' WHERE id = ${organization.id}`
       const answer = yield* checkout
@@ -1182,11 +1168,8 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
 
   it.scoped("a subscription checkout runs to its end once Stripe is asked: its session is kept though the client went away; a claim lost meanwhile expires it, 409", () =>
     Effect.gen(function*() {
-      const { admin, organization } = yield* publishingTeam(0)
+      const { admin, checkout, organization, sessions: creates } = yield* subscribingTeam
       const sql = yield* SqlClient.SqlClient
-      const json = { purchase: "subscription", returnUrl: "https://app.example/" }
-      const checkout = raw({ method: "POST", path: billingPath(organization.id, "/checkout"), token: admin.token, json })
-      const creates = () => stripe.to("/v1/checkout/sessions").filter((request) => request.params.get("client_reference_id") === organization.id)
       const stored = sql<{ open: string | null; claim: string | null }>`SELECT subscription_checkout_session_id AS open,
           subscription_checkout_claim::text AS claim FROM organizations WHERE id = ${organization.id}`
       const holdCreates = () =>
@@ -1194,7 +1177,7 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
           request.method === "POST" && request.path === "/v1/checkout/sessions" &&
           request.params.get("client_reference_id") === organization.id
         )
-      yield* admin.client.billing.createPortal({ path: { organizationId: organization.id as OrganizationId }, payload: { returnUrl: json.returnUrl } })
+      yield* admin.client.billing.createPortal({ path: { organizationId: organization.id as OrganizationId }, payload: { returnUrl: "https://app.example/" } })
 
       // The client goes away while Stripe makes the session: the session is kept, the claim given back.
       const release = holdCreates()
@@ -1204,7 +1187,7 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       const request = fetch(`http://127.0.0.1:${address.port}${billingPath(organization.id, "/checkout")}`, {
         method: "POST",
         headers: { authorization: `Bearer ${admin.token}`, "content-type": "application/json" },
-        body: JSON.stringify(json),
+        body: JSON.stringify({ purchase: "subscription", returnUrl: "https://app.example/" }),
         signal: abort.signal
       }).catch(() => undefined)
       yield* eventually(Effect.sync(creates), (found) => found.length === 1)
