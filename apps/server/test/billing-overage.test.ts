@@ -9,7 +9,7 @@ import { CreditsRepo } from "../src/Credits/Repo.js"
 import { publishEnv, readUntil } from "./support/ProcessPublishing.js"
 import { makeWebhookReceiver, publishingTeam } from "./support/Publishing.js"
 import { callsAs, createUserWithToken, startServer } from "./support/ServerProcess.js"
-import { makeStripeFake, signedEvent } from "./support/StripeFake.js"
+import { makeStripeFake, signedEvent, subscriptionObject } from "./support/StripeFake.js"
 import { freshDatabaseEnv, testDatabaseKind } from "./support/TestDatabase.js"
 import { makeTestServer, raw } from "./support/TestServer.js"
 import { eventually } from "./support/Waiting.js"
@@ -66,25 +66,16 @@ const subscriptionEvent = (subscription: {
   id: `evt_${randomUUID()}`,
   type: "customer.subscription.updated",
   created: subscription.created,
-  object: {
+  object: subscriptionObject({
     id: subscription.subscriptionId,
-    object: "subscription",
     customer: subscription.customerId,
     status: subscription.status,
-    start_date: subscription.created - 60,
-    ended_at: null,
-    cancel_at: null,
-    default_payment_method: null,
-    items: {
-      object: "list",
-      data: [
-        { id: "si_plan", price: { id: "price_plan" }, current_period_end: subscription.created + 86_400 },
-        ...(subscription.metered
-          ? [{ id: "si_metered", price: { id: "price_metered" }, current_period_end: subscription.created + 86_400 }]
-          : [])
-      ]
-    }
-  }
+    startDate: subscription.created - 60,
+    items: [
+      { id: "si_plan", price: "price_plan", periodEnd: subscription.created + 86_400 },
+      ...(subscription.metered ? [{ id: "si_metered", price: "price_metered", periodEnd: subscription.created + 86_400 }] : [])
+    ]
+  })
 })
 
 interface Entry {

@@ -8,7 +8,7 @@ import { withSystemActor } from "../src/Access/Authorization.js"
 import { CreditsRepo } from "../src/Credits/Repo.js"
 import { makeWebhookReceiver, publishingTeam } from "./support/Publishing.js"
 import { accountWithNothingBought } from "./support/Billing.js"
-import { makeStripeFake, signedEvent } from "./support/StripeFake.js"
+import { makeStripeFake, signedEvent, subscriptionObject } from "./support/StripeFake.js"
 import { raw, signUp, TestServer } from "./support/TestServer.js"
 import { eventually } from "./support/Waiting.js"
 
@@ -443,21 +443,17 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       const start = Date.UTC(2026, 10, 1) / 1000
       const periodEnd = Date.UTC(2026, 11, 1) / 1000
       const subscription = (status: string, extra: Record<string, unknown> = {}) => ({
-        id: "sub_1",
-        object: "subscription",
-        customer: customerId,
-        status,
-        start_date: start,
-        ended_at: null,
-        cancel_at: null,
-        default_payment_method: "pm_sub",
-        items: {
-          object: "list",
-          data: [
-            { id: "si_plan", price: { id: "price_plan" }, current_period_end: periodEnd },
-            { id: "si_metered", price: { id: "price_metered" }, current_period_end: periodEnd }
+        ...subscriptionObject({
+          id: "sub_1",
+          customer: customerId,
+          status,
+          startDate: start,
+          paymentMethod: "pm_sub",
+          items: [
+            { id: "si_plan", price: "price_plan", periodEnd },
+            { id: "si_metered", price: "price_metered", periodEnd }
           ]
-        },
+        }),
         ...extra
       })
       const now = Math.floor(Date.now() / 1000)
@@ -1092,17 +1088,8 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
 
       // Its subscription arrives, then ends: a checkout is made again, the paid session being that ended subscription's.
       const { paymentCustomerId } = (yield* admin.client.billing.getBilling({ path: { organizationId: organization.id as OrganizationId } })).account!
-      const subscription = (status: string) => ({
-        id: "sub_on_its_way",
-        object: "subscription",
-        customer: paymentCustomerId,
-        status,
-        start_date: Math.floor(Date.now() / 1000),
-        ended_at: null,
-        cancel_at: null,
-        default_payment_method: null,
-        items: { object: "list", data: [] }
-      })
+      const subscription = (status: string) =>
+        subscriptionObject({ id: "sub_on_its_way", customer: paymentCustomerId, status, startDate: Math.floor(Date.now() / 1000) })
       const now = Math.floor(Date.now() / 1000)
       yield* deliver({ id: `evt_${randomUUID()}`, type: "customer.subscription.created", object: subscription("active"), created: now - 2 })
       expect(yield* checkout).toMatchObject({ status: 409, body: { message: expect.stringContaining("subscribed already (active)") } })
@@ -1123,17 +1110,7 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
           id: `evt_${randomUUID()}`,
           type: "customer.subscription.updated",
           created,
-          object: {
-            id: "sub_stalled",
-            object: "subscription",
-            customer: customerId,
-            status,
-            start_date: now,
-            ended_at: null,
-            cancel_at: null,
-            default_payment_method: null,
-            items: { object: "list", data: [] }
-          }
+          object: subscriptionObject({ id: "sub_stalled", customer: customerId, status, startDate: now })
         })
       for (const [status, created] of [["unpaid", now - 3], ["paused", now - 2]] as const) {
         expect((yield* subscription(status, created)).status).toBe(200)
@@ -1256,17 +1233,7 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
           id: `evt_${randomUUID()}`,
           type: "customer.subscription.created",
           created,
-          object: {
-            id,
-            object: "subscription",
-            customer: customerId,
-            status,
-            start_date: now,
-            ended_at: null,
-            cancel_at: null,
-            default_payment_method: null,
-            items: { object: "list", data: [] }
-          }
+          object: subscriptionObject({ id, customer: customerId, status, startDate: now })
         })
       expect((yield* subscription("sub_first", "active", now - 2)).status).toBe(200)
       expect((yield* subscription("sub_second", "active", now - 1)).status).toBe(200)

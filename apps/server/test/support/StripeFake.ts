@@ -313,3 +313,26 @@ export const signedEvent = (
   return { body, signature: signer.webhooks.generateTestHeaderString({ payload: body, secret }) }
 }
 
+
+/** A Stripe Subscription as its events carry it: nothing ended or cancelled; `items` its prices and period end. */
+export const subscriptionObject = (subscription: {
+  readonly id: string
+  readonly customer: string | null
+  readonly status: string
+  readonly startDate: number
+  readonly paymentMethod?: string | null
+  readonly items?: ReadonlyArray<{ readonly id: string; readonly price: string; readonly periodEnd: number }>
+}) => ({
+  id: subscription.id,
+  object: "subscription",
+  customer: subscription.customer,
+  status: subscription.status,
+  start_date: subscription.startDate,
+  ended_at: null,
+  cancel_at: null,
+  default_payment_method: subscription.paymentMethod ?? null,
+  items: {
+    object: "list",
+    data: (subscription.items ?? []).map((item) => ({ id: item.id, price: { id: item.price }, current_period_end: item.periodEnd }))
+  }
+})
