@@ -64,6 +64,20 @@ const subscribingTeam = Effect.gen(function*() {
   return { ...team, checkout, sessions }
 })
 
+/** A spending team of Stripe customer `customerId` with a saved card, auto-recharging a pack of 1000 below 5 credits. */
+const recharging = (customerId: string) =>
+  Effect.gen(function*() {
+    const team = yield* spendingTeam(2)
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`UPDATE organizations SET payment_customer_id = ${customerId}, payment_payment_method_id = 'pm_card'
+      WHERE id = ${team.organization.id}`
+    yield* team.patch("/auto-recharge", { enabled: true, threshold: 5, amount: 1000 })
+    return team
+  })
+
+/** The payment intents Stripe was asked for, for the customer. */
+const intentsOf = (customerId: string) => stripe.to("/v1/payment_intents").filter((request) => request.params.get("customer") === customerId)
+
 /** A member (not an admin) of the organization. */
 const memberOf = (organizationId: string) =>
   Effect.gen(function*() {
@@ -670,15 +684,6 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
   it.scoped("auto-recharge turned off after a spend decided a recharge that has not started: no payment follows", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const recharging = (customerId: string) =>
-        Effect.gen(function*() {
-          const team = yield* spendingTeam(2)
-          yield* sql`UPDATE organizations SET payment_customer_id = ${customerId}, payment_payment_method_id = 'pm_card'
-            WHERE id = ${team.organization.id}`
-          yield* team.patch("/auto-recharge", { enabled: true, threshold: 5, amount: 1000 })
-          return team
-        })
-      const intentsOf = (customerId: string) => stripe.to("/v1/payment_intents").filter((request) => request.params.get("customer") === customerId)
       const first = yield* recharging(`cus_held_${randomUUID()}`)
       const second = yield* recharging(`cus_off_${randomUUID()}`)
       // The first organization's payment is held at Stripe: the recharger waits in it, so the second's decision
@@ -706,16 +711,6 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
 
   it.scoped("auto-recharge: a recharge Stripe keeps failing holds up no other, and ends after five attempts", () =>
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      const recharging = (customerId: string) =>
-        Effect.gen(function*() {
-          const team = yield* spendingTeam(2)
-          yield* sql`UPDATE organizations SET payment_customer_id = ${customerId}, payment_payment_method_id = 'pm_card'
-            WHERE id = ${team.organization.id}`
-          yield* team.patch("/auto-recharge", { enabled: true, threshold: 5, amount: 1000 })
-          return team
-        })
-      const intentsOf = (customerId: string) => stripe.to("/v1/payment_intents").filter((request) => request.params.get("customer") === customerId)
       const failingCustomer = `cus_failing_${randomUUID()}`
       const healthyCustomer = `cus_healthy_${randomUUID()}`
       const failing = yield* recharging(failingCustomer)
