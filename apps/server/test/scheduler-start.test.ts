@@ -109,7 +109,8 @@ it.scopedLive(
         expect(scheduled.status).toBe(200)
         yield* until(() => deliveries.includes(later.id), 30, server.lines)
       }))
-      expect(new Set(deliveries)).toEqual(new Set([due.id, later.id]))
+      // Each once: the post due at the start is not taken for an earlier process's unfinished send and sent again.
+      expect([...deliveries].sort()).toEqual([due.id, later.id].sort())
 
       // Nothing ahead was tried: no attempt recorded for a future post, each still scheduled, its target pending.
       const untouched = yield* withDatabase(env, Effect.flatMap(SqlClient.SqlClient, (sql) =>

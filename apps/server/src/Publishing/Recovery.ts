@@ -80,7 +80,11 @@ export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishR
   dependencies: [Publishing.Default, PublishingRepo.Default, PublishSettings.Default]
 }) {}
 
-/** The recovery, running in the background of every server process. */
+/**
+ * The recovery, running in the background of every server process. It needs PublishRecovery built before anything
+ * of the process can start a send (Scheduler.ts provides it to the dispatcher too): the only process on its
+ * database reads its start as it is built, and takes over every attempt begun before.
+ */
 export const PublishRecoveryLive = Layer.scopedDiscard(Effect.gen(function*() {
   const { interval, recover } = yield* PublishRecovery
   yield* recover.pipe(
@@ -88,4 +92,4 @@ export const PublishRecoveryLive = Layer.scopedDiscard(Effect.gen(function*() {
     Effect.repeat(Schedule.spaced(interval)),
     Effect.forkScoped
   )
-})).pipe(Layer.provide(PublishRecovery.Default))
+}))

@@ -5,7 +5,7 @@ import { UsageReporterLive } from "../Billing/UsageReporter.js"
 import { EventDeliveryLive } from "../EventWebhooks/Delivery.js"
 import { Dispatcher, DispatcherLive } from "./Dispatcher.js"
 import { SchedulerHealth } from "./Health.js"
-import { PublishRecoveryLive } from "./Recovery.js"
+import { PublishRecovery, PublishRecoveryLive } from "./Recovery.js"
 
 const WatchdogLive = Layer.scopedDiscard(Effect.forkScoped(Effect.flatMap(SchedulerHealth, (health) => health.watchdog)))
 
@@ -25,5 +25,8 @@ export const SchedulerLive = Layer.mergeAll(
   UsageReporterLive
 ).pipe(
   Layer.provideMerge(SchedulerHealth.Default),
-  Layer.provideMerge(Dispatcher.Default)
+  Layer.provideMerge(Dispatcher.Default),
+  // Built first: the recovery of a sole process reads its start before the dispatcher can begin a send, or it
+  // would take the dispatcher's first sends for an earlier process's and send them again.
+  Layer.provide(PublishRecovery.Default)
 )
