@@ -2,7 +2,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
-import { ConfigProvider, Duration, Effect, Either, HashMap, identity, Layer, Logger, Redacted, TestClock } from "effect"
+import { ConfigProvider, Duration, Effect, Either, HashMap, identity, Layer, Logger, TestClock } from "effect"
 import { createHash } from "node:crypto"
 import { request as httpRequest } from "node:http"
 import { createServer } from "node:net"
@@ -15,26 +15,19 @@ import { LocalProviders } from "./support/Providers.js"
 import { UsersRepo } from "../src/Users/Repo.js"
 import { hashSecret } from "../src/Users/Secrets.js"
 import { TestDatabase } from "./support/TestDatabase.js"
+import {
+  clientId,
+  deviceCodeGrant,
+  newCode,
+  password,
+  poll,
+  postForm,
+  requestCode,
+  userWithPassword
+} from "./support/DeviceLogin.js"
 import { raw, type RawResponse, signUp, TestCipher, TestServer } from "./support/TestServer.js"
 
-const clientId = "postline-cli"
-const deviceCodeGrant = "urn:ietf:params:oauth:grant-type:device_code"
-const password = "correct horse battery"
 const userCodeShape = /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/
-
-/** A form-encoded POST, as OAuth clients and the approval page send them. */
-const postForm = (path: string, params: Record<string, string> | string, headers: Record<string, string> = {}) =>
-  raw({
-    method: "POST",
-    path,
-    headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
-    body: typeof params === "string" ? params : new URLSearchParams(params).toString()
-  })
-
-const requestCode = (params: Record<string, string> = { client_id: clientId }) => postForm("/v1/auth/device/code", params)
-
-const poll = (deviceCode: string, client = clientId) =>
-  postForm("/v1/auth/token", { grant_type: deviceCodeGrant, device_code: deviceCode, client_id: client })
 
 const refresh = (refreshToken: string, client = clientId) =>
   postForm("/v1/auth/token", { grant_type: "refresh_token", refresh_token: refreshToken, client_id: client })
@@ -45,20 +38,6 @@ const submitApproval = (fields: { email: string; password: string; user_code: st
   postForm("/device", fields)
 
 const listOrganizations = (token: string) => raw({ method: "GET", path: "/v1/organizations", token })
-
-/** A new user who has a password, as the approval page needs. */
-const userWithPassword = Effect.gen(function*() {
-  const account = yield* signUp("Dev Ice")
-  const users = yield* UsersRepo
-  expect(yield* users.setPassword(account.user.email, Redacted.make(password))).toBe(true)
-  return account
-})
-
-const newCode = Effect.gen(function*() {
-  const response = yield* requestCode()
-  expect(response.status).toBe(200)
-  return response.body as { device_code: string; user_code: string; verification_uri_complete: string }
-})
 
 const expectNoStore = (response: RawResponse) => {
   expect(response.headers.get("cache-control")).toBe("no-store")
@@ -504,7 +483,9 @@ layer(TestServer, { excludeTestServices: true })("device login", (it) => {
         for (const name of ["email", "password", "user_code"]) expect(page.body).toContain(`name="${name}"`)
         expect(page.body).toContain(`name="action" value="approve"`)
         expect(page.body).toContain(`name="action" value="deny"`)
-        expect(page.body).not.toMatch(/<script|src=|href=/)
+        expect(page.body).not.toMatch(/<script|src=/)
+        // The page links to nothing but its icon.
+        expect(Array.from(page.body.matchAll(/href="([^"]*)"/g), ([, href]) => href)).toEqual(["/favicon.svg"])
 
         const document = yield* raw({ method: "GET", path: "/openapi.json" })
         expect(Object.keys(document.body.paths)).toContain("/v1/auth/token")

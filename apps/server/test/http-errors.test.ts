@@ -1,6 +1,7 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { createHash } from "node:crypto"
 import { hashSecret } from "../src/Users/Secrets.js"
 import { raw, signUp, TestServer } from "./support/TestServer.js"
 
@@ -253,6 +254,23 @@ layer(TestServer, { excludeTestServices: true })("errors and authentication", (i
         expect(docs.status).toBe(200)
         expect(docs.contentType).toMatch(/^text\/html/)
         expect(docs.body.includes("Postline: Organizations and Teams API")).toBe(true)
+        // Nothing but this server may be reached from the page, and only its own two inline scripts run.
+        const policy = docs.headers.get("content-security-policy") ?? ""
+        for (const directive of ["default-src 'none'", "connect-src 'self'", "font-src data:", "frame-ancestors 'none'"]) {
+          expect(policy).toContain(directive)
+        }
+        const inlineScripts = Array.from(docs.body.matchAll(/<script>([\s\S]*?)<\/script>/g), ([, script]) => script)
+        expect(inlineScripts).toHaveLength(2)
+        expect(/script-src ([^;]*)/.exec(policy)?.[1]).toBe(
+          ["'wasm-unsafe-eval'", ...inlineScripts.map((script) => `'sha256-${createHash("sha256").update(script).digest("base64")}'`)]
+            .join(" ")
+        )
+        expect(docs.body).not.toMatch(/<(script|link|img)[^>]+(src|href)=/)
+        expect(docs.body).toContain(`"withDefaultFonts":false`)
+        const icon = yield* raw({ method: "GET", path: "/favicon.svg" })
+        expect(icon.status).toBe(200)
+        expect(icon.contentType).toBe("image/svg+xml")
+        expect(icon.body).toMatch(/^<svg /)
         // The server's address sends a browser to the reference, and tells a script where things are.
         const root = yield* raw({ method: "GET", path: "/" })
         expect(root.status).toBe(302)

@@ -1,5 +1,6 @@
 import { HttpServerResponse } from "@effect/platform"
 import { createHash } from "node:crypto"
+import { faviconPath } from "../Http/Favicon.js"
 import type { Asking } from "./DeviceAuthorizationsRepo.js"
 
 const entities: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" }
@@ -10,11 +11,14 @@ const escape = (text: string) => text.replace(/[&<>"']/g, (character) => entitie
 const styles = "body{font:16px/1.5 system-ui,sans-serif;max-width:26rem;margin:3rem auto;padding:0 1rem;color:#1b1b1b}" +
   "label{display:block;margin-top:1rem}input{display:block;box-sizing:border-box;width:100%;padding:.5rem;font:inherit}" +
   "#user_code{text-transform:uppercase;letter-spacing:.15em}.actions{display:flex;gap:.75rem;margin-top:1.5rem}" +
-  "button{flex:1;padding:.6rem;font:inherit;cursor:pointer}.error{color:#a40000;font-weight:600}"
+  "button{flex:1;padding:.6rem;font:inherit;cursor:pointer;border:1px solid #767676;border-radius:4px;background:#f4f4f4}" +
+  "button.primary{background:#1f4fd1;border-color:#1f4fd1;color:#fff}.error{color:#a40000;font-weight:600}"
 
-// The one inline stylesheet is allowed by its hash; nothing else may load, run or frame the page.
+// The one inline stylesheet is allowed by its hash and the icon by its place; nothing else may load, run or frame
+// the page.
 const contentSecurityPolicy = [
   "default-src 'none'",
+  "img-src 'self'",
   `style-src 'sha256-${createHash("sha256").update(styles).digest("base64")}'`,
   "form-action 'self'",
   "frame-ancestors 'none'",
@@ -36,6 +40,7 @@ const document = (title: string, body: string) =>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · Postline</title>
+<link rel="icon" href="${faviconPath}">
 <style>${styles}</style>
 </head>
 <body>
@@ -91,7 +96,7 @@ ${askingParagraph(fields.asking)}${fields.error === undefined ? "" : `<p class="
         escape(fields.userCode ?? "")
       }">
 <div class="actions">
-<button type="submit" name="action" value="approve">Approve</button>
+<button class="primary" type="submit" name="action" value="approve">Approve</button>
 <button type="submit" name="action" value="deny">Deny</button>
 </div>
 </form>`

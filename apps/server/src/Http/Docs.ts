@@ -1,6 +1,7 @@
 import { HttpApi, HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { lazyModule } from "../LazyModule.js"
+import { favicon, faviconPath } from "./Favicon.js"
 
 export const DocsPageModule = lazyModule("./DocsPage.js", () => import("./DocsPage.js"), { makeDocsPage: "function" })
 
@@ -20,4 +21,5 @@ export const DocsLive = HttpApiBuilder.Router.use((router) =>
     yield* router.get("/docs", Effect.flatten(page))
     // A browser opening the server's address lands on the reference; curl sees where everything is.
     yield* router.get("/", HttpServerResponse.json(rootIndex, { status: 302, headers: { location: "/docs" } }))
+    yield* router.get(faviconPath, favicon)
   }))
