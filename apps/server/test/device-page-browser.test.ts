@@ -106,6 +106,46 @@ describe.skipIf(!withChromium)("the device page in a browser", () => {
         yield* expectLoggedIn(code.device_code, account.user.email)
       }))
 
+    it.scoped("denies: the page says the program was not let in, and the program is refused", () =>
+      Effect.gen(function*() {
+        const account = yield* userWithPassword
+        const code = yield* newCode
+        const { page, problems } = yield* watchedPage()
+        const status = yield* inPage(async () => {
+          await page.goto(code.verification_uri_complete)
+          await page.getByLabel("Email").fill(account.user.email)
+          await page.getByLabel("Password").fill(password)
+          return clickToSubmit(page, "Deny")
+        })
+        expect(status).toBe(200)
+        yield* inPage(async () => {
+          expect(await page.getByRole("heading", { level: 1 }).innerText()).toBe("Device denied")
+          expect(await page.locator("main p").innerText()).toBe("postline-cli was not let in. You can close this page.")
+        })
+        yield* screenshot(page, "device-6-denied")
+        const refused = yield* poll(code.device_code)
+        expect(refused.status).toBe(400)
+        expect(refused.body.error).toBe("access_denied")
+        expectNoProblems(problems)
+      }))
+
+    it.scoped("a code typed wrong is said on the page; opened without a code, the page asks for one", () =>
+      Effect.gen(function*() {
+        const account = yield* userWithPassword
+        const { origin, page, problems } = yield* watchedPage()
+        const status = yield* inPage(async () => {
+          await page.goto(`${origin}/device`)
+          expect(await page.getByLabel("Code shown by the program").inputValue()).toBe("")
+          expect(await page.getByText("The program calls itself").count()).toBe(0)
+          await page.getByLabel("Code shown by the program").fill("BCDF-GHJK")
+          return approveAs(page, account.user.email, password)
+        })
+        expect(status).toBe(400)
+        expect(yield* inPage(() => alertText(page))).toBe("No login is waiting for this code: check it against the program.")
+        yield* screenshot(page, "device-7-unknown-code")
+        expectNoProblems(problems, [400])
+      }))
+
     it.scoped("works with JavaScript off: the page is a plain form", () =>
       Effect.gen(function*() {
         const account = yield* userWithPassword
