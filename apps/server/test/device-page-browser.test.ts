@@ -69,9 +69,7 @@ describe.skipIf(!withChromium)("the device page in a browser", () => {
         yield* screenshot(page, "device-1-prefilled")
         yield* expectStillWaiting(code.device_code)
 
-        const status = yield* inPage(async () => {
-          return approveAs(page, account.user.email, password)
-        })
+        const status = yield* inPage(() => approveAs(page, account.user.email, password))
         expect(status).toBe(200)
         expect(yield* inPage(() => page.getByRole("heading", { level: 1 }).innerText())).toBe("Device approved")
         yield* screenshot(page, "device-2-approved")
