@@ -33,6 +33,8 @@ const databaseIndependent = [
   "apps/server/test/text-scaling.test.ts",
   "apps/server/test/wall-clock.test.ts",
   "apps/server/test/deployment-kit.test.ts",
+  "apps/server/test/dockerfile-replay.test.ts",
+  "apps/server/test/workspace-install.test.ts",
   "apps/server/test/credit-costs.test.ts",
   "apps/server/test/docs-page-browser.test.ts"
 ]
