@@ -24,6 +24,7 @@ describe("the built server with Stripe", () => {
       const checkout = yield* call("POST", `${path}/checkout`, { purchase: "credits", credits: 1000, returnUrl: "https://app.example/" })
       expect(checkout).toMatchObject({ status: 201, body: { url: expect.stringMatching(/^https:\/\/checkout\.stripe\.test\//) } })
       expect(stripe.to("/v1/checkout/sessions")).toHaveLength(1)
+      const customer = (yield* call("GET", path)).body.account.paymentCustomerId
 
       const { body, signature } = signedEvent({
         id: `evt_${randomUUID()}`,
@@ -32,6 +33,7 @@ describe("the built server with Stripe", () => {
           id: "cs_process",
           mode: "payment",
           payment_status: "paid",
+          customer,
           metadata: { purpose: "credit_pack", organizationId: organization.id, credits: "1000" }
         }
       })
@@ -69,11 +71,12 @@ describe("the built server with Stripe", () => {
       expect((yield* call("POST", `${path}/checkout`, { purchase: "credits", credits: 1000, returnUrl: "https://app.example/" })).status)
         .toBe(201)
       const paidPack = { purpose: "credit_pack", organizationId: organization.id }
+      const customer = (yield* call("GET", path)).body.account.paymentCustomerId
       expect(
         yield* deliver({
           id: `evt_${randomUUID()}`,
           type: "checkout.session.completed",
-          object: { id: "cs_pack", mode: "payment", payment_status: "paid", metadata: { ...paidPack, credits: "1000" } }
+          object: { id: "cs_pack", mode: "payment", payment_status: "paid", customer, metadata: { ...paidPack, credits: "1000" } }
         })
       ).toBe(200)
       expect(

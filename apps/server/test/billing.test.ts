@@ -366,11 +366,15 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
   it.effect("checkout.session.completed grants the pack's credits once per event id: replayed, and 20 deliveries at once", () =>
     Effect.gen(function*() {
       const { credit, organization } = yield* publishingTeam(0)
+      const sql = yield* SqlClient.SqlClient
+      const customerId = `cus_${randomUUID()}`
+      yield* sql`UPDATE organizations SET payment_customer_id = ${customerId} WHERE id = ${organization.id}`
       const session = (id: string, credits = "1000") => ({
         id,
         object: "checkout.session",
         mode: "payment",
         payment_status: "paid",
+        customer: customerId,
         client_reference_id: organization.id,
         metadata: { purpose: "credit_pack", organizationId: organization.id, credits }
       })
@@ -384,7 +388,6 @@ layer(Layer.provideMerge(CreditsRepo.Default, serverWith({ ...costs, ...stripe.s
       expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(200))
       expect(yield* credit).toEqual({ balance: 6000, reserved: 0, available: 6000 })
 
-      const sql = yield* SqlClient.SqlClient
       const grants = yield* sql<{ amount: number; note: string }>`SELECT amount::float8 AS amount, note FROM credit_transactions
         WHERE organization_id = ${organization.id} ORDER BY amount`
       expect(grants).toEqual([

@@ -8,8 +8,16 @@ export const StripeModule = lazyModule("./Stripe.js", () => import("./Stripe.js"
 
 /** What a payment provider's event means here; each comes from a verified event. */
 export type PaymentEvent = Data.TaggedEnum<{
-  /** A credit pack was paid for through a checkout. */
-  CreditsPaid: { readonly organizationId: OrganizationId; readonly credits: number; readonly reference: string }
+  /**
+   * A credit pack was paid for through a checkout (`reference`, the session: several events tell of one); the
+   * organization named in the checkout's metadata, the customer who paid.
+   */
+  CreditsPaid: {
+    readonly organizationId: OrganizationId
+    readonly customerId: string | null
+    readonly credits: number
+    readonly reference: string
+  }
   /** A payment method the organization's later off-session payments may use. */
   PaymentMethodSaved: { readonly organizationId: OrganizationId; readonly paymentMethodId: string }
   SubscriptionChanged: {

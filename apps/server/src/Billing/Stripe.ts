@@ -97,7 +97,12 @@ const meaningOf = (event: Stripe.Event, plan: Option.Option<PlanSetting>): Payme
       if (session.metadata?.purpose !== creditPack || session.payment_status !== "paid" || !organizationId || Option.isNone(credits)) {
         return PaymentEvent.Ignored()
       }
-      return PaymentEvent.CreditsPaid({ organizationId, credits: credits.value, reference: session.id })
+      return PaymentEvent.CreditsPaid({
+        organizationId,
+        customerId: idOf(session.customer),
+        credits: credits.value,
+        reference: session.id
+      })
     }
     case "payment_intent.succeeded": {
       const intent = event.data.object

@@ -1,5 +1,5 @@
 import { BadRequest, NotFound, type OrganizationId } from "@postline/domain"
-import { Effect, Option } from "effect"
+import { type Data, Effect, Option } from "effect"
 import { withSystemActor } from "../../Access/Authorization.js"
 import { CreditsRepo } from "../../Credits/Repo.js"
 import { transactionally } from "../../Database/Transaction.js"
@@ -30,6 +30,27 @@ export class BillingWebhooks extends Effect.Service<BillingWebhooks>()("BillingW
           : Effect.logWarning(`Billing: credits paid for organization ${organizationId}, which no longer exists (${note})`))
 
     /**
+     * A pack's credits come once per checkout session, whichever of its events tells it paid first (`completed`,
+     * `async_payment_succeeded`, each possibly redelivered under another event id): the session is recorded among the
+     * provider's events (`checkout:<id>`), as a recharge's payment is (Recharges.ts). Only to the organization whose
+     * customer paid: a session naming another organization in its metadata grants nothing.
+     */
+    const creditsPaid = ({ credits, customerId, organizationId, reference }: Data.TaggedEnum.Value<PaymentEvent, "CreditsPaid">) =>
+      Effect.gen(function*() {
+        const payer = customerId === null ? Option.none() : yield* repo.organizationOfCustomer(customerId)
+        if (Option.getOrNull(payer) !== organizationId) {
+          const whose = Option.match(payer, { onNone: () => "no organization's", onSome: (other) => `organization ${other}'s` })
+          return yield* Effect.logWarning(
+            `Billing: checkout ${reference} names organization ${organizationId} but was paid by ${customerId ?? "no customer"}, ` +
+              `${whose} Stripe customer: its ${credits} credits are not granted`
+          )
+        }
+        if (yield* repo.recordEvent(`checkout:${reference}`, "checkout.paid")) {
+          yield* grant(organizationId, credits, `Credit pack, checkout ${reference}`)
+        }
+      })
+
+    /**
      * A live subscription besides the organization's (a second checkout paid in some way): its events are not used,
      * and the customer pays for both; an operator cancels one, at the provider.
      */
@@ -45,7 +66,7 @@ export class BillingWebhooks extends Effect.Service<BillingWebhooks>()("BillingW
 
     const act = ({ createdAt, event }: ReceivedEvent) =>
       PaymentEvent.$match(event, {
-        CreditsPaid: ({ credits, organizationId, reference }) => grant(organizationId, credits, `Credit pack, checkout ${reference}`),
+        CreditsPaid: creditsPaid,
         PaymentMethodSaved: ({ organizationId, paymentMethodId }) => repo.savePaymentMethod(organizationId, paymentMethodId),
         SubscriptionChanged: ({ customerId, ...state }) =>
           Effect.flatMap(repo.setSubscription(customerId, { ...state, plan: planName }, createdAt), (set) =>
