@@ -1,11 +1,31 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
+import { HttpServer } from "@effect/platform"
 import { Effect } from "effect"
 import { createHash } from "node:crypto"
+import { request } from "node:http"
 import { hashSecret } from "../src/Users/Secrets.js"
 import { raw, signUp, TestServer } from "./support/TestServer.js"
 
 const errorBody = (tag: string) => ({ _tag: tag, message: expect.any(String) })
+
+/** A request with any method, TRACE included (fetch refuses to send it), its body read as JSON. */
+const anyMethod = (method: string, path: string, token?: string) =>
+  Effect.flatMap(HttpServer.HttpServer, (server) =>
+    Effect.async<{ status: number; headers: Record<string, string | Array<string> | undefined>; body: unknown }>((resume) => {
+      const { port } = server.address as HttpServer.TcpAddress
+      const headers = token === undefined ? {} : { authorization: `Bearer ${token}` }
+      request({ host: "127.0.0.1", port, method, path, headers }, (response) => {
+        const chunks: Array<Buffer> = []
+        response.on("data", (chunk: Buffer) => chunks.push(chunk))
+        response.on("end", () =>
+          resume(Effect.succeed({
+            status: response.statusCode!,
+            headers: response.headers,
+            body: JSON.parse(Buffer.concat(chunks).toString())
+          })))
+      }).end()
+    }))
 
 layer(TestServer, { excludeTestServices: true })("errors and authentication", (it) => {
   describe("authentication", () => {
@@ -224,11 +244,11 @@ layer(TestServer, { excludeTestServices: true })("errors and authentication", (i
 
   describe("routes", () => {
     it.effect.each([
-      ["POST", "/"],
+      ["POST", "/docs/unknown"],
       ["GET", "/v1"],
       ["GET", "/v1/unknown"],
-      ["DELETE", "/v1/organizations/00000000-0000-0000-0000-000000000000"],
-      ["PUT", "/v1/teams/00000000-0000-0000-0000-000000000000"],
+      ["DELETE", "/v1/organizations/00000000-0000-0000-0000-000000000000/unknown"],
+      ["PUT", "/v1/teams/00000000-0000-0000-0000-000000000000/posts/1/unknown"],
       ["GET", "/v2/organizations"]
     ] as const)("answers %s %s with 404 NotFound JSON", ([method, path]) =>
       Effect.gen(function*() {
@@ -237,6 +257,34 @@ layer(TestServer, { excludeTestServices: true })("errors and authentication", (i
         expect(response.status).toBe(404)
         expect(response.contentType).toMatch(/^application\/json/)
         expect(response.body).toEqual({ _tag: "NotFound", message: `No route for ${method} ${path}` })
+      }))
+
+    it.effect.each([
+      ["TRACE", "/v1/auth/revoke", "POST"],
+      ["GET", "/v1/auth/revoke", "POST"],
+      ["DELETE", "/v1/organizations/00000000-0000-0000-0000-000000000000", "GET, PATCH"],
+      ["PUT", "/v1/teams/00000000-0000-0000-0000-000000000000", "GET, PATCH"],
+      ["POST", "/v1/teams/00000000-0000-0000-0000-000000000000/posts/00000000-0000-0000-0000-000000000000", "DELETE, GET, PATCH"],
+      ["OPTIONS", "/v1/teams/00000000-0000-0000-0000-000000000000/posts/", "GET, POST"],
+      ["DELETE", "/health", "GET"],
+      ["POST", "/", "GET"],
+      ["PATCH", "/mcp", "DELETE, GET, POST"]
+    ] as const)("answers %s %s, a path without that method, with 405 and Allow: %s", ([method, path, allow]) =>
+      Effect.gen(function*() {
+        const alice = yield* signUp()
+        const response = yield* anyMethod(method, path, alice.token)
+        expect(response.status).toBe(405)
+        expect(response.headers.allow).toBe(allow)
+        expect(response.headers["content-type"]).toMatch(/^application\/json/)
+        expect(response.body).toEqual({ _tag: "MethodNotAllowed", message: `${path} does not take ${method}: it takes ${allow}` })
+      }))
+
+    it.effect("answers a method no route has on an unknown path with 404", () =>
+      Effect.gen(function*() {
+        const response = yield* anyMethod("TRACE", "/v1/unknown")
+        expect(response.status).toBe(404)
+        expect(response.headers.allow).toBeUndefined()
+        expect(response.body).toEqual({ _tag: "NotFound", message: "No route for TRACE /v1/unknown" })
       }))
 
     it.effect("serves /health without authentication", () =>

@@ -48,6 +48,15 @@ export class NotFound extends Schema.TaggedError<NotFound>()(
   HttpApiSchema.annotations({ status: 404, description: "No such resource visible to the caller" })
 ) {}
 
+export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()(
+  "MethodNotAllowed",
+  { message: Schema.String },
+  HttpApiSchema.annotations({
+    status: 405,
+    description: "The path exists but not with this method; the Allow header lists the methods it has"
+  })
+) {}
+
 export class Conflict extends Schema.TaggedError<Conflict>()(
   "Conflict",
   { message: Schema.String },

@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { integer, invalidUnless, maxUrlLength, optional, strict, Timestamp, WebsiteUrl } from "./Fields.js"
+import { httpUrlShape, integer, invalidUnless, maxUrlLength, optional, strict, Timestamp, WebsiteUrl } from "./Fields.js"
 import { OrganizationId, PostId, SocialAccountId, TeamId } from "./Ids.js"
 import { OrganizationPath } from "./Organizations.js"
 import { PublishError } from "./Posts.js"
@@ -17,7 +17,7 @@ export const EventType = Schema.Literal(...eventTypes).annotations({
 export type EventType = typeof EventType.Type
 
 // As a social account's address: no user name or password, which an HTTP client would not send.
-const addressShape = /^[Hh][Tt][Tt][Pp][Ss]?:\/\/[/\\]*[^\s\u0000-\u001F\u007F/\\?#@]+(?:[/\\?#][^\s\u0000-\u001F\u007F]*)?$/
+const addressShape = httpUrlShape({ userInfo: false })
 
 export const EventWebhookUrl = WebsiteUrl.pipe(
   Schema.filter((url) => addressShape.test(url), { jsonSchema: { pattern: addressShape.source, maxLength: maxUrlLength } })

@@ -19,17 +19,25 @@ const hasNoNul = (s: string) => !s.includes("\u0000")
 /** A string PostgreSQL can store: text and jsonb refuse the NUL character. */
 export const Text = Schema.String.pipe(Schema.filter(hasNoNul, { jsonSchema: { pattern: `^[^${nul}]*$` } }))
 
+/**
+ * The white space of JavaScript's `\s`, written out: `\s` means other characters in other regular expression
+ * engines (Python's takes U+001C to U+001F and leaves out U+FEFF), so a pattern that says it would let a client or
+ * a fuzzer built on one of them call valid what the server refuses.
+ */
+export const whiteSpace = "\\u0009-\\u000D\\u0020\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000\\uFEFF"
+
 /** Lengths as JSON Schema counts them (minLength, maxLength): in code points, not UTF-16 units. */
 export const codePoints = (s: string) => [...s].length
 
 /**
  * Text of `minLength` to `maxLength` code points, with a character that is not among `blankRanges`
  * and no NUL. The document gets one pattern for both: a second one would need `allOf`, which
- * client generators read as "unknown". Ranges are \s and escapes of characters that end no line,
- * not \p{...}: validators without Unicode regular expressions read them alike, and generators that
+ * client generators read as "unknown". Ranges are escapes of characters that end no line,
+ * not \s or \p{...}: validators without Unicode regular expressions read them alike, and generators that
  * write a pattern out as a regular expression literal (unescaped) do not break it.
  */
 export const visibleText = (options: {
+  /** Ranges of a character class; `\s` in them stands for `whiteSpace`. */
   readonly blankRanges: string
   readonly minLength: number
   readonly maxLength: number
@@ -37,7 +45,9 @@ export const visibleText = (options: {
   readonly refusedRanges?: string
 }) => {
   const refused = `${nul}${options.refusedRanges ?? ""}`
-  const shape = new RegExp(`^[^${refused}]*[^${refused}${options.blankRanges}][^${refused}]*$`)
+  const blank = options.blankRanges.replaceAll("\\s", whiteSpace)
+  const pattern = `^[^${refused}]*[^${refused}${blank}][^${refused}]*$`
+  const shape = new RegExp(pattern)
   return Schema.String.pipe(
     Schema.filter(
       (s) => codePoints(s) >= options.minLength && codePoints(s) <= options.maxLength && shape.test(s),
@@ -45,7 +55,7 @@ export const visibleText = (options: {
         jsonSchema: {
           minLength: options.minLength,
           maxLength: options.maxLength,
-          pattern: `^[^${refused}]*[^${refused}${options.blankRanges}][^${refused}]*$`
+          pattern
         }
       }
     )
@@ -66,20 +76,39 @@ export const Name = visibleText({
 
 export const maxUrlLength = 2048
 
-// The URL parser forgives spaces, missing slashes and control characters; a
-// website must need no forgiving, so it is stored exactly as sent. Spelt without
-// the i flag, so that the document's pattern is this very one.
-const httpUrlShape = /^[Hh][Tt][Tt][Pp][Ss]?:\/\/[^\s\u0000-\u001F\u007F]+$/
+// Any character but white space and controls.
+const visible = `[^${whiteSpace}\\u0000-\\u001F\\u007F]`
+// A host as the URL parser takes it: an IPv6 address in brackets, or a name without the code points it forbids
+// in a host (a percent sign only as an escape). Whether a name passes IDNA, what an escape stands for and whether
+// a number is an IPv4 address, only the parser can say.
+const host = `(?:\\[[0-9A-Fa-f:.]+\\]|(?:[^${whiteSpace}\\u0000-\\u001F\\u007F#%/:<>?@\\[\\\\\\]\\^\\|]|%[0-9A-Fa-f]{2})+)`
+
+// Empty, or a number under 65536 with any leading zeros.
+const port = "(?::0*(?:[0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])?)?"
+
+/**
+ * The shape of an absolute http(s) URL that the URL parser takes as written (it forgives spaces, missing slashes
+ * and control characters; an address must need no forgiving, so it is stored exactly as sent): a host, a port
+ * under 65536, and with `userInfo` a user name or password before an `@`. Spelt without the i flag, so that the
+ * document's pattern is this very one.
+ */
+export const httpUrlShape = (options: { readonly userInfo: boolean }) =>
+  new RegExp(
+    `^[Hh][Tt][Tt][Pp][Ss]?:\\/\\/[/\\\\]*${options.userInfo ? "(?:[^/\\\\?#" + whiteSpace + "\\u0000-\\u001F\\u007F]*@)?" : ""}` +
+      `${host}${port}(?:[/\\\\?#]${visible}*)?$`
+  )
+
+const websiteShape = httpUrlShape({ userInfo: true })
 
 const isHttpUrl = (s: string) =>
-  codePoints(s) <= maxUrlLength && httpUrlShape.test(s) && URL.canParse(s) && new URL(s).hostname.length > 0
+  codePoints(s) <= maxUrlLength && websiteShape.test(s) && URL.canParse(s) && new URL(s).hostname.length > 0
 
 /**
  * An absolute http(s) URL. Not `format: uri`: that format refuses the non-ASCII
  * characters of international addresses, which the server accepts as written.
  */
 export const WebsiteUrl = Schema.String.pipe(
-  Schema.filter(isHttpUrl, { jsonSchema: { pattern: httpUrlShape.source, maxLength: maxUrlLength } })
+  Schema.filter(isHttpUrl, { jsonSchema: { pattern: websiteShape.source, maxLength: maxUrlLength } })
 ).annotations({
   identifier: "WebsiteUrl",
   description: `An absolute http or https URL of at most ${maxUrlLength} characters, with a host, that parses as a URL`

@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { codePoints, invalidUnless, oneOf, strict, Timestamp } from "./Fields.js"
+import { codePoints, invalidUnless, oneOf, strict, Timestamp, whiteSpace } from "./Fields.js"
 import { ListEnvelope, listQueryFields } from "./Lists.js"
 import { OrganizationId, UserId } from "./Ids.js"
 import { OrganizationPath } from "./Organizations.js"
@@ -23,7 +23,7 @@ export const Member = Schema.Struct({
 export type Member = typeof Member.Type
 
 // No white space, and no NUL, which PostgreSQL cannot store.
-const emailShape = /^[^\s@\u0000]+@[^\s@\u0000]+$/
+const emailShape = new RegExp(`^[^${whiteSpace}@\\u0000]+@[^${whiteSpace}@\\u0000]+$`)
 const maxEmailLength = 254
 
 const Email = Schema.String.pipe(

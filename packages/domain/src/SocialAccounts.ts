@@ -1,6 +1,18 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { codePoints, invalidUnless, maxUrlLength, oneOf, optional, strict, Text, Timestamp, WebsiteUrl } from "./Fields.js"
+import {
+  codePoints,
+  httpUrlShape,
+  invalidUnless,
+  maxUrlLength,
+  Name,
+  oneOf,
+  optional,
+  strict,
+  Text,
+  Timestamp,
+  WebsiteUrl
+} from "./Fields.js"
 import { SocialAccountId, TeamId } from "./Ids.js"
 import { ListEnvelope, listQueryFields } from "./Lists.js"
 
@@ -59,7 +71,7 @@ const ServiceUrl = WebsiteUrl.annotations(invalidUnless("must be an absolute htt
 // No user name or password in an address: an HTTP client will not send a request to a URL with one, so the
 // account could never publish. The URL parser takes for one whatever comes before an `@` in the authority
 // (after the slashes that follow the scheme, up to a `/`, `\`, `?` or `#`), even nothing.
-const addressShape = /^[Hh][Tt][Tt][Pp][Ss]?:\/\/[/\\]*[^\s\u0000-\u001F\u007F/\\?#@]+(?:[/\\?#][^\s\u0000-\u001F\u007F]*)?$/
+const addressShape = httpUrlShape({ userInfo: false })
 
 /**
  * An address of the account. The document states the refusal of a user name or password in the pattern;
@@ -102,7 +114,10 @@ export const ConnectMastodon = Schema.Struct({
 
 export const ConnectWebhook = Schema.Struct({
   provider: Schema.Literal("webhook"),
-  url: address("Where each publish is POSTed as a signed JSON event")
+  url: address("Where each publish is POSTed as a signed JSON event"),
+  name: optional(Name.annotations({
+    description: "The account's displayName (default: none): a webhook's handle is its host alone, which two webhooks may share"
+  }))
 }).annotations({ ...strict, identifier: "ConnectWebhook" })
 
 const Credentials = Schema.Union(ConnectBluesky, ConnectMastodon, ConnectWebhook)
@@ -123,8 +138,8 @@ const hasNoUserInfo = (credentials: typeof Credentials.Type) => {
   return url === undefined || addressShape.test(url) || { path: [field], message: "must not contain a user name or password" }
 }
 
-/** Credentials of one provider, chosen by `provider`. */
-export const SocialAccountCredentials = Credentials.pipe(Schema.filter(hasNoUserInfo)).annotations({
+/** Credentials of one provider, chosen by `provider`. Each member's address pattern states the rule to the document. */
+export const SocialAccountCredentials = Credentials.pipe(Schema.filter(hasNoUserInfo, { jsonSchema: {} })).annotations({
   identifier: "SocialAccountCredentials"
 })
 export type SocialAccountCredentials = typeof SocialAccountCredentials.Type

@@ -4,11 +4,13 @@ import {
   DecodeIssue,
   HttpApiDecodeError,
   InternalError,
+  MethodNotAllowed,
   NotFound,
   PostlineApi,
   Unauthorized
 } from "@postline/domain"
-import { Cause, Effect, Option, Schema } from "effect"
+import { Cause, Effect, Layer, Option, Schema } from "effect"
+import { makeAllowedMethods } from "./AllowedMethods.js"
 import { refusalIn, withBoundedBody } from "./RequestBody.js"
 
 type PlatformIssue = HttpApiError.HttpApiDecodeError["issues"][number]
@@ -55,39 +57,57 @@ const refuseBody = (refusal: { readonly reason: string; readonly message: string
 
 const encodeBadRequest = Schema.encode(BadRequest)
 
+// RFC 9110: a path that exists answers a method it does not have with 405 and the methods it has.
+const methodNotAllowed = (method: string, path: string, allowed: ReadonlyArray<string>) =>
+  Effect.map(
+    Effect.orDie(encodeMethodNotAllowed(
+      new MethodNotAllowed({ message: `${path} does not take ${method}: it takes ${allowed.join(", ")}` })
+    )),
+    (body) => HttpServerResponse.unsafeJson(body, { status: 405, headers: { allow: allowed.join(", ") } })
+  )
+
+const encodeMethodNotAllowed = Schema.encode(MethodNotAllowed)
+
 /**
  * Gives every failure the contract's `{ _tag, message }` body: the platform's
- * own decode error, unknown routes and unreadable bodies are rewritten, and
- * anything unexpected becomes a 500 whose details go to the log only.
+ * own decode error, unknown routes (404, or 405 where the path has other
+ * methods) and unreadable bodies are rewritten, and anything unexpected
+ * becomes a 500 whose details go to the log only.
  */
-export const ErrorBodiesLive = HttpApiBuilder.middleware(PostlineApi, (app) =>
-  Effect.catchAllCause(
-    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-      const bounded = withBoundedBody(request)
-      return bounded === request ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, bounded)
-    }), (cause) =>
-    Effect.gen(function*() {
-      const failure = Cause.failureOption(cause)
-      if (Option.isSome(failure)) {
-        // The router's error type does not name what the platform itself raises.
-        const error: unknown = failure.value
-        if (error instanceof HttpApiError.HttpApiDecodeError) return yield* toContractDecodeError(error)
-        if (error instanceof Unauthorized) return yield* challenge(error)
-        if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") {
-          const request = yield* HttpServerRequest.HttpServerRequest
-          return yield* new NotFound({ message: `No route for ${request.method} ${request.url.split("?")[0]}` })
+export const ErrorBodiesLive = HttpApiBuilder.middleware(
+  PostlineApi,
+  Effect.map(makeAllowedMethods, (allowedMethods) => (app) =>
+    Effect.catchAllCause(
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        const bounded = withBoundedBody(request)
+        return bounded === request ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, bounded)
+      }), (cause) =>
+      Effect.gen(function*() {
+        const failure = Cause.failureOption(cause)
+        if (Option.isSome(failure)) {
+          // The router's error type does not name what the platform itself raises.
+          const error: unknown = failure.value
+          if (error instanceof HttpApiError.HttpApiDecodeError) return yield* toContractDecodeError(error)
+          if (error instanceof Unauthorized) return yield* challenge(error)
+          if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") {
+            const request = yield* HttpServerRequest.HttpServerRequest
+            const path = request.url.split("?")[0]!
+            const allowed = yield* allowedMethods(path)
+            if (allowed.length > 0) return yield* methodNotAllowed(request.method, path, allowed)
+            return yield* new NotFound({ message: `No route for ${request.method} ${path}` })
+          }
+          return yield* Effect.failCause(cause)
         }
-        return yield* Effect.failCause(cause)
-      }
-      const defect = Cause.dieOption(cause)
-      const refusal = refusalIn(cause)
-      if (Option.isSome(refusal)) return yield* refuseBody(refusal.value)
-      if (Option.isSome(defect) && isRequestBodyError(defect.value)) {
-        return yield* new BadRequest({ message: "The request body is not valid JSON" })
-      }
-      if (Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause)
-      yield* Effect.logError("Unexpected failure", cause)
-      return yield* new InternalError({ message: "Internal server error" })
-    })
+        const defect = Cause.dieOption(cause)
+        const refusal = refusalIn(cause)
+        if (Option.isSome(refusal)) return yield* refuseBody(refusal.value)
+        if (Option.isSome(defect) && isRequestBodyError(defect.value)) {
+          return yield* new BadRequest({ message: "The request body is not valid JSON" })
+        }
+        if (Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause)
+        yield* Effect.logError("Unexpected failure", cause)
+        return yield* new InternalError({ message: "Internal server error" })
+      })
+    )
   )
-)
+).pipe(Layer.provide(HttpApiBuilder.Router.Live))

@@ -1,5 +1,3 @@
-import { isSupportedTimezone } from "@postline/domain"
-
 /**
  * What the server refuses though `openapi.json` cannot say it, each said in its
  * field's description instead; in one place, so that the parity tests skip these
@@ -26,11 +24,6 @@ export const documentExceptions: ReadonlyArray<DocumentException> = [
     rule: "in the future and before year 9999 (UTC)",
     refuses: (value) =>
       typeof value === "string" && !(Date.parse(value) > Date.now() && Date.parse(value) < Date.UTC(9999, 0, 1))
-  },
-  {
-    property: "timezone",
-    rule: "a zone the server's runtime supports (its list changes with Node.js)",
-    refuses: (value) => typeof value === "string" && !isSupportedTimezone(value)
   },
   url("website"),
   url("serviceUrl"),
