@@ -16,34 +16,39 @@ COPY package.json pnpm-lock.yaml pnpm-workspace.yaml .npmrc ./
 COPY patches/ patches/
 COPY apps/server/package.json apps/server/
 COPY packages/domain/package.json packages/domain/
+COPY packages/mcp/package.json packages/mcp/
 COPY packages/test-bluesky/package.json packages/test-bluesky/
 COPY bench/peers/package.json bench/peers/
 
-# --- build: the server and the domain package with their dev dependencies, then `pnpm build` ----
+# --- build: the server and the workspace packages it bundles, with their dev dependencies, then `pnpm build` --
 FROM pnpm AS build
 RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store \
     pnpm install --frozen-lockfile --store-dir /pnpm/store \
-      --filter @postline/server --filter @postline/domain
+      --filter @postline/server --filter @postline/domain --filter @postline/mcp
 COPY tsconfig.base.json ./
 COPY packages/domain/ packages/domain/
+COPY packages/mcp/ packages/mcp/
 COPY apps/server/ apps/server/
 # apps/server/dist: main.js, admin.js, their chunks and the embedded database's template.
 RUN pnpm build
+# runtime-deps: a package.json and a lockfile of what the bundle loads from node_modules, nothing more.
+RUN node apps/server/scripts/runtime-dependencies.mjs runtime-deps
 
-# --- production dependencies: what the bundle loads from node_modules (pg, @electric-sql/pglite,
-# sharp, heic-decode) comes with the server's other runtime dependencies, from the lockfile ---------
+# --- production dependencies: only the packages the bundle leaves outside (pg, @electric-sql/pglite, sharp,
+# heic-decode: native code and WebAssembly) and theirs, at the workspace lockfile's versions --------------------
 FROM pnpm AS prod-deps
+WORKDIR /runtime
+COPY --from=build /src/runtime-deps/ ./
 RUN --mount=type=cache,id=pnpm-store,target=/pnpm/store \
-    pnpm install --frozen-lockfile --prod --store-dir /pnpm/store --filter @postline/server
+    pnpm install --frozen-lockfile --prod --store-dir /pnpm/store
 
 # --- runtime ----------------------------------------------------------------------------------------
 FROM node:${NODE_VERSION}-bookworm-slim AS runtime
 ENV PORT=3000 \
     DATA_DIR=/data
 WORKDIR /app
-# pnpm's layout: apps/server/node_modules links into node_modules/.pnpm.
-COPY --from=prod-deps /src/node_modules/ node_modules/
-COPY --from=prod-deps /src/apps/server/node_modules/ apps/server/node_modules/
+# pnpm's layout: node_modules/<name> links into node_modules/.pnpm; the bundle finds them from apps/server/dist.
+COPY --from=prod-deps /runtime/node_modules/ node_modules/
 COPY --from=build /src/apps/server/package.json apps/server/
 COPY --from=build /src/apps/server/dist/ apps/server/dist/
 # The embedded database and its credentials key live in /data; /media is there to mount a shared media

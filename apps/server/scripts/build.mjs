@@ -8,6 +8,13 @@ import { fileURLToPath, pathToFileURL } from "node:url"
 
 const serverDir = join(dirname(fileURLToPath(import.meta.url)), "..")
 
+/**
+ * The packages the bundle loads from node_modules at run time, all else being inside it: native code (sharp's
+ * libvips), WebAssembly (heic-decode's libheif, the embedded database) and pg. The image installs these alone
+ * (scripts/runtime-dependencies.mjs).
+ */
+export const externalPackages = ["pg", "@electric-sql/pglite", "sharp", "heic-decode"]
+
 /** The version the server logs when it starts (src/StartupLog.ts), from package.json. */
 const version = JSON.parse(readFileSync(join(serverDir, "package.json"), "utf8")).version
 
@@ -63,8 +70,7 @@ const bundle = async (entry, outdir, out = basename(entry).replace(/\.ts$/, ""))
     platform: "node",
     format: "esm",
     target: "node24",
-    // Native code (sharp's libvips) and WebAssembly (heic-decode's libheif) load from node_modules, as pg does.
-    external: ["pg", "@electric-sql/pglite", "sharp", "heic-decode"],
+    external: externalPackages,
     outdir,
     splitting: true,
     metafile: true,
