@@ -21,6 +21,35 @@ export const nameFromFile = (name: string) => {
   return base !== "." && base !== ".." && isName(base) ? base : null
 }
 
+// The parser's own grammar for a Content-Type's parameters, without its non-ASCII: what passes here, it reads
+// (a boundary it cannot read is thrown from inside it, a 500).
+const contentTypeParameter = /; *([!#$%&'*+.^\w`|~-]+)=("(?:[\u0020\u0021\u0023-\u005b\u005d-\u007e]|\\[\u0020-\u007e])*"|[!#$%&'*+.^\w`|~-]+) */y
+
+// RFC 2046: 1 to 70 of these characters, the last not a space.
+const boundaryValue = /^[0-9A-Za-z'()+_,\-./:=? ]{0,69}[0-9A-Za-z'()+_,\-./:=?]$/
+
+const notAForm = "An upload is a multipart/form-data form: send the file in its part named file"
+const badBoundary = "The Content-Type's boundary is missing or malformed: 1 to 70 letters, digits, spaces or '()+_,-./:=? " +
+  "(the last not a space), in quotes unless a token, given once"
+
+/** Why an upload's Content-Type cannot be read as a form before a byte of its body is; undefined when it can. */
+export const formContentTypeRefusal = (header = ""): BadRequest | undefined => {
+  const semicolon = header.indexOf(";")
+  if ((semicolon === -1 ? header : header.slice(0, semicolon)).trim().toLowerCase() !== "multipart/form-data") {
+    return new BadRequest({ message: notAForm })
+  }
+  const boundaries: Array<string> = []
+  let index = semicolon === -1 ? header.length : semicolon
+  while (index < header.length) {
+    contentTypeParameter.lastIndex = index
+    const parameter = contentTypeParameter.exec(header)
+    if (parameter === null) return new BadRequest({ message: badBoundary })
+    if (parameter[1]!.toLowerCase() === "boundary") boundaries.push(parameter[2]!.replace(/^"(.*)"$/, "$1"))
+    index = contentTypeParameter.lastIndex
+  }
+  return boundaries.length === 1 && boundaryValue.test(boundaries[0]!) ? undefined : new BadRequest({ message: badBoundary })
+}
+
 const refusal = (error: Multipart.MultipartError) => {
   switch (error.reason) {
     case "FileTooLarge":

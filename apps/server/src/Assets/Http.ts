@@ -1,8 +1,9 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
-import { Asset, AssetList, AssetUpload, BadRequest, PostlineApi } from "@postline/domain"
+import { Asset, AssetList, AssetUpload, PostlineApi } from "@postline/domain"
 import { Effect, Layer } from "effect"
 import { asEncoded } from "../Http/Encoded.js"
 import { AssetDownloads } from "./Download.js"
+import { formContentTypeRefusal } from "./Form.js"
 import { AssetImports } from "./Import.js"
 import { Assets, type Uploaded } from "./Service.js"
 import { AssetUploads } from "./Uploads.js"
@@ -27,16 +28,14 @@ export const AssetsHttpLive = HttpApiBuilder.group(PostlineApi, "assets", (handl
       .handle("importAsset", ({ path, payload }) => Effect.map(imports.importFrom(path.teamId, payload), answered))
   }))
 
-const multipartContentType = /^multipart\/form-data\s*;\s*boundary=/i
-
 export const AssetUploadsHttpLive = HttpApiBuilder.group(PostlineApi, "assetUploads", (handlers) =>
   Effect.gen(function*() {
     const assets = yield* Assets
-    return handlers.handle("uploadAsset", ({ path, payload, request }) =>
-      // The form parser throws on a body that is not a form: such a body is refused before it is read.
-      multipartContentType.test(request.headers["content-type"] ?? "")
-        ? Effect.map(assets.upload(path.teamId, payload), answered)
-        : new BadRequest({ message: "An upload is a multipart/form-data form: send the file in its part named file" }))
+    return handlers.handle("uploadAsset", ({ path, payload, request }) => {
+      // The form parser throws on a body that is not a form, or a boundary it cannot read: refused before it is read.
+      const refused = formContentTypeRefusal(request.headers["content-type"])
+      return refused === undefined ? Effect.map(assets.upload(path.teamId, payload), answered) : refused
+    })
   }))
 
 export const AssetContentHttpLive = HttpApiBuilder.group(PostlineApi, "assetContent", (handlers) =>
