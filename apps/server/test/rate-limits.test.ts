@@ -1,7 +1,7 @@
 import { describe, expect, it, layer } from "@effect/vitest"
-import { HttpServerRequest } from "@effect/platform"
+import { HttpApi, HttpServerRequest } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { TooManyRequests } from "@postline/domain"
+import { AddressRateLimit, CallerRateLimit, PostlineApi, TooManyRequests, TransferRateLimit } from "@postline/domain"
 import { Cause, ConfigProvider, Context, Effect, Exit, Layer, Logger, LogLevel, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { ClientAddress } from "../src/RateLimits/ClientAddress.js"
@@ -127,6 +127,45 @@ layer(serverWith(anonymous), { excludeTestServices: true })("rate limits by addr
 
 const form = { "content-type": "application/x-www-form-urlencoded" }
 
+layer(serverWith({ ...anonymous, RATE_LIMIT_TRANSFER_REQUESTS: "2" }), { excludeTestServices: true })("rate limits of signed transfers", (it) => {
+  const unknown = "00000000-0000-4000-8000-000000000000"
+  const download = raw({ method: "GET", path: `/v1/teams/${unknown}/assets/${unknown}/content?expires=1&signature=x` })
+  const put = raw({
+    method: "PUT",
+    path: `/v1/uploads/${unknown}?expires=1&signature=x`,
+    headers: { "content-type": "application/octet-stream" },
+    body: "bytes"
+  })
+
+  it.effect("a download and a presigned PUT count against the client address, apart from the device login", () =>
+    Effect.gen(function*() {
+      const first = yield* download
+      expect(first.status).not.toBe(429)
+      expect(first.headers.get("ratelimit-policy")).toBe(`"transfer";q=2;w=60`)
+      expect(remaining(first)).toBe(1)
+      const second = yield* put
+      expect(second.status).not.toBe(429)
+      expect(remaining(second)).toBe(0)
+      expectTooManyRequests(yield* download, "transfer")
+      const refusedPut = yield* put
+      expectTooManyRequests(refusedPut, "transfer")
+      expect(refusedPut.body.message).toMatch(/^Too many requests: at most 2 every 60 seconds of signed downloads and uploads from each address/)
+      // The device login's endpoints keep their own count.
+      const metadata = yield* raw({ method: "GET", path: "/.well-known/oauth-authorization-server" })
+      expect(metadata.status).toBe(200)
+      expect(metadata.headers.get("ratelimit-policy")).toBe(`"address";q=2;w=60`)
+    }))
+
+  it.effect("Stripe's webhook is not limited: never 429, no RateLimit fields", () =>
+    Effect.gen(function*() {
+      for (let i = 0; i < 4; i++) {
+        const answer = yield* raw({ method: "POST", path: "/v1/billing/webhooks/stripe", json: { id: "evt_1", type: "ping" } })
+        expect(answer.status).not.toBe(429)
+        expect(answer.headers.get("ratelimit-policy")).toBeNull()
+      }
+    }))
+})
+
 const fromProxy = (forwardedFor: string) =>
   raw({ method: "GET", path: "/.well-known/oauth-authorization-server", headers: { "x-forwarded-for": forwardedFor } })
 
@@ -185,6 +224,27 @@ describe("the client address", () => {
 })
 
 describe("the OpenAPI document", () => {
+  it("declares 429 TooManyRequests exactly on the operations that a rate limit counts", () => {
+    const spec = JSON.parse(renderOpenApi())
+    const rateLimits: ReadonlyArray<unknown> = [CallerRateLimit, AddressRateLimit, TransferRateLimit]
+    const declared: Array<[string, boolean]> = []
+    const counted: Array<[string, boolean]> = []
+    HttpApi.reflect(PostlineApi, {
+      onGroup() {},
+      onEndpoint({ endpoint, middleware }) {
+        const operation = `${endpoint.method} ${endpoint.path.replace(/:(\w+)/g, "{$1}")}`
+        const [method, path] = [endpoint.method.toLowerCase(), endpoint.path.replace(/:(\w+)/g, "{$1}")]
+        declared.push([operation, spec.paths[path][method].responses[429] !== undefined])
+        counted.push([operation, [...middleware].some((tag) => rateLimits.includes(tag))])
+      }
+    })
+    expect(declared).toEqual(counted)
+    for (const operation of ["GET /v1/teams/{teamId}/assets/{assetId}/content", "PUT /v1/uploads/{uploadId}"]) {
+      expect(counted).toContainEqual([operation, true])
+    }
+    for (const operation of ["POST /v1/billing/webhooks/stripe", "GET /health"]) expect(counted).toContainEqual([operation, false])
+  })
+
   it("declares 429 TooManyRequests on the API's operations and the device login's", () => {
     const spec = JSON.parse(renderOpenApi())
     for (const [path, method] of [["/v1/organizations", "get"], ["/v1/auth/token", "post"], ["/.well-known/oauth-authorization-server", "get"]]) {

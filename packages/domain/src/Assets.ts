@@ -5,6 +5,7 @@ import { codePoints, integer, invalidUnless, oneOf, optional, strict, Text, Time
 import { FolderName } from "./Folders.js"
 import { AssetId, FolderId, TeamId, Uuid } from "./Ids.js"
 import { ListEnvelope, listQueryFields } from "./Lists.js"
+import { TransferRateLimit } from "./RateLimits.js"
 
 export const AssetKind = oneOf("image", "video").annotations({ identifier: "AssetKind", description: "image or video" })
 export type AssetKind = typeof AssetKind.Type
@@ -353,6 +354,11 @@ export class AssetContentGroup extends HttpApiGroup.make("assetContent")
           "after the URL expires or when it was changed; 404 for an upload completed or forgotten."
       )
   )
+  .middleware(TransferRateLimit)
   .annotate(OpenApi.Title, "asset content")
-  .annotate(OpenApi.Description, "Signed transfers of assets' bytes: downloads, and the one-time PUT of a presigned upload")
+  .annotate(
+    OpenApi.Description,
+    "Signed transfers of assets' bytes: downloads, and the one-time PUT of a presigned upload. Each counts against " +
+      "its client address's limit of transfers (429 `TooManyRequests` past it, with `Retry-After`)."
+  )
 {}

@@ -4,6 +4,7 @@ import { CreditBalance } from "./Credits.js"
 import { BillingDisabled, NotFound } from "./Errors.js"
 import { integer, invalidUnless, strict, WebsiteUrl } from "./Fields.js"
 import { Organization, OrganizationPath } from "./Organizations.js"
+import { notRateLimited } from "./RateLimits.js"
 
 /** The most credits one setting may name: far above any pack, far below what bigint columns hold. */
 export const maxCredits = 1_000_000_000
@@ -212,8 +213,10 @@ export class BillingWebhooksGroup extends HttpApiGroup.make("billingWebhooks")
       .annotate(
         OpenApi.Description,
         "Stripe's webhook: the body must carry a valid `Stripe-Signature` (400 otherwise). Each event acts once, " +
-          "however often it is delivered; events the server does not use are acknowledged. 404 when billing is off."
+          "however often it is delivered; events the server does not use are acknowledged. 404 when billing is off. " +
+          "Not rate limited: Stripe's retries of a burst must all be taken."
       )
+      .annotate(OpenApi.Transform, notRateLimited)
   )
   .annotate(OpenApi.Title, "billing webhooks")
   .annotate(OpenApi.Description, "What the payment provider tells the server")

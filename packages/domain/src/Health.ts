@@ -2,6 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { ServiceUnavailable } from "./Errors.js"
 import { integer } from "./Fields.js"
+import { notRateLimited } from "./RateLimits.js"
 
 export const SchedulerStatus = Schema.Struct({
   sending: integer("Sends of due posts this process has under way"),
@@ -29,8 +30,9 @@ export class HealthGroup extends HttpApiGroup.make("health")
       .annotate(
         OpenApi.Description,
         "Whether the service and its database answer (503 when the database does not), and the state of the " +
-          "scheduler. Needs no authentication."
+          "scheduler. Needs no authentication, and is not rate limited."
       )
+      .annotate(OpenApi.Transform, notRateLimited)
   )
   .annotate(OpenApi.Description, "Service health")
 {}

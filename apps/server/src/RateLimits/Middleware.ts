@@ -1,5 +1,5 @@
 import { HttpServerRequest } from "@effect/platform"
-import { AddressRateLimit, CallerRateLimit, CurrentCaller } from "@postline/domain"
+import { AddressRateLimit, CallerRateLimit, CurrentCaller, TransferRateLimit } from "@postline/domain"
 import { Effect, Layer, Option } from "effect"
 import { hashSecret } from "../Users/Secrets.js"
 import { ClientAddress } from "./ClientAddress.js"
@@ -22,15 +22,18 @@ export const CallerRateLimitLive = Layer.effect(
       Effect.flatMap(callerKey(request), (key) => limits.count("caller", key))))
 )
 
-export const AddressRateLimitLive = Layer.effect(
-  AddressRateLimit,
+/** A middleware that counts each request under `policy`, keyed by its client address. */
+const perAddress = (policy: "address" | "transfer") =>
   Effect.gen(function*() {
     const limits = yield* RequestLimits
     const address = yield* ClientAddress
-    return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => limits.count("address", address.of(request)))
+    return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => limits.count(policy, address.of(request)))
   })
-)
 
-export const RateLimitMiddlewareLive = Layer.mergeAll(CallerRateLimitLive, AddressRateLimitLive).pipe(
+export const AddressRateLimitLive = Layer.effect(AddressRateLimit, perAddress("address"))
+
+export const TransferRateLimitLive = Layer.effect(TransferRateLimit, perAddress("transfer"))
+
+export const RateLimitMiddlewareLive = Layer.mergeAll(CallerRateLimitLive, AddressRateLimitLive, TransferRateLimitLive).pipe(
   Layer.provide([RequestLimits.Default, ClientAddress.Default])
 )

@@ -5,10 +5,17 @@ import { Duration, Effect, Ref } from "effect"
 import { RateLimitSettings } from "./Settings.js"
 import { RateLimiterLive } from "./Store.js"
 
-/** A limit of requests per window, named in the RateLimit fields; `caller`s are tokens and API keys. */
-export type Policy = "caller" | "address"
+/**
+ * A limit of requests per window, named in the RateLimit fields; `caller`s are tokens and API keys, `transfer`s
+ * the signed downloads and uploads of bytes, counted per address.
+ */
+export type Policy = "caller" | "address" | "transfer"
 
-const whose = { caller: "for each token or API key", address: "from each address" } as const
+const whose = {
+  caller: "for each token or API key",
+  address: "from each address",
+  transfer: "of signed downloads and uploads from each address"
+} as const
 
 const seconds = (duration: Duration.Duration) => Math.max(0, Math.ceil(Duration.toSeconds(duration)))
 
@@ -23,7 +30,11 @@ export class RequestLimits extends Effect.Service<RequestLimits>()("RequestLimit
     const limiter = yield* RateLimiter.RateLimiter
     const settings = yield* RateLimitSettings
     const storeDown = yield* Ref.make(false)
-    const limits = { caller: settings.callerRequests, address: settings.addressRequests } as const
+    const limits = {
+      caller: settings.callerRequests,
+      address: settings.addressRequests,
+      transfer: settings.transferRequests
+    } as const
     const windowSeconds = settings.windowSeconds
 
     const withFields = (fields: Record<string, string>) =>

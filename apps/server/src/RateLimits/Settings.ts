@@ -11,6 +11,7 @@ export class RateLimitSettings extends Effect.Service<RateLimitSettings>()("Rate
   effect: Effect.all({
     callerRequests: positive("RATE_LIMIT_REQUESTS", 1200),
     addressRequests: positive("RATE_LIMIT_ANONYMOUS_REQUESTS", 120),
+    transferRequests: positive("RATE_LIMIT_TRANSFER_REQUESTS", 1200),
     windowSeconds: positive("RATE_LIMIT_WINDOW_SECONDS", 60)
   })
 }) {}
