@@ -140,6 +140,7 @@ const server: ChildProcess = spawn(
       HOST: "127.0.0.1",
       RATE_LIMIT_REQUESTS: "1000000",
       RATE_LIMIT_ANONYMOUS_REQUESTS: "1000000",
+      RATE_LIMIT_TRANSFER_REQUESTS: "1000000",
       APPROVAL_MAX_FAILURES: "1000000",
       // Webhook accounts call the receiver below, on this machine.
       OUTBOUND_ALLOW_PRIVATE: "true"
