@@ -1,6 +1,7 @@
 import { describe, expect, it, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { ConfigProvider, Effect, HashMap, Layer, Logger, LogLevel } from "effect"
+import { readFileSync } from "node:fs"
 import { Webhook } from "standardwebhooks"
 import { makeWebhookReceiver, publishingTeam, type ReceivedEvent } from "./support/Publishing.js"
 import { publishEnv, readUntil } from "./support/ProcessPublishing.js"
@@ -307,7 +308,13 @@ describe("the event webhook, from the built server", () => {
     Effect.gen(function*() {
       const events = yield* makeWebhookReceiver
       const receiver = yield* makeWebhookReceiver
-      const env = publishEnv(yield* freshDatabaseEnv, { CREDIT_COSTS: "{}", SCHEDULER_POLL_MS: "200" })
+      const env = publishEnv(yield* freshDatabaseEnv, {
+        CREDIT_COSTS: "{}",
+        SCHEDULER_POLL_MS: "200",
+        PUBLIC_URL: "https://postline.example",
+        // For the start line, which names the version.
+        LOG_LEVEL: "INFO"
+      })
       const { token } = yield* createUserWithToken(env)
       const server = yield* startServer(env)
       const call = callsAs(server, token)
@@ -323,5 +330,10 @@ describe("the event webhook, from the built server", () => {
         { type: "post.published", data: { postId: post.id, socialAccountId: hook.id, teamId: team.id, status: "published" } }
       ])
       expect(server.lines.join("\n")).not.toContain(set.body.signingSecret.slice(6))
+      // Both the event and the publish name the server as its start line does (the version the build wrote in).
+      const version = server.lines.join("\n").match(/Postline (\S+) is listening/)?.[1]
+      expect(version).toBe(JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version)
+      expect(events.received[0]!.headers["user-agent"]).toBe(`Postline/${version} (+https://postline.example)`)
+      expect(receiver.received[0]!.headers["user-agent"]).toBe(`Postline/${version} (+https://postline.example)`)
     }), { timeout: 60_000 })
 })

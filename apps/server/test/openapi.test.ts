@@ -52,6 +52,16 @@ describe("the OpenAPI document", () => {
     expect(readFileSync(openApiPath, "utf8")).toBe(renderOpenApi())
   })
 
+  it("is titled Postline and opens /docs with a getting-started, the rules of every request after it", () => {
+    expect(spec.info.title).toBe("Postline")
+    const description: string = spec.info.description
+    expect(description).toMatch(/^Draft, schedule and publish social posts[^\n]*\n\n## Getting started\n\n1\. /)
+    for (const step of ["pnpm admin users create", "Authorization: Bearer", "POST /v1/organizations", "post-now"]) {
+      expect(description.indexOf(step), step).toBeLessThan(description.indexOf("## Every request"))
+    }
+    expect(description.indexOf("408 `RequestTimeout`")).toBeGreaterThan(description.indexOf("## Every request"))
+  })
+
   it("has the contract's version, operation ids and paths", () => {
     expect(spec.info.version).toBe("0.1.0")
     expect(operations.map(({ method, operation, path }) => `${operation.operationId} ${method.toUpperCase()} ${path}`).sort())

@@ -61,6 +61,27 @@ const dropBuiltinFromUnion = (value: { anyOf: Array<{ $ref?: string }> }) => {
   return anyOf.length === 1 ? { ...value, anyOf: undefined, ...anyOf[0] } : { ...value, anyOf }
 }
 
+// Opens /docs: a first post in a few calls, then what applies to every request.
+const apiDescription = [
+  "Draft, schedule and publish social posts for organizations and their teams.",
+  "## Getting started",
+  "1. On the server, `pnpm admin users create --email you@example.com --name You` prints your token, once. Send " +
+  "it as `Authorization: Bearer <token>` (here: Authentication, then every Test Request carries it).",
+  "2. `POST /v1/organizations` `{\"name\":\"Acme\"}`, then `POST /v1/teams` " +
+  "`{\"organizationId\":\"…\",\"name\":\"Social\"}`.",
+  "3. Connect an account: `POST /v1/teams/{teamId}/social-accounts` with Bluesky, Mastodon, or " +
+  "`{\"provider\":\"webhook\",\"url\":\"https://…\"}`, which receives each post as a signed JSON event.",
+  "4. `POST /v1/teams/{teamId}/posts` `{\"content\":\"Hello\"}`, then `POST /v1/teams/{teamId}/posts/{postId}/post-now` " +
+  "`{\"socialAccountIds\":[\"…\"]}` (or `/schedule` with a `scheduledAt`). Publishing spends the organization's " +
+  "credits: with billing off, the operator grants them (`pnpm admin credits grant`).",
+  "## Every request",
+  "Errors are `{ _tag, message }` with their status. A path asked with a method it does not have answers 405 " +
+  "`MethodNotAllowed` with an `Allow` header. Any request may get, and every operation lists, 408 `RequestTimeout` " +
+  "(its headers or body arrived slower than the server's timeouts) or 431 `RequestHeaderFieldsTooLarge` (its " +
+  "request line and headers exceed 16384 bytes), with a `{ _tag, message }` body; the server then closes the " +
+  "connection."
+].join("\n\n")
+
 /**
  * Everything that acts for a caller: authenticated first (added last, it runs
  * first, so an anonymous caller learns nothing about its request), then counted
@@ -113,15 +134,9 @@ export class PostlineApi extends HttpApi.make("postline")
   .addError(TooManyRequests)
   .addError(RequestHeaderFieldsTooLarge)
   .addError(InternalError)
-  .annotate(OpenApi.Title, "Postline: Organizations and Teams API")
+  .annotate(OpenApi.Title, "Postline")
   .annotate(OpenApi.Version, "0.1.0")
-  .annotate(
-    OpenApi.Description,
-    "Draft, schedule and publish social posts for organizations and their teams. Any request may get, and every " +
-      "operation lists, 408 `RequestTimeout` (its headers or body arrived slower than the server's timeouts) or " +
-      "431 `RequestHeaderFieldsTooLarge` (its request line and headers exceed 16384 bytes), with a " +
-      "`{ _tag, message }` body; the server then closes the connection."
-  )
+  .annotate(OpenApi.Description, apiDescription)
   .annotate(OpenApi.Servers, [{ url: "/", description: "The Postline server that serves this document" }])
   .annotate(OpenApi.Transform, describeContractDecodeError)
 {}

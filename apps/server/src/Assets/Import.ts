@@ -1,8 +1,8 @@
 import { BadGateway, BadRequest, type ImportAsset, PayloadTooLarge, type TeamId } from "@postline/domain"
-import { Config, Effect, Layer } from "effect"
+import { Effect } from "effect"
 import * as Path from "node:path"
 import { authorize } from "../Access/Authorization.js"
-import { Outbound, type OutboundError } from "../Outbound/Outbound.js"
+import { configuredOutbound, Outbound, type OutboundError } from "../Outbound/Outbound.js"
 import { nameFromFile } from "./Form.js"
 import { AssetsPolicy } from "./Policy.js"
 import { Assets, scopedWorkDir } from "./Service.js"
@@ -16,12 +16,7 @@ const importTimeoutMillis = 120_000
  * The outbound guard, configured as the providers' (`OUTBOUND_ALLOW_PRIVATE`): only `https:` addresses on the
  * public internet, redirects not followed. Its own instance, for its own timeout.
  */
-const ImportGuardLive = Layer.unwrapEffect(
-  Effect.map(
-    Config.boolean("OUTBOUND_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
-    (allowPrivate) => Outbound.Default({ allowPrivate, totalTimeoutMillis: importTimeoutMillis })
-  )
-)
+const ImportGuardLive = configuredOutbound(importTimeoutMillis)
 
 /** What the caller is told: an address refused is theirs to fix (400), a host that failed is not (502). */
 const refusalOf = (error: OutboundError) =>

@@ -1,5 +1,4 @@
-import { Config, Effect, Layer } from "effect"
-import { Outbound } from "../Outbound/Outbound.js"
+import { configuredOutbound } from "../Outbound/Outbound.js"
 
 /** How long one delivery of an event may take, connecting (at most 5 s of it) and reading the answer included. */
 export const deliveryTimeoutMillis = 10_000
@@ -9,9 +8,4 @@ export const deliveryTimeoutMillis = 10_000
  * addresses on the public internet, redirects not followed, answers read up to 1 MiB. Its own instance, for its
  * own timeout.
  */
-export const EventsGuardLive = Layer.unwrapEffect(
-  Effect.map(
-    Config.boolean("OUTBOUND_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
-    (allowPrivate) => Outbound.Default({ allowPrivate, totalTimeoutMillis: deliveryTimeoutMillis })
-  )
-)
+export const EventsGuardLive = configuredOutbound(deliveryTimeoutMillis)

@@ -1,9 +1,10 @@
-import { Config, Duration, Effect, Layer, Schema, type Scope, Stream } from "effect"
+import { Config, Duration, Effect, Layer, Option, Schema, type Scope, Stream } from "effect"
 import { lookup as dnsLookup } from "node:dns/promises"
 import type { LookupAddress, LookupOptions } from "node:dns"
 import { isIP } from "node:net"
 import { Agent, fetch as undiciFetch } from "undici"
 import { PublishSettings } from "../Publishing/Settings.js"
+import { serverVersion } from "../StartupLog.js"
 import { reservedRange } from "./Addresses.js"
 
 /**
@@ -28,6 +29,8 @@ export interface OutboundOptions {
   readonly maxResponseBytes?: number
   /** Resolves a host name to all its addresses; the system resolver (`dns.lookup`) by default. */
   readonly resolve?: Resolver
+  /** Sent with every call, whatever the caller set; `Postline/<version>` by default (see `outboundUserAgent`). */
+  readonly userAgent?: string
 }
 
 /** An answer, read whole. */
@@ -47,6 +50,19 @@ export interface OutboundStream {
 }
 
 const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true })
+
+/**
+ * How Postline names itself to the hosts it calls, so that their operators can tell who calls and where to
+ * reach the server's own: `Postline/<version> (+<PUBLIC_URL>)`, without the address when PUBLIC_URL is not set.
+ */
+export const outboundUserAgent = Config.option(Config.url("PUBLIC_URL")).pipe(
+  Config.map((publicUrl) =>
+    Option.match(publicUrl, {
+      onNone: () => `Postline/${serverVersion}`,
+      onSome: (url) => `Postline/${serverVersion} (+${url.href.replace(/\/+$/, "")})`
+    })
+  )
+)
 
 const redirectStatuses = new Set([301, 302, 303, 307, 308])
 
@@ -92,6 +108,7 @@ export class Outbound extends Effect.Service<Outbound>()("Outbound", {
       const resolve = options.resolve ?? systemResolver
       const totalTimeoutMillis = options.totalTimeoutMillis ?? 15_000
       const maxResponseBytes = options.maxResponseBytes ?? 1024 * 1024
+      const userAgent = options.userAgent ?? `Postline/${serverVersion}`
 
       const refusedAddress = (host: string, address: string): OutboundError | undefined => {
         const range = options.allowPrivate ? undefined : reservedRange(address)
@@ -193,9 +210,11 @@ export class Outbound extends Effect.Service<Outbound>()("Outbound", {
        */
       const dispatch = async (url: URL, request: Request, signal: AbortSignal): Promise<Response> => {
         const streamed = request.body !== null && (request.headers.get("content-type") ?? "").startsWith("multipart/form-data")
+        const headers = new Headers(request.headers)
+        headers.set("user-agent", userAgent)
         const response = await undiciFetch(url, {
           method: request.method,
-          headers: [...request.headers],
+          headers: [...headers],
           body: request.body === null ? null : streamed ? request.body : Buffer.from(await request.arrayBuffer()),
           ...(streamed ? { duplex: "half" as const } : {}),
           redirect: "manual",
@@ -283,13 +302,22 @@ export class Outbound extends Effect.Service<Outbound>()("Outbound", {
 }) {}
 
 /**
- * The outbound client as configured: `OUTBOUND_ALLOW_PRIVATE=true` allows private addresses and `http:`. A
- * call may take a second more than a send (`PUBLISH_TIMEOUT_SECONDS`), whose own timeout governs it.
+ * An outbound client as configured, with its own total timeout: `OUTBOUND_ALLOW_PRIVATE=true` allows private
+ * addresses and `http:`; calls name the server by `outboundUserAgent`.
+ */
+export const configuredOutbound = (totalTimeoutMillis: number) =>
+  Layer.unwrapEffect(
+    Effect.gen(function*() {
+      const allowPrivate = yield* Config.boolean("OUTBOUND_ALLOW_PRIVATE").pipe(Config.withDefault(false))
+      const userAgent = yield* outboundUserAgent
+      return Outbound.Default({ allowPrivate, totalTimeoutMillis, userAgent })
+    })
+  )
+
+/**
+ * The providers' outbound client: a call may take a second more than a send (`PUBLISH_TIMEOUT_SECONDS`), whose
+ * own timeout governs it.
  */
 export const OutboundLive = Layer.unwrapEffect(
-  Effect.gen(function*() {
-    const allowPrivate = yield* Config.boolean("OUTBOUND_ALLOW_PRIVATE").pipe(Config.withDefault(false))
-    const { timeout } = yield* PublishSettings
-    return Outbound.Default({ allowPrivate, totalTimeoutMillis: Duration.toMillis(timeout) + 1000 })
-  })
+  Effect.map(PublishSettings, ({ timeout }) => configuredOutbound(Duration.toMillis(timeout) + 1000))
 ).pipe(Layer.provide(PublishSettings.Default))

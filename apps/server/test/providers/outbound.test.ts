@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { ConfigProvider, Context, Effect, Layer, Stream } from "effect"
+import { readFileSync } from "node:fs"
 import { reservedRange } from "../../src/Outbound/Addresses.js"
-import { Outbound, type Resolver } from "../../src/Outbound/Outbound.js"
+import { configuredOutbound, Outbound, type Resolver } from "../../src/Outbound/Outbound.js"
 import { retryAfterSeconds } from "../../src/Outbound/RetryAfter.js"
 import { makeLocalServer } from "../support/LocalServer.js"
 
@@ -207,6 +208,44 @@ describe("Outbound", () => {
       const response = yield* Effect.promise(() => client.fetch(new Request(`${url}/x`, { method: "POST", body: "ping" })))
       expect(response.status).toBe(201)
       expect(yield* Effect.promise(() => response.json())).toEqual({ got: "ping" })
+    }))
+})
+
+describe("Outbound's User-Agent", () => {
+  // What the server logs at start (src/StartupLog.ts) and the build writes into the bundle.
+  const version = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version
+
+  const recordingUserAgents = Effect.gen(function*() {
+    const seen: Array<string | undefined> = []
+    const url = yield* makeLocalServer((request, response) => {
+      seen.push(request.headers["user-agent"])
+      response.end("ok")
+    })
+    return { seen, url }
+  })
+
+  it.scopedLive("names Postline on every kind of call, over what the caller set", () =>
+    Effect.gen(function*() {
+      const { seen, url } = yield* recordingUserAgents
+      const client = yield* outbound({ allowPrivate: true, userAgent: "Postline/9.9.9 (+https://postline.example)" })
+      yield* client.request(url)
+      yield* client.request(url, { method: "POST", body: "{}", headers: { "user-agent": "some-library/1.0" } })
+      yield* Effect.promise(() => client.fetch(url, { headers: { "User-Agent": "undici" } }))
+      yield* Effect.scoped(Effect.flatMap(client.stream(url), ({ body }) => Stream.runDrain(body)))
+      expect(seen).toEqual(Array(4).fill("Postline/9.9.9 (+https://postline.example)"))
+    }))
+
+  it.scopedLive("is Postline/<version> (+<PUBLIC_URL>) as configured, and Postline/<version> without PUBLIC_URL", () =>
+    Effect.gen(function*() {
+      const { seen, url } = yield* recordingUserAgents
+      for (const env of [{ PUBLIC_URL: "https://postline.example.com/" }, {}]) {
+        const client = yield* Layer.build(configuredOutbound(5_000)).pipe(
+          Effect.map(Context.get(Outbound)),
+          Effect.withConfigProvider(ConfigProvider.fromJson({ OUTBOUND_ALLOW_PRIVATE: "true", ...env }))
+        )
+        yield* client.request(url)
+      }
+      expect(seen).toEqual([`Postline/${version} (+https://postline.example.com)`, `Postline/${version}`])
     }))
 })
 
