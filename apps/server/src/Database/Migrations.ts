@@ -17,6 +17,7 @@ import billing from "./migrations/0014_billing.js"
 import analytics from "./migrations/0015_analytics.js"
 import meteredUsage from "./migrations/0016_metered_usage.js"
 import billingReconciliation from "./migrations/0017_billing_reconciliation.js"
+import scheduledTargets from "./migrations/0018_scheduled_targets.js"
 
 const run = Migrator.make({})
 
@@ -38,7 +39,8 @@ export const migrations = {
   "0014_billing": billing,
   "0015_analytics": analytics,
   "0016_metered_usage": meteredUsage,
-  "0017_billing_reconciliation": billingReconciliation
+  "0017_billing_reconciliation": billingReconciliation,
+  "0018_scheduled_targets": scheduledTargets
 }
 
 /** Runs `these` migrations that have not run yet: all of them, unless a test stops at an earlier schema. */

@@ -2,8 +2,7 @@ import { Duration, Effect, Layer, Option, Schedule } from "effect"
 import { type Authorized, withSystemActor } from "../Access/Authorization.js"
 import { transactionally } from "../Database/Transaction.js"
 import { SoleProcess } from "../Database/SoleProcess.js"
-import type { AttemptOutcome } from "./Repo.js"
-import { type AttemptToSend, PublishingRepo } from "./Repo.js"
+import { type AbandonedAttempt, type AttemptOutcome, PublishingRepo } from "./Repo.js"
 import { logTargetFailed, Publishing } from "./Service.js"
 import { PublishSettings } from "./Settings.js"
 
@@ -13,10 +12,11 @@ const batchSize = 8
 /**
  * What no process is finishing: an attempt unfinished `PUBLISH_RECOVERY_SECONDS` after it began was left by
  * a process that died, or got no answer in time. It ends as `unknown` and its target is sent again under a
- * new attempt, with the same provider key, so that the provider can tell a repeat; after the last attempt,
- * the target fails and its credits are given back. Each process looks every quarter of that time, from its
- * start, taking attempts no other process has taken. The only process on its database takes those left by
- * an earlier one at once.
+ * new attempt, with the same provider key, so that the provider can tell a repeat, and under its publish's
+ * rules: a scheduled target's failure that may pass is tried again after a backoff, a post-now's ends it.
+ * After the last attempt, the target fails and its credits are given back. Each process looks every quarter
+ * of that time, from its start, taking attempts no other process has taken. The only process on its database
+ * takes those left by an earlier one at once.
  */
 export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishRecovery", {
   effect: Effect.gen(function*() {
@@ -26,20 +26,20 @@ export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishR
 
     /** What became of an attempt taken over: sent again under a new attempt, or (after the last) its target ended. */
     type TakenOver =
-      | { readonly _tag: "Resend"; readonly target: AttemptToSend }
-      | { readonly _tag: "GaveUp"; readonly left: AttemptToSend; readonly ended: Option.Option<AttemptOutcome> }
+      | { readonly _tag: "Resend"; readonly target: AbandonedAttempt }
+      | { readonly _tag: "GaveUp"; readonly left: AbandonedAttempt; readonly ended: Option.Option<AttemptOutcome> }
 
-    const giveUp = (left: AttemptToSend) =>
+    const giveUp = (left: AbandonedAttempt) =>
       Effect.gen(function*() {
         const ended = yield* publishing.giveUp(left)
         yield* targets.refreshStatus(left.postId)
         return { _tag: "GaveUp", left, ended } satisfies TakenOver
       })
 
-    const takeOver = (left: AttemptToSend): Effect.Effect<TakenOver, never, Authorized<"Post", "publish">> =>
+    const takeOver = (left: AbandonedAttempt): Effect.Effect<TakenOver, never, Authorized<"Post", "publish">> =>
       left.ordinal >= settings.maxAttempts ? giveUp(left) : Effect.gen(function*() {
         yield* targets.endUnanswered(left.postId, left.socialAccountId, left.attempt)
-        const started = yield* targets.startAttempt(left.postId, left.socialAccountId, left.creditsReserved)
+        const started = yield* targets.startAttempt(left.postId, left.socialAccountId, left.creditsReserved, left.scheduled)
         return { _tag: "Resend", target: { ...left, ...started } } satisfies TakenOver
       })
 
@@ -61,7 +61,8 @@ export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishR
       const toSend = taken.flatMap((taking) => taking._tag === "Resend" ? [taking.target] : [])
       yield* Effect.forEach(
         toSend,
-        (target) => Effect.zipRight(publishing.sendAgain(target, { retries: false }), targets.refreshStatus(target.postId)),
+        (target) =>
+          Effect.zipRight(publishing.sendAgain(target, { retries: target.scheduled }), targets.refreshStatus(target.postId)),
         { concurrency: "unbounded", discard: true }
       )
       return taken.length

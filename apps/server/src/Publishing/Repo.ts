@@ -46,6 +46,14 @@ export interface AttemptToSend {
   readonly ordinal: number
 }
 
+/**
+ * An unfinished attempt the recovery takes over, and whether its target's publish was scheduled: it is sent
+ * again under its publish's rules (a scheduled target's failure that may pass is tried again after a backoff).
+ */
+export interface AbandonedAttempt extends AttemptToSend {
+  readonly scheduled: boolean
+}
+
 /** What an attempt that never got its answer (its send timed out, or its process stopped) records. */
 export const unansweredMessage = "No answer: the attempt was cut short (its send timed out, or its server process stopped)"
 
@@ -99,16 +107,19 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
       ELSE (SELECT coalesce(max(a.attempt), 0) FROM publish_attempts a
         WHERE a.post_id = post_targets.post_id AND a.social_account_id = post_targets.social_account_id) END`
 
-    /** The target is being sent: pending with its credits held (and no longer due), and a new attempt started. */
-    const startAttempt = (postId: PostId, socialAccountId: SocialAccountId, creditsReserved: number) =>
+    /**
+     * The target is being sent: pending with its credits held (and no longer due), and a new attempt started;
+     * `scheduled` says whose rules its publish follows (a post-now's, or a schedule's when the recovery sends again).
+     */
+    const startAttempt = (postId: PostId, socialAccountId: SocialAccountId, creditsReserved: number, scheduled: boolean) =>
       Effect.gen(function*() {
         const [{ before }] = yield* sql<{ readonly before: number }>`INSERT INTO post_targets
-            (post_id, social_account_id, status, credits_reserved)
-          VALUES (${postId}, ${socialAccountId}, 'pending', ${creditsReserved})
+            (post_id, social_account_id, status, credits_reserved, scheduled)
+          VALUES (${postId}, ${socialAccountId}, 'pending', ${creditsReserved}, ${scheduled})
           ON CONFLICT (post_id, social_account_id) DO UPDATE SET status = 'pending', external_id = NULL, url = NULL,
             published_at = NULL, error_category = NULL, error_message = NULL, error_retryable = NULL,
             credits_reserved = EXCLUDED.credits_reserved, credits_spent = 0, attempts_before = ${attemptsBefore},
-            due_at = NULL, updated_at = now()
+            due_at = NULL, scheduled = EXCLUDED.scheduled, updated_at = now()
           RETURNING attempts_before AS before`
         const [{ attempt }] = yield* sql<{ readonly attempt: number }>`INSERT INTO publish_attempts
             (post_id, social_account_id, attempt, provider)
@@ -208,10 +219,10 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
      * send is in doubt), locked until the caller's transaction ends; those that others have locked are skipped.
      */
     const abandonedAttempts = (seconds: number, limit: number, leftBefore: Date | null) =>
-      sql<AttemptToSend>`SELECT a.post_id AS "postId", a.social_account_id AS "socialAccountId",
+      sql<AbandonedAttempt>`SELECT a.post_id AS "postId", a.social_account_id AS "socialAccountId",
           p.team_id AS "teamId", t.organization_id AS "organizationId", a.provider, p.content,
           p.link_tracking AS "linkTracking", pt.credits_reserved AS "creditsReserved", a.attempt,
-          a.attempt - pt.attempts_before AS ordinal
+          a.attempt - pt.attempts_before AS ordinal, pt.scheduled
         FROM publish_attempts a
           JOIN post_targets pt ON pt.post_id = a.post_id AND pt.social_account_id = a.social_account_id
           JOIN posts p ON p.id = a.post_id JOIN teams t ON t.id = p.team_id
@@ -255,15 +266,15 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
       )
 
     /**
-     * A target to be sent at a scheduled time: pending, its credits held, no attempt yet, due at `dueAt`; one
-     * that failed before keeps its last error on show until it is sent.
+     * A target to be sent at a scheduled time: pending, its credits held, no attempt yet, due at `dueAt`, under
+     * the scheduled rules; one that failed before keeps its last error on show until it is sent.
      */
     const awaitTarget = (postId: PostId, socialAccountId: SocialAccountId, creditsReserved: number, dueAt: Date) =>
-      sql`INSERT INTO post_targets (post_id, social_account_id, status, credits_reserved, due_at)
-        VALUES (${postId}, ${socialAccountId}, 'pending', ${creditsReserved}, ${dueAt})
+      sql`INSERT INTO post_targets (post_id, social_account_id, status, credits_reserved, due_at, scheduled)
+        VALUES (${postId}, ${socialAccountId}, 'pending', ${creditsReserved}, ${dueAt}, true)
         ON CONFLICT (post_id, social_account_id) DO UPDATE SET status = 'pending', external_id = NULL, url = NULL,
           published_at = NULL, credits_reserved = EXCLUDED.credits_reserved, credits_spent = 0,
-          attempts_before = ${attemptsBefore}, due_at = EXCLUDED.due_at, updated_at = now()`.pipe(
+          attempts_before = ${attemptsBefore}, due_at = EXCLUDED.due_at, scheduled = true, updated_at = now()`.pipe(
         Effect.asVoid,
         Effect.orDie,
         policyRequire("Post", "publish")

@@ -456,7 +456,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
             return { checks, sending: [] }
           }
           const sending = yield* Effect.forEach(toSend, (checked, index) =>
-            Effect.map(targets.startAttempt(postId, checked.account.id, checked.credits), (started): Sending => ({
+            Effect.map(targets.startAttempt(postId, checked.account.id, checked.credits, false), (started): Sending => ({
               organizationId: team.organizationId,
               postId,
               content: text,
