@@ -19,7 +19,7 @@ const versionFromSources = (): string => {
 export const serverVersion: string = typeof POSTLINE_VERSION === "string" ? POSTLINE_VERSION : versionFromSources()
 
 /** The database, for operators: where it is, never how to log in to it. */
-const databaseOf = (deployment: Deployment) =>
+export const databaseOf = (deployment: Deployment) =>
   deployment._tag === "Postgres"
     ? {
       words: `the PostgreSQL database "${deployment.target.database}" on ${deployment.target.server}`,

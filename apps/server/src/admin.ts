@@ -10,7 +10,7 @@ import { adminSocketPath, serveAdminApi, socketAnswers, socketHttpClient } from 
 import { DatabaseLive } from "./Database/Database.js"
 import { CurrentDeployment, DeploymentLive } from "./Deployment.js"
 import { CredentialsCipherLive } from "./Providers/CredentialsCipher.js"
-import { serverVersion } from "./StartupLog.js"
+import { databaseOf, serverVersion } from "./StartupLog.js"
 
 /**
  * The admin API this command talks to: the running server's, through its data folder's socket, when a
@@ -19,9 +19,14 @@ import { serverVersion } from "./StartupLog.js"
  */
 const AdminTransportLive = Layer.unwrapScoped(Effect.gen(function*() {
   const deployment = yield* CurrentDeployment
+  // Said on standard error, since a shell without the server's DATABASE_URL would write to an embedded database.
+  const using = `Using ${databaseOf(deployment).words}`
   if (deployment._tag === "Embedded") {
     const running = adminSocketPath(deployment.dataDir)
-    if (yield* socketAnswers(running)) return socketHttpClient(running)
+    if (yield* socketAnswers(running)) {
+      yield* Console.error(`${using}, through the server running on it (DATABASE_URL is not set)`)
+      return socketHttpClient(running)
+    }
     // `./data` from another folder than the server's would be a new, empty installation, not the server's.
     if (!Fs.existsSync(deployment.dataDir)) {
       return yield* Effect.fail(
@@ -29,6 +34,7 @@ const AdminTransportLive = Layer.unwrapScoped(Effect.gen(function*() {
       )
     }
   }
+  yield* Console.error(deployment._tag === "Embedded" ? `${using} (DATABASE_URL is not set)` : using)
   const folder = yield* Effect.acquireRelease(
     Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "postline-admin-"))),
     (folder) => Effect.sync(() => Fs.rmSync(folder, { recursive: true, force: true }))

@@ -16,7 +16,8 @@ import { OutboundLive } from "./Outbound/Outbound.js"
 import { CredentialsCipherLive } from "./Providers/CredentialsCipher.js"
 import { SocialProviders } from "./Providers/Registry.js"
 import { SchedulerLive } from "./Publishing/Scheduler.js"
-import { logStartFailure } from "./StartupError.js"
+import { CredentialsKeysCheckLive } from "./SocialAccounts/CredentialsKeysCheck.js"
+import { logStartFailure, StartupError } from "./StartupError.js"
 import { logStopped, withStartStopLog } from "./StartupLog.js"
 import { withTracing } from "./Tracing.js"
 
@@ -29,8 +30,19 @@ const ServerLive = Layer.unwrapEffect(Effect.gen(function*() {
   return NodeHttpServer.layer(() => lifecycle.createServer(timeouts), address).pipe(Layer.mapError(listenFailure(address)))
 }))
 
-/** The social networks, reached through the outbound guard; credentials encrypted with the configured key. */
-const ProvidersLive = Layer.merge(SocialProviders.Default.pipe(Layer.provide(OutboundLive)), CredentialsCipherLive)
+/** A missing or malformed key says what to do in one line, like any other setting. */
+const CipherLive = CredentialsCipherLive.pipe(Layer.mapError((error) =>
+  error._tag === "CredentialsKeyError" ? new StartupError({ message: error.message }) : error
+))
+
+/**
+ * The social networks, reached through the outbound guard; credentials encrypted with the configured key, which
+ * must read every stored record (CredentialsKeysCheck.ts) before anything, the scheduler first, reads one.
+ */
+const ProvidersLive = Layer.merge(
+  SocialProviders.Default.pipe(Layer.provide(OutboundLive)),
+  CredentialsKeysCheckLive.pipe(Layer.provideMerge(CipherLive))
+)
 
 /** On PostgreSQL, processes share the scheduled work; the embedded database has one process. */
 const ScheduledPublishingLive = Layer.unwrapEffect(

@@ -90,6 +90,21 @@ describe("pnpm admin", () => {
       expect(output.email).toBe("alice@example.com")
       expect(output.token).toMatch(/^plt_[A-Za-z0-9_-]{43}$/)
       expect(created.stdout.trim().split("\n")).toHaveLength(1)
+      // Which database it used, on standard error: a shell without the server's DATABASE_URL shows at once.
+      expect(created.stderr.split("\n")[0]).toBe(
+        env.DATABASE_URL
+          ? `Using the PostgreSQL database "${new URL(env.DATABASE_URL).pathname.slice(1)}" on 127.0.0.1:5432`
+          : `Using the embedded database in ${Path.resolve(env.DATA_DIR!)} (DATABASE_URL is not set)`
+      )
+      if (env.DATABASE_URL) {
+        // The URL's password is never said.
+        const url = new URL(env.DATABASE_URL)
+        url.password = "s3cret-pw"
+        const listed = yield* admin(["users", "list"], { ...env, DATABASE_URL: url.toString() })
+        expect(listed.code, listed.stderr).toBe(0)
+        expect(listed.stderr).toMatch(/^Using the PostgreSQL database "postline_test_\w+" on 127\.0\.0\.1:5432\n/)
+        expect(listed.stderr).not.toContain("s3cret-pw")
+      }
 
       const duplicate = yield* admin(["users", "create", "--email", "ALICE@example.com", "--name", "Alice 2"], env)
       expect(duplicate.code).not.toBe(0)
@@ -163,7 +178,7 @@ describe("pnpm admin", () => {
       // --help of the whole, and of one command, on standard output.
       const help = yield* admin(["--help"], env)
       expect(help.code).toBe(0)
-      for (const command of ["users create", "users list", "users token", "users set-password", "organizations list", "credits grant", "credentials rotate"]) {
+      for (const command of ["users create", "users list", "users token", "users set-password", "organizations list", "credits grant", "credentials rotate", "credentials forget-key"]) {
         expect(help.stdout).toContain(command)
       }
       const tokenHelp = yield* admin(["users", "token", "--help"], env)
@@ -277,6 +292,19 @@ describe("pnpm admin", () => {
           )
         )
 
+        // A rotation by settings without key C would mark its account for every process: refused, nothing changed.
+        const refusedRotation = yield* admin(["credentials", "rotate"], withKeys(keyB, keyA))
+        expect(refusedRotation).toMatchObject({ code: 1, stdout: "" })
+        expect(refusedRotation.stderr).toContain(`encrypted with key ${(yield* cipherOf(keyC)).keyId} (1 account), which this process does not have`)
+        const statuses = yield* Effect.promise(() => queryOn(env, "SELECT DISTINCT status FROM social_accounts"))
+        expect(statuses).toEqual([{ status: "connected" }])
+
+        // No process has key C: the operator says so, or no server without it would start.
+        const keyIdC = (yield* cipherOf(keyC)).keyId
+        const forgotten = yield* admin(["credentials", "forget-key", keyIdC], withKeys(keyB, keyA))
+        expect(forgotten.code, forgotten.stderr).toBe(0)
+        expect(JSON.parse(forgotten.stdout)).toEqual({ keyId: keyIdC, marked: 1, accounts: 1 })
+
         // B is the key now, A a previous one: a change of credentials is written under B.
         const second = yield* startServer(withKeys(keyB, keyA))
         const repaired = yield* callsAs(second, user.token)("PATCH", `${accounts}/${patched}`, credentials)
@@ -292,7 +320,7 @@ describe("pnpm admin", () => {
         const byKey = yield* Effect.promise(() =>
           queryOn(env, "SELECT split_part(credentials, '.', 2) AS key, count(*)::int AS n FROM social_accounts GROUP BY 1 ORDER BY 2")
         )
-        expect(byKey).toEqual([{ key: (yield* cipherOf(keyC)).keyId, n: 1 }, { key: keyIdB, n: many + 2 }])
+        expect(byKey).toEqual([{ key: keyIdC, n: 1 }, { key: keyIdB, n: many + 2 }])
 
         // A dropped: every account still checks and publishes, but the one no key could read.
         const third = yield* startServer(withKeys(keyB))
@@ -322,6 +350,15 @@ describe("pnpm admin", () => {
         const hint = server.lines.find((line) => line.includes("No user yet"))
         expect(hint).toContain("pnpm admin users create --email you@example.com --name You")
         expect(hint).toContain(`curl -H \\"Authorization: Bearer <token>\\" ${server.base}/v1/organizations`)
+        // Where to run the command (else it uses another database), and that the CLI's login needs a password.
+        expect(hint).toContain(
+          env.DATABASE_URL
+            ? "in a shell with this server's DATABASE_URL and CREDENTIALS_KEY: pnpm admin users create"
+            : `in a shell without DATABASE_URL, with DATA_DIR=${Path.resolve(env.DATA_DIR!)} or in this folder: pnpm admin users create`
+        )
+        expect(hint).toContain(
+          "for `postline login` (the CLI), give the user a password too: pnpm admin users set-password --email you@example.com"
+        )
         if (testDatabaseKind === "embedded") {
           // The socket's folder is the server's user's alone.
           expect(statSync(Path.join(env.DATA_DIR!, "admin")).mode & 0o777).toBe(0o700)
@@ -331,6 +368,11 @@ describe("pnpm admin", () => {
         const created = yield* admin(["users", "create", "--email", "op@example.com", "--name", "Op"], env)
         expect(created.code, created.stderr).toBe(0)
         const { id, token } = JSON.parse(created.stdout)
+        if (testDatabaseKind === "embedded") {
+          expect(created.stderr.split("\n")[0]).toBe(
+            `Using the embedded database in ${Path.resolve(env.DATA_DIR!)}, through the server running on it (DATABASE_URL is not set)`
+          )
+        }
         const organization = yield* callsAs(server, token)("POST", "/v1/organizations", { name: "Acme" })
         expect(organization.status).toBe(201)
 

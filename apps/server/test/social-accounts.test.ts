@@ -3,7 +3,8 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Logger, LogLevel, Schema } from "effect"
 import { CredentialsCipher, unknownKeyMessage } from "../src/Providers/CredentialsCipher.js"
 import { credentialsFromJson } from "../src/Providers/Credentials.js"
-import { UnreadableCredentialsLive } from "../src/SocialAccounts/UnreadableCredentials.js"
+import { CredentialsKeysCheckLive } from "../src/SocialAccounts/CredentialsKeysCheck.js"
+import { SocialAccountsRepo } from "../src/SocialAccounts/Repo.js"
 import { BlueskyNetwork } from "./support/BlueskyNetwork.js"
 import { makeLocalServer } from "./support/LocalServer.js"
 import { makeMastodonFake } from "./support/MastodonFake.js"
@@ -244,13 +245,19 @@ layer(Layer.merge(makeTestServer(capturingLogger), BlueskyNetwork.layer()), { ex
         expect(verified.status).toBe(200)
         expect(verified.body).toMatchObject(unreadable)
 
-        // At start, the server marks the accounts whose key it does not have; a key given back connects them again.
-        yield* Layer.build(UnreadableCredentialsLive)
+        // At start, a server without their key refuses (another process may have it) and marks nothing; once the
+        // key is declared lost, it starts and the accounts need reconnecting; a key given back connects them again.
+        const refused = yield* Effect.flip(Layer.build(CredentialsKeysCheckLive))
+        expect(refused).toMatchObject({ _tag: "StartupError", message: expect.stringContaining(`encrypted with key ${elsewhere.keyId} (1 account)`) })
+        expect(yield* get(hook.id)).toMatchObject({ status: "connected", lastError: null })
+        const repo = yield* SocialAccountsRepo.pipe(Effect.provide(SocialAccountsRepo.Default))
+        expect(yield* repo.markLostKey(elsewhere.keyId, unknownKeyMessage)).toEqual({ marked: 1, total: 2 })
+        yield* Layer.build(CredentialsKeysCheckLive)
         expect(yield* get(hook.id)).toMatchObject(unreadable)
         const listed = yield* call("GET", "/social-accounts?status=reconnect_required")
         expect(listed.body.data.map((account: any) => account.id).sort()).toEqual([hook.id, toot.id].sort())
         yield* sql`UPDATE social_accounts SET credentials = ${readable.get(hook.id)!} WHERE id = ${hook.id}`
-        yield* Layer.build(UnreadableCredentialsLive)
+        yield* Layer.build(CredentialsKeysCheckLive)
         expect(yield* get(hook.id)).toMatchObject({ status: "connected", lastError: null })
         yield* sql`UPDATE social_accounts SET credentials = ${yield* elsewhere.encrypt("{}")} WHERE id = ${hook.id}`
 

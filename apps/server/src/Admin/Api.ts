@@ -56,6 +56,14 @@ export class CommandFailed extends Schema.TaggedError<CommandFailed>()("CommandF
 
 export const RotationCounts = Schema.Struct({ reencrypted: Schema.Number, alreadyCurrent: Schema.Number, unreadable: Schema.Number })
 
+/** A credentials key's id, as ciphertexts and the server's refusal to start name it. */
+export const CredentialsKeyId = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9_-]{8}$/, { message: () => "must be a key id: 8 characters, as the server names it" })
+)
+
+/** A key declared lost: how many accounts this marked, and how many use that key in all. */
+export const ForgottenKey = Schema.Struct({ keyId: Schema.String, marked: Schema.Number, accounts: Schema.Number })
+
 class UsersGroup extends HttpApiGroup.make("users")
   .add(
     HttpApiEndpoint.post("create", "/users")
@@ -97,6 +105,13 @@ class CreditsGroup extends HttpApiGroup.make("credits")
 
 class CredentialsGroup extends HttpApiGroup.make("credentials")
   .add(HttpApiEndpoint.post("rotate", "/credentials/rotation").addSuccess(RotationCounts).addError(CommandFailed))
+  .add(
+    HttpApiEndpoint.post("forgetKey", "/credentials/lost-keys")
+      .setPayload(Schema.Struct({ keyId: CredentialsKeyId }))
+      .addSuccess(ForgottenKey)
+      .addError(NotFound)
+      .addError(CommandFailed)
+  )
 {}
 
 export class AdminApi extends HttpApi.make("postline-admin")

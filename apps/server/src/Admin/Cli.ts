@@ -1,8 +1,8 @@
-import { Command, HelpDoc, Options, ValidationError } from "@effect/cli"
+import { Args, Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { HttpApiClient } from "@effect/platform"
 import { OrganizationId } from "@postline/domain"
 import { Console, Effect, ParseResult, Redacted, Schema } from "effect"
-import { AdminApi, CreditAmount, Email, GrantNote, Password, PersonName } from "./Api.js"
+import { AdminApi, CreditAmount, CredentialsKeyId, Email, GrantNote, Password, PersonName } from "./Api.js"
 
 /** The admin API's client, over whichever socket the edge chose (the running server's, or this process's own). */
 export class AdminClient extends Effect.Service<AdminClient>()("AdminClient", {
@@ -80,6 +80,18 @@ const rotateCredentials = Command.make("rotate", {}, () =>
       "can be dropped; prints {\"reencrypted\",\"alreadyCurrent\",\"unreadable\"}."
   ))
 
+const forgetKey = Command.make("forget-key", {
+  keyId: Args.text({ name: "keyId" }).pipe(
+    Args.withSchema(CredentialsKeyId),
+    Args.withDescription("The lost key's id, as the server's refusal to start names it")
+  )
+}, ({ keyId }) =>
+  Effect.flatMap(AdminClient, (admin) => admin.credentials.forgetKey({ payload: { keyId } })).pipe(Effect.flatMap(printJson)))
+  .pipe(Command.withDescription(
+    "Declares a credentials key lost, when no process has it any more: its accounts are marked reconnect_required " +
+      "(to be reconnected with new credentials) and servers without it may start; prints {\"keyId\",\"marked\",\"accounts\"}."
+  ))
+
 export const adminCommand = Command.make("admin").pipe(
   Command.withDescription(
     "The operator's commands. They work while the server runs (on the embedded database, through the data folder's " +
@@ -97,7 +109,7 @@ export const adminCommand = Command.make("admin").pipe(
     Command.make("credits").pipe(Command.withDescription("Organizations' credits"), Command.withSubcommands([grantCredits])),
     Command.make("credentials").pipe(
       Command.withDescription("The social accounts' encrypted credentials"),
-      Command.withSubcommands([rotateCredentials])
+      Command.withSubcommands([rotateCredentials, forgetKey])
     )
   ])
 )

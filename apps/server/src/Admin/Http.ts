@@ -3,7 +3,8 @@ import { SqlClient } from "@effect/sql"
 import { NotFound, type User } from "@postline/domain"
 import { type ConfigError, Context, Effect, Layer, Option } from "effect"
 import { Credits } from "../Credits/Service.js"
-import type { CredentialsCipher, CredentialsKeyError } from "../Providers/CredentialsCipher.js"
+import { CredentialsCipher, type CredentialsKeyError, unknownKeyMessage } from "../Providers/CredentialsCipher.js"
+import { missingKeysMessage } from "../SocialAccounts/CredentialsKeysCheck.js"
 import { rotateCredentials } from "../SocialAccounts/CredentialsRotation.js"
 import { SocialAccountsRepo } from "../SocialAccounts/Repo.js"
 import { UsersRepo } from "../Users/Repo.js"
@@ -62,13 +63,41 @@ const CredentialsLive = HttpApiBuilder.group(AdminApi, "credentials", (handlers)
     const keys = yield* RotationKeys
     const accounts = yield* SocialAccountsRepo
     const sql = yield* SqlClient.SqlClient
-    return handlers.handle("rotate", () =>
-      rotateCredentials.pipe(
+    const commandFailed = (error: ConfigError.ConfigError | CredentialsKeyError | CommandFailed) =>
+      error._tag === "CommandFailed" ? error : new CommandFailed({
+        message: error._tag === "CredentialsKeyError" ? error.message : String(error)
+      })
+    const cipher = Layer.build(keys).pipe(
+      Effect.map(Context.get(CredentialsCipher)),
+      Effect.provideService(SqlClient.SqlClient, sql),
+      Effect.scoped
+    )
+    // Like a server's start, a rotation with keys that lack one the data uses would mark accounts that other
+    // processes read: it is refused until the key is given or declared lost.
+    const rotate = Effect.gen(function*() {
+      const configured = yield* cipher
+      const missing = yield* accounts.unknownKeys(configured.keyIds, unknownKeyMessage)
+      if (missing.length > 0) return yield* new CommandFailed({ message: missingKeysMessage(missing, configured) })
+      return yield* rotateCredentials.pipe(
         Effect.provideService(SocialAccountsRepo, accounts),
-        Effect.provide(keys),
-        Effect.provideService(SqlClient.SqlClient, sql),
-        Effect.mapError((error) => new CommandFailed({ message: error._tag === "CredentialsKeyError" ? error.message : String(error) }))
-      ))
+        Effect.provideService(CredentialsCipher, configured),
+        Effect.provideService(SqlClient.SqlClient, sql)
+      )
+    })
+    // The operator's word that nobody has the key: a key this command's own settings hold is not lost.
+    const forgetKey = (keyId: string) =>
+      Effect.gen(function*() {
+        const held = yield* cipher.pipe(Effect.map((configured) => configured.keyIds.includes(keyId)), Effect.orElseSucceed(() => false))
+        if (held) {
+          return yield* new CommandFailed({ message: `Key ${keyId} is one of this server's credentials keys: it is not lost` })
+        }
+        const { marked, total } = yield* accounts.markLostKey(keyId, unknownKeyMessage)
+        if (total === 0) return yield* new NotFound({ message: `No social account's credentials use key ${keyId}` })
+        return { keyId, marked, accounts: total }
+      })
+    return handlers
+      .handle("rotate", () => Effect.mapError(rotate, commandFailed))
+      .handle("forgetKey", ({ payload }) => forgetKey(payload.keyId))
   }))
 
 /** The operator's API, over the database it is given; `RotationKeys` says where the credentials keys come from. */

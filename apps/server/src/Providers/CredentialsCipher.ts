@@ -22,8 +22,9 @@ const unreadable = (reason: string) =>
   `This server cannot read the account's stored credentials: ${reason}. Reconnect the account (PATCH it with new credentials)`
 
 /**
- * Why records of a key the server does not have cannot be read. Always the same words: the server finds
- * the accounts it marked with them when the key is given back (see SocialAccounts/UnreadableCredentials.ts).
+ * Why records of a key the server does not have cannot be read. Always the same words: they mark the accounts
+ * of a key declared lost, and the server finds them by these when the key is given back (see
+ * SocialAccounts/CredentialsKeysCheck.ts).
  */
 export const unknownKeyMessage = unreadable(
   "they were encrypted with a key that is neither CREDENTIALS_KEY nor in CREDENTIALS_KEY_PREVIOUS"
@@ -133,7 +134,8 @@ export const keyFromDataDir = <R>(dataDir: string, holdsCredentials: Effect.Effe
         message: `${file} is missing, but the database beside it holds social accounts whose credentials were ` +
           "encrypted with it, and a new key could not read them. Restore credentials.key from a backup of the data " +
           "folder, or set CREDENTIALS_KEY to that key. If the key is lost, set CREDENTIALS_KEY to a new one " +
-          "(`openssl rand -base64 32`) and reconnect the accounts (PATCH them with new credentials)"
+          "(`openssl rand -base64 32`): the server then names the lost key, to declare lost with " +
+          "`pnpm admin credentials forget-key`, and its accounts need reconnecting (PATCH them with new credentials)"
       })
     }
     const created = yield* Effect.try({

@@ -3,7 +3,6 @@ import { ConnectedSocialAccount, PostlineApi, SocialAccount, SocialAccountList }
 import { Effect, Layer } from "effect"
 import { asEncoded } from "../Http/Encoded.js"
 import { SocialAccounts } from "./Service.js"
-import { UnreadableCredentialsLive } from "./UnreadableCredentials.js"
 
 export const SocialAccountsHttpLive = HttpApiBuilder.group(PostlineApi, "socialAccounts", (handlers) =>
   Effect.gen(function*() {
@@ -21,4 +20,4 @@ export const SocialAccountsHttpLive = HttpApiBuilder.group(PostlineApi, "socialA
         Effect.map(accounts.remove(path.teamId, path.socialAccountId), asEncoded(SocialAccount)))
       .handle("verifySocialAccount", ({ path }) =>
         Effect.map(accounts.verify(path.teamId, path.socialAccountId), asEncoded(SocialAccount)))
-  })).pipe(Layer.provide(Layer.merge(SocialAccounts.Default, UnreadableCredentialsLive)))
+  })).pipe(Layer.provide(SocialAccounts.Default))

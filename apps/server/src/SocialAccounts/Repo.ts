@@ -177,26 +177,43 @@ export class SocialAccountsRepo extends Effect.Service<SocialAccountsRepo>()("So
     // The server's own upkeep of stored credentials, which no caller asks for: no policy applies.
 
     /**
-     * Connected accounts whose credentials were encrypted with none of `keyIds` need reconnecting, with
-     * `message` as their last error; those that this marked and whose key is among `keyIds` again are connected
-     * again. Answers how many were marked per unknown key id, and how many were connected again.
+     * How many accounts per key id have credentials encrypted with none of `keyIds`, leaving out those declared
+     * lost (marked `reconnect_required` with `lostMessage` by `markLostKey`).
      */
-    const markUnknownKeys = (keyIds: ReadonlyArray<string>, message: string) =>
-      Effect.all({
-        marked: sql<{ readonly keyId: string; readonly count: number }>`WITH marked AS (
-            UPDATE social_accounts SET status = 'reconnect_required', last_error_category = 'auth',
-              last_error_message = ${message}, last_error_at = now(), updated_at = now()
-            WHERE status = 'connected' AND split_part(credentials, '.', 2) NOT IN ${sql.in(keyIds)}
-            RETURNING split_part(credentials, '.', 2) AS key_id)
-          SELECT key_id AS "keyId", count(*)::int AS count FROM marked GROUP BY key_id ORDER BY key_id`,
-        restored: sql<{ readonly count: number }>`WITH restored AS (
-            UPDATE social_accounts SET status = 'connected', last_error_category = NULL, last_error_message = NULL,
-              last_error_at = NULL, updated_at = now()
-            WHERE status = 'reconnect_required' AND last_error_message = ${message}
-              AND split_part(credentials, '.', 2) IN ${sql.in(keyIds)}
-            RETURNING 1)
-          SELECT count(*)::int AS count FROM restored`.pipe(Effect.map(([row]) => row.count))
-      }).pipe(Effect.orDie)
+    const unknownKeys = (keyIds: ReadonlyArray<string>, lostMessage: string) =>
+      sql<{ readonly keyId: string; readonly count: number }>`SELECT split_part(credentials, '.', 2) AS "keyId",
+          count(*)::int AS count
+        FROM social_accounts
+        WHERE split_part(credentials, '.', 2) NOT IN ${sql.in(keyIds)}
+          AND NOT (status = 'reconnect_required' AND last_error_message IS NOT DISTINCT FROM ${lostMessage})
+        GROUP BY 1 ORDER BY 1`.pipe(Effect.orDie)
+
+    /**
+     * Accounts whose credentials were encrypted with key `keyId`, declared lost by the operator, need reconnecting,
+     * with `message` as their last error. Answers how many were marked, and how many use that key at all.
+     */
+    const markLostKey = (keyId: string, message: string) =>
+      sql<{ readonly marked: number; readonly total: number }>`WITH marked AS (
+          UPDATE social_accounts SET status = 'reconnect_required', last_error_category = 'auth',
+            last_error_message = ${message}, last_error_at = now(), updated_at = now()
+          WHERE split_part(credentials, '.', 2) = ${keyId}
+            AND NOT (status = 'reconnect_required' AND last_error_message IS NOT DISTINCT FROM ${message})
+          RETURNING 1)
+        SELECT (SELECT count(*)::int FROM marked) AS marked,
+          (SELECT count(*)::int FROM social_accounts WHERE split_part(credentials, '.', 2) = ${keyId}) AS total`.pipe(
+          Effect.map(([row]) => row),
+          Effect.orDie
+        )
+
+    /** Accounts marked with `message` (a key declared lost) whose key is among `keyIds` again are connected again. */
+    const restoreKnownKeys = (keyIds: ReadonlyArray<string>, message: string) =>
+      sql<{ readonly count: number }>`WITH restored AS (
+          UPDATE social_accounts SET status = 'connected', last_error_category = NULL, last_error_message = NULL,
+            last_error_at = NULL, updated_at = now()
+          WHERE status = 'reconnect_required' AND last_error_message = ${message}
+            AND split_part(credentials, '.', 2) IN ${sql.in(keyIds)}
+          RETURNING 1)
+        SELECT count(*)::int AS count FROM restored`.pipe(Effect.map(([row]) => row.count), Effect.orDie)
 
     /** Up to `limit` accounts' ciphertexts after `afterId` in id order, locked until the transaction ends. */
     const lockCiphertexts = (afterId: SocialAccountId | null, limit: number) =>
@@ -225,7 +242,9 @@ export class SocialAccountsRepo extends Effect.Service<SocialAccountsRepo>()("So
       idsOfTeam,
       forPublishing,
       recordAuthFailure,
-      markUnknownKeys,
+      unknownKeys,
+      markLostKey,
+      restoreKnownKeys,
       lockCiphertexts,
       replaceCiphertext,
       markUnreadable,
