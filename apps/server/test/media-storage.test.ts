@@ -129,6 +129,17 @@ for (const kind of testStorageKinds) {
         expect(copy).toMatchObject({ _tag: "StorageError", operation: "copy", key: expect.stringContaining(key) })
       }))
 
+    it.scoped("lists every key under a prefix, nested ones too, none under a prefix with nothing", () =>
+      Effect.gen(function*() {
+        const storage = yield* MediaStorage
+        const prefix = uniqueKey("listed") + "/"
+        const keys = [`${prefix}a`, `${prefix}team/b`, `${prefix}team/c`]
+        for (const key of keys) yield* storage.putFile(key, yield* sourceFile(randomBytes(10)), "application/octet-stream")
+        expect((yield* storage.list(prefix)).toSorted()).toEqual(keys)
+        expect(yield* storage.list(`${prefix}team/`)).toHaveLength(2)
+        expect(yield* storage.list(uniqueKey("empty") + "/")).toEqual([])
+      }))
+
     it.scoped("replaces an object stored again under the same key", () =>
       Effect.gen(function*() {
         const storage = yield* MediaStorage

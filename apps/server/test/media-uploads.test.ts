@@ -19,14 +19,15 @@ const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest(
 const limits = { image: 1_000_000, video: 2_000_000 }
 
 /** The test server on this storage, with small media limits; imports may reach this machine unless `guarded`. */
-const serverOn = (kind: TestStorageKind, options: { readonly guarded: boolean }) =>
+const serverOn = (kind: TestStorageKind, options: { readonly guarded: boolean; readonly settings?: Record<string, string> }) =>
   makeTestServer(Logger.minimumLogLevel(LogLevel.Warning), LocalProviders, freshTestStorage(kind)).pipe(
     Layer.provide(Layer.setConfigProvider(
       ConfigProvider.fromMap(
         new Map([
           ["MEDIA_MAX_IMAGE_BYTES", String(limits.image)],
           ["MEDIA_MAX_VIDEO_BYTES", String(limits.video)],
-          ["OUTBOUND_ALLOW_PRIVATE", String(!options.guarded)]
+          ["OUTBOUND_ALLOW_PRIVATE", String(!options.guarded)],
+          ...Object.entries(options.settings ?? {})
         ])
       ).pipe(ConfigProvider.orElse(() => ConfigProvider.fromEnv()))
     ))
@@ -68,6 +69,23 @@ const storeDirectly = (key: string, bytes: Uint8Array) =>
   }))
 
 const objectSize = (key: string) => Effect.orDie(Effect.flatMap(MediaStorage, (storage) => storage.size(key)))
+
+/** Every object under the team's upload prefix, with its size. */
+const uploadObjectsOf = (teamId: string) =>
+  Effect.orDie(Effect.gen(function*() {
+    const storage = yield* MediaStorage
+    const keys = yield* storage.list(`uploads/${teamId}/`)
+    const sizes = yield* Effect.forEach(keys, (key) => Effect.map(storage.size(key), Option.getOrElse(() => 0)))
+    return { keys: keys.toSorted(), bytes: sizes.reduce((sum, size) => sum + size, 0) }
+  }))
+
+const cancel = (token: string, teamId: string, uploadId: string) =>
+  raw({ method: "DELETE", path: `/v1/teams/${teamId}/assets/uploads/${uploadId}`, token })
+
+/** The upload as a process left it that died while it sent or completed it: claimed, for one more second. */
+const claimedByDeadProcess = (uploadId: string, state: "receiving" | "completing") =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql`UPDATE asset_uploads SET state = ${state}, claimed_until = now() + interval '1 second' WHERE id = ${uploadId}`)
 
 for (const kind of testStorageKinds) {
   // The bucket answers a presigned PUT 200; this server answers its own 204.
@@ -240,6 +258,82 @@ for (const kind of testStorageKinds) {
           expect(yield* putUpload(url, png)).toMatchObject({ status: 404, body: { _tag: "NotFound" } })
         }))
     }
+  })
+
+  // The storage sweep every second; a dead process's claims lapse after one.
+  const sweptServer = serverOn(kind, { guarded: false, settings: { MEDIA_SWEEP_SECONDS: "1", MEDIA_LEASE_SECONDS: "1" } })
+
+  layer(sweptServer, { excludeTestServices: true })(`presigned uploads' leftovers on ${kind} storage`, (it) => {
+    it.effect("a spent upload's URL PUT again: refused, or its object swept; what an expired upload stored swept too; an open one's kept", () =>
+      Effect.gen(function*() {
+        const { teamId, token } = yield* mediaTeam
+        const png = yield* noisyPng(60, 60)
+        const html = new TextEncoder().encode("<!doctype html><html><body>Not an image</body></html>")
+        const reused: Array<number> = []
+        // Completed (201, then 200: the same bytes) or refused (415): every one spends its upload.
+        for (const [bytes, status] of [[png, 201], [png, 200], [html, 415], [png, 200]] as const) {
+          const started = yield* startUpload(token, teamId, { size: bytes.length })
+          expect((yield* putUpload(started.body.url, bytes, started.body.headers)).status).toBe(stored)
+          expect((yield* complete(token, teamId, started.body.uploadId)).status).toBe(status)
+          reused.push((yield* putUpload(started.body.url, bytes, started.body.headers)).status)
+        }
+        // The bucket cannot refuse a presigned URL before it expires (Swift's s3api answers 501 to a conditional PUT);
+        // this server's own URL is refused once the upload is spent.
+        expect(reused).toEqual(Array(4).fill(kind === "s3" ? 200 : 404))
+
+        const expired = yield* sendUpload(token, teamId, png)
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`UPDATE asset_uploads SET expires_at = now() - interval '1 second' WHERE id = ${expired}`
+        const open = yield* sendUpload(token, teamId, png)
+        const openKey = yield* storageKeyOf(open)
+
+        // Within a sweep or two, only the open upload's object is left: what the team holds under its upload prefix is
+        // bounded by its open uploads' declared sizes, which count against its quota.
+        const left = yield* eventually(uploadObjectsOf(teamId), ({ keys }) => keys.length === 1, 20)
+        expect(left).toEqual({ keys: [openKey], bytes: png.length })
+        expect((yield* complete(token, teamId, open)).status).toBe(200)
+      }), 60_000)
+
+    it.effect("a PUT interrupted by a process that died: 409 while its claim holds, then sent again and completed", () =>
+      Effect.gen(function*() {
+        const { teamId, token } = yield* mediaTeam
+        const png = yield* noisyPng(40, 40)
+        const started = yield* startUpload(token, teamId, { size: png.length })
+        const { uploadId, url, headers } = started.body
+        yield* claimedByDeadProcess(uploadId, "receiving")
+        expect(yield* complete(token, teamId, uploadId)).toMatchObject({ status: 409, body: { _tag: "Conflict" } })
+        expect(yield* cancel(token, teamId, uploadId)).toMatchObject({ status: 409, body: { _tag: "Conflict" } })
+        if (kind === "filesystem") expect(yield* putUpload(url, png, headers)).toMatchObject({ status: 409, body: { _tag: "Conflict" } })
+
+        // Once the claim lapses: on this server's URL the PUT is taken again; the bucket's took it all along.
+        const sent = yield* eventually(putUpload(url, png, headers), ({ status }) => status !== 409, 20)
+        expect(sent.status).toBe(stored)
+        const completed = yield* eventually(complete(token, teamId, uploadId), ({ status }) => status !== 409, 20)
+        expect(completed.status, JSON.stringify(completed.body)).toBe(201)
+      }))
+
+    it.effect("a completion interrupted by a process that died: 409 while its claim holds, then completed again, or cancelled (204) and its bytes freed", () =>
+      Effect.gen(function*() {
+        const { teamId, token } = yield* mediaTeam
+        const png = yield* noisyPng(40, 40)
+        const completed = yield* sendUpload(token, teamId, png)
+        const cancelled = yield* sendUpload(token, teamId, yield* noisyPng(40, 40))
+        const cancelledKey = yield* storageKeyOf(cancelled)
+        yield* claimedByDeadProcess(completed, "completing")
+        yield* claimedByDeadProcess(cancelled, "completing")
+        expect(yield* complete(token, teamId, completed)).toMatchObject({ status: 409, body: { _tag: "Conflict", message: expect.stringContaining("being completed") } })
+        expect(yield* cancel(token, teamId, cancelled)).toMatchObject({ status: 409, body: { _tag: "Conflict" } })
+
+        const again = yield* eventually(complete(token, teamId, completed), ({ status }) => status !== 409, 20)
+        expect(again.status, JSON.stringify(again.body)).toBe(201)
+        const gone = yield* eventually(cancel(token, teamId, cancelled), ({ status }) => status !== 409, 20)
+        expect(gone.status).toBe(204)
+        // Cancelled: no longer open (its declared size no longer counts), its object gone, and done with for good.
+        expect((yield* rowsOf(teamId)).uploads).toEqual([])
+        expect(yield* objectSize(cancelledKey)).toEqual(Option.none())
+        expect(yield* complete(token, teamId, cancelled)).toMatchObject({ status: 404, body: { _tag: "NotFound" } })
+        expect(yield* cancel(token, teamId, cancelled)).toMatchObject({ status: 404, body: { _tag: "NotFound" } })
+      }))
   })
 
   layer(serverOn(kind, { guarded: false }), { excludeTestServices: true })(`imports on ${kind} storage`, (it) => {

@@ -241,8 +241,23 @@ export class AssetsGroup extends HttpApiGroup.make("assets")
           "asset the team already had; 413, 415 and 409 `QuotaExceeded` alike). Bytes of another size than declared, or " +
           "of another SHA-256, get 400 `BadRequest`; these, 413, 415 and a folder gone (404) spend the upload (start a new " +
           "one). Nothing PUT yet, or a PUT still arriving, gets 409 `Conflict`; that and 409 `QuotaExceeded` leave the " +
-          "upload to complete again. An upload unknown, expired, of another team or already completed gets 404 " +
+          "upload to complete again, as does a completion cut short by a server that stopped, once MEDIA_LEASE_SECONDS " +
+          "(a minute) have passed. An upload unknown, expired, of another team or already completed gets 404 " +
           "`NotFound`: completing is done once."
+      )
+  )
+  .add(
+    HttpApiEndpoint.del("cancelAssetUpload", "/v1/teams/:teamId/assets/uploads/:uploadId")
+      .setPath(uploadPath)
+      .addSuccess(HttpApiSchema.NoContent)
+      .annotate(OpenApi.Summary, "Cancel a presigned upload")
+      .annotate(
+        OpenApi.Description,
+        "Gives the upload up (204): its declared size stops counting against the organization's quota and the team's " +
+          "open uploads, and any bytes PUT to its URL are removed. 409 `Conflict` while its bytes are arriving or it is " +
+          "being completed; one left so by a server process that stopped (a crash) can be sent, completed or cancelled " +
+          "again once MEDIA_LEASE_SECONDS (a minute) have passed. An upload unknown, expired, of another team or already " +
+          "completed gets 404 `NotFound`."
       )
   )
   .add(
@@ -350,7 +365,8 @@ export class AssetContentGroup extends HttpApiGroup.make("assetContent")
         OpenApi.Description,
         "The URL comes signed in a presigned upload's `url` when the server stores media in a folder: it needs no bearer " +
           "token. The body is the file, streamed to storage, exactly the upload's `size` bytes (else 400 `BadRequest`; " +
-          "such a PUT may be sent again). Once one PUT has stored the bytes, another gets 409 `Conflict`. 403 `Forbidden` " +
+          "such a PUT may be sent again, as may one cut short by a server that stopped, once MEDIA_LEASE_SECONDS have " +
+          "passed). Once one PUT has stored the bytes, another gets 409 `Conflict`. 403 `Forbidden` " +
           "after the URL expires or when it was changed; 404 for an upload completed or forgotten."
       )
   )

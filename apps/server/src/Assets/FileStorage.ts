@@ -2,7 +2,7 @@ import { NodeStream } from "@effect/platform-node"
 import { Effect, Layer, Option, Stream } from "effect"
 import { randomBytes } from "node:crypto"
 import { createReadStream } from "node:fs"
-import { copyFile, mkdir, open, rename, rm, stat } from "node:fs/promises"
+import { copyFile, mkdir, open, readdir, rename, rm, stat } from "node:fs/promises"
 import * as Path from "node:path"
 import { MediaStorage, StorageError } from "./Storage.js"
 
@@ -29,6 +29,18 @@ export const writeFileAtomically = async (path: string, write: (temporaryPath: s
 }
 
 const isNotFound = (error: unknown) => (error as NodeJS.ErrnoException | undefined)?.code === "ENOENT"
+
+const partialSuffix = /\.[0-9a-f]{12}\.partial$/
+
+/** The files under `folder`, as keys under `prefix`; a file still being written (`.partial`) is no object yet. */
+const filesUnder = (folder: string, prefix: string): Promise<Array<string>> =>
+  readdir(folder, { recursive: true, withFileTypes: true }).then(
+    (entries) =>
+      entries.filter((entry) => entry.isFile() && !partialSuffix.test(entry.name)).map((entry) =>
+        prefix + Path.relative(folder, Path.join(entry.parentPath, entry.name)).split(Path.sep).join("/")
+      ),
+    (error) => isNotFound(error) ? [] : Promise.reject(error)
+  )
 
 /** Media storage in a folder: each object is the file at its key under `root`. */
 export const layerFileStorage = (root: string): Layer.Layer<MediaStorage> => {
@@ -65,6 +77,7 @@ export const layerFileStorage = (root: string): Layer.Layer<MediaStorage> => {
           ))),
       copyToFile: (key, destination) =>
         attempt("copy", key, (path) => writeFileAtomically(destination, (temporaryPath) => copyFile(path, temporaryPath))),
+      list: (prefix) => attempt("list", prefix, (folder) => filesUnder(folder, prefix)),
       remove: (key) => attempt("remove", key, (path) => rm(path, { force: true })),
       // Postline receives folder uploads itself.
       presignPut: () => Effect.succeed(Option.none())

@@ -25,6 +25,7 @@ export const AssetsHttpLive = HttpApiBuilder.group(PostlineApi, "assets", (handl
       .handle("createAssetUpload", ({ path, payload }) =>
         Effect.map(uploads.create(path.teamId, payload), asEncoded(AssetUpload, { status: 201 })))
       .handle("completeAssetUpload", ({ path }) => Effect.map(uploads.complete(path.teamId, path.uploadId), answered))
+      .handle("cancelAssetUpload", ({ path }) => uploads.cancel(path.teamId, path.uploadId))
       .handle("importAsset", ({ path, payload }) => Effect.map(imports.importFrom(path.teamId, payload), answered))
   }))
 

@@ -3,6 +3,7 @@ import {
   GetObjectCommand,
   type GetObjectCommandOutput,
   HeadObjectCommand,
+  ListObjectsV2Command,
   PutObjectCommand,
   S3Client
 } from "@aws-sdk/client-s3"
@@ -113,6 +114,17 @@ export const layerS3Storage = (settings: S3Settings): Layer.Layer<MediaStorage> 
             } finally {
               body.destroy() // frees the connection when the file could not even be started
             }
+          }),
+        list: (prefix) =>
+          attempt("list", prefix, async (abortSignal) => {
+            const keys: Array<string> = []
+            let ContinuationToken: string | undefined
+            do {
+              const page = await client.send(new ListObjectsV2Command({ Bucket, Prefix: prefix, ContinuationToken }), { abortSignal })
+              for (const { Key } of page.Contents ?? []) if (Key !== undefined) keys.push(Key)
+              ContinuationToken = page.IsTruncated === true ? page.NextContinuationToken : undefined
+            } while (ContinuationToken !== undefined)
+            return keys
           }),
         // S3 answers 204 whether or not the object was there.
         remove: (key) =>

@@ -1,5 +1,6 @@
 import { Config, Effect, Option } from "effect"
 import { tmpdir } from "node:os"
+import { processWorkDir } from "./ProcessFolder.js"
 
 const megabytes = 1024 * 1024
 
@@ -9,10 +10,12 @@ const positive = (name: string, unit: string, defaultValue: number) =>
     Config.validate({ message: `${name} must be a positive number of ${unit}`, validation: (n) => n > 0 })
   )
 
-/** The media library's limits and addresses, read once. */
+/** The media library's limits and addresses, read once, and this process's folder for the files it checks. */
 export class MediaSettings extends Effect.Service<MediaSettings>()("Assets/Settings", {
-  effect: Effect.gen(function*() {
+  scoped: Effect.gen(function*() {
     const publicUrl = yield* Config.option(Config.url("PUBLIC_URL"))
+    /** How long what a process holds outlives it when it dies: its claims on presigned uploads, its temporary files. */
+    const leaseSeconds = yield* positive("MEDIA_LEASE_SECONDS", "seconds", 60)
     return {
       maxImageBytes: yield* positive("MEDIA_MAX_IMAGE_BYTES", "bytes", 20 * megabytes),
       maxVideoBytes: yield* positive("MEDIA_MAX_VIDEO_BYTES", "bytes", 300 * megabytes),
@@ -27,8 +30,12 @@ export class MediaSettings extends Effect.Service<MediaSettings>()("Assets/Setti
         Config.withDefault(3600),
         Config.validate({ message: "MEDIA_URL_SECONDS must be from 60 to 604800", validation: (n) => n >= 60 && n <= 604_800 })
       ),
-      /** Where uploads are written while they are checked: a disk folder, not memory (a tmpfs would hold them in RAM). */
-      workDir: yield* Config.string("MEDIA_TMP_DIR").pipe(Config.withDefault(tmpdir())),
+      leaseSeconds,
+      /**
+       * Where uploads are written while they are checked: this process's own folder under MEDIA_TMP_DIR, on disk, not
+       * in memory (a tmpfs would hold them in RAM).
+       */
+      workDir: yield* processWorkDir(yield* Config.string("MEDIA_TMP_DIR").pipe(Config.withDefault(tmpdir())), leaseSeconds),
       /** `<PUBLIC_URL>` without a trailing slash, which makes URLs absolute; null when it is not set. */
       base: Option.getOrNull(Option.map(publicUrl, (url) => url.href.replace(/\/+$/, "")))
     } as const

@@ -38,6 +38,8 @@ export class MediaStorage extends Context.Tag("MediaStorage")<MediaStorage, {
   readonly read: (key: string, range?: ByteRange) => Stream.Stream<Uint8Array, StorageError>
   /** Copies the object to the local file at `path`, streamed. */
   readonly copyToFile: (key: string, path: string) => Effect.Effect<void, StorageError>
+  /** The keys of every object under `prefix` (which ends with a slash), in no order. */
+  readonly list: (prefix: string) => Effect.Effect<ReadonlyArray<string>, StorageError>
   /** Removes the object; removing one that does not exist succeeds. */
   readonly remove: (key: string) => Effect.Effect<void, StorageError>
   /**

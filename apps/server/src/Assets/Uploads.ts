@@ -12,7 +12,7 @@ import {
   QuotaExceeded,
   type TeamId
 } from "@postline/domain"
-import { Cause, Effect, Exit, Option } from "effect"
+import { Cause, Duration, Effect, Exit, Option, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
 import * as Path from "node:path"
 import { authorize } from "../Access/Authorization.js"
@@ -25,7 +25,7 @@ import { Assets, scopedWorkDir } from "./Service.js"
 import { MediaSettings } from "./Settings.js"
 import { spool } from "./Spool.js"
 import { MediaStorage } from "./Storage.js"
-import { UploadsRepo } from "./UploadsRepo.js"
+import { type UploadState, UploadsRepo, uploadsPrefix } from "./UploadsRepo.js"
 import { UploadUrls } from "./UploadUrls.js"
 import { writeExactly } from "./WriteExactly.js"
 
@@ -57,6 +57,18 @@ export class AssetUploads extends Effect.Service<AssetUploads>()("Assets/Uploads
     const urls = yield* UploadUrls
     const garbage = yield* StorageGarbage
     const storage = yield* MediaStorage
+    const claimSeconds = settings.leaseSeconds
+
+    /** Moves to `state`, held by this process's claim when it is one. */
+    const setState = (id: AssetUploadId, state: UploadState) => repo.setState(id, state, claimSeconds)
+
+    /** Renews the upload's claim, a third of its lease at a time, until the scope closes: the process is still at it. */
+    const keepClaimed = (id: AssetUploadId) =>
+      repo.renewClaim(id, claimSeconds).pipe(
+        Effect.repeat(Schedule.spaced(Duration.millis(claimSeconds * 1000 / 3))),
+        Effect.delay(Duration.millis(claimSeconds * 1000 / 3)),
+        Effect.forkScoped
+      )
 
     /**
      * Starts an upload, in one transaction with the caller's permission: the declared size counts against the
@@ -65,7 +77,7 @@ export class AssetUploads extends Effect.Service<AssetUploads>()("Assets/Uploads
     const create = (teamId: TeamId, { sha256, size, ...fields }: CreateAssetUpload) =>
       Effect.gen(function*() {
         const id = randomUUID() as AssetUploadId
-        const storageKey = `uploads/${teamId}/${id}`
+        const storageKey = `${uploadsPrefix}${teamId}/${id}`
         const expiresAt = new Date((Math.floor(Date.now() / 1000) + uploadSeconds) * 1000)
         yield* authorize(policy.canWrite(teamId, { lock: true }))((team) =>
           Effect.gen(function*() {
@@ -130,29 +142,36 @@ export class AssetUploads extends Effect.Service<AssetUploads>()("Assets/Uploads
           if (declared !== undefined && Number(declared) !== found.size) {
             return yield* new BadRequest({ message: `The upload declared ${found.size} bytes; Content-Length is ${declared}` })
           }
-          yield* repo.setState(id, "receiving")
+          yield* setState(id, "receiving")
           return found
         }).pipe(transactionally)
         yield* Effect.gen(function*() {
+          yield* keepClaimed(id)
           const path = Path.join(yield* scopedWorkDir(settings.workDir), "upload")
           yield* writeExactly(request.stream, path, upload.size)
           yield* Effect.orDie(storage.putFile(upload.storageKey, path, "application/octet-stream"))
         }).pipe(
           Effect.scoped,
-          Effect.onExit((exit) => repo.setState(id, Exit.isSuccess(exit) ? "received" : "pending"))
+          Effect.onExit((exit) => setState(id, Exit.isSuccess(exit) ? "received" : "pending"))
         )
       })
 
-    /** Claims the upload for completing: 404 when the team has no such upload, 409 while it is busy elsewhere. */
-    const claim = (teamId: TeamId, id: AssetUploadId) =>
+    /**
+     * The team's upload, locked, when no live process holds it: 404 when the team has no such upload, 409 while it is
+     * busy elsewhere (a claim of a process that died has lapsed: `UploadsRepo` answers the state before it).
+     */
+    const lockIdle = (teamId: TeamId, id: AssetUploadId) =>
       Effect.gen(function*() {
         const found = yield* Effect.flatMap(repo.lockOfTeam(teamId, id), Option.match({ onNone: () => uploadNotFound(id), onSome: Effect.succeed }))
         if (found.state === "receiving" || found.state === "completing") {
           return yield* new Conflict({ message: `Upload ${id} is ${found.state === "receiving" ? "still receiving its bytes" : "being completed"}` })
         }
-        yield* repo.setState(id, "completing")
         return found
-      }).pipe(transactionally)
+      })
+
+    /** Claims the upload for completing. */
+    const claim = (teamId: TeamId, id: AssetUploadId) =>
+      Effect.tap(lockIdle(teamId, id), () => setState(id, "completing")).pipe(transactionally)
 
     /** An upload done with: its row goes now, its object now or by the sweep (its key stays reserved for a late PUT). */
     const spend = (id: AssetUploadId, key: string) =>
@@ -169,8 +188,12 @@ export class AssetUploads extends Effect.Service<AssetUploads>()("Assets/Uploads
       authorize(policy.canWrite(teamId, { lock: false }))(() =>
         Effect.gen(function*() {
           const upload = yield* claim(teamId, id)
+          // Where a completion that does not spend the upload leaves it: with its bytes or, when none were PUT, without.
+          let idleState: UploadState = upload.state
           return yield* Effect.gen(function*() {
+            yield* keepClaimed(id)
             const stored = yield* Effect.orDie(storage.size(upload.storageKey))
+            idleState = Option.isSome(stored) ? "received" : "pending"
             if (Option.isNone(stored)) {
               return yield* new Conflict({ message: `Nothing was PUT to upload ${id}'s URL yet: send the bytes, then complete it` })
             }
@@ -185,11 +208,24 @@ export class AssetUploads extends Effect.Service<AssetUploads>()("Assets/Uploads
             return yield* assets.ingest(teamId, file, { fields: upload.fields, fileName: null })
           }).pipe(
             Effect.scoped,
-            Effect.onExit((exit): Effect.Effect<void> => spends(exit) ? spend(id, upload.storageKey) : repo.setState(id, upload.state))
+            Effect.onExit((exit): Effect.Effect<void> => spends(exit) ? spend(id, upload.storageKey) : setState(id, idleState))
           )
         }))
 
-    return { create, receive, complete } as const
+    /**
+     * Gives the upload up: its declared bytes stop counting against the quota and the team's open uploads, its object
+     * goes. 409 while a live process sends or completes it; one interrupted by a process that died can be cancelled.
+     */
+    const cancel = (teamId: TeamId, id: AssetUploadId) =>
+      authorize(policy.canWrite(teamId, { lock: false }))(() =>
+        Effect.gen(function*() {
+          const upload = yield* lockIdle(teamId, id).pipe(Effect.tap(() => repo.remove(id)), transactionally)
+          yield* storage.remove(upload.storageKey).pipe(
+            Effect.catchAll((error) => Effect.logWarning("A cancelled upload's object is left to the storage sweep", error))
+          )
+        }))
+
+    return { create, receive, complete, cancel } as const
   }),
   dependencies: [
     UploadsRepo.Default,

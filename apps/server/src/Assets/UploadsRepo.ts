@@ -7,6 +7,12 @@ import { selectFields } from "../Database/Columns.js"
 /** Where a presigned upload is: its bytes awaited, arriving by PUT to the server, stored, or being completed. */
 export type UploadState = "pending" | "receiving" | "received" | "completing"
 
+/** Where presigned uploads' objects are stored: `uploads/<team>/<upload>`. */
+export const uploadsPrefix = "uploads/"
+
+/** The states a process holds by a claim, which lapses unless renewed (`claimed_until`). */
+export const claimedStates: ReadonlyArray<UploadState> = ["receiving", "completing"]
+
 export interface PendingUpload {
   readonly id: AssetUploadId
   readonly teamId: TeamId
@@ -23,6 +29,9 @@ export class UploadsRepo extends Effect.Service<UploadsRepo>()("Assets/UploadsRe
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
+    const lapsed = sql`(state IN ('receiving', 'completing') AND (claimed_until IS NULL OR claimed_until <= now()))`
+    const held = sql`(state IN ('receiving', 'completing') AND claimed_until > now())`
+
     const columns = selectFields<PendingUpload>(sql, {
       id: "id",
       teamId: "team_id",
@@ -30,7 +39,8 @@ export class UploadsRepo extends Effect.Service<UploadsRepo>()("Assets/UploadsRe
       sha256: "sha256",
       fields: "fields",
       storageKey: "storage_key",
-      state: "state"
+      // A lapsed claim is the state before it: its process died (a PUT then stored nothing; a completion then had the bytes).
+      state: sql`CASE WHEN ${lapsed} THEN (CASE state WHEN 'receiving' THEN 'pending' ELSE 'received' END) ELSE state END`
     })
 
     const insert = (upload: Omit<PendingUpload, "state"> & { readonly organizationId: OrganizationId; readonly expiresAt: Date }) =>
@@ -42,9 +52,9 @@ export class UploadsRepo extends Effect.Service<UploadsRepo>()("Assets/UploadsRe
         policyRequire("Asset", "write")
       )
 
-    /** The team's uploads that expired: their objects are the storage sweep's already. */
+    /** The team's uploads that expired, but for one a process still works on: their objects are the storage sweep's. */
     const forgetExpired = (teamId: TeamId) =>
-      sql`DELETE FROM asset_uploads WHERE team_id = ${teamId} AND expires_at <= now()`.pipe(
+      sql`DELETE FROM asset_uploads WHERE team_id = ${teamId} AND expires_at <= now() AND NOT ${held}`.pipe(
         Effect.asVoid,
         Effect.orDie,
         policyRequire("Asset", "write")
@@ -63,9 +73,17 @@ export class UploadsRepo extends Effect.Service<UploadsRepo>()("Assets/UploadsRe
     /** The unexpired upload a signed PUT names, locked: the signature is the permission. */
     const lockForPut = (id: AssetUploadId) => lock(id)
 
-    // Both serve signed PUTs too, which no caller makes.
-    const setState = (id: AssetUploadId, state: UploadState) =>
-      sql`UPDATE asset_uploads SET state = ${state} WHERE id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
+    // These serve signed PUTs too, which no caller makes.
+    /** Sets the state; a claimed one is held `claimSeconds` from now, unless renewed. */
+    const setState = (id: AssetUploadId, state: UploadState, claimSeconds: number) =>
+      sql`UPDATE asset_uploads SET state = ${state}, claimed_until = ${
+        claimedStates.includes(state) ? sql`now() + make_interval(secs => ${claimSeconds})` : null
+      } WHERE id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
+
+    /** Keeps the upload's claim `claimSeconds` more from now: its process is still at work. */
+    const renewClaim = (id: AssetUploadId, claimSeconds: number) =>
+      sql`UPDATE asset_uploads SET claimed_until = now() + make_interval(secs => ${claimSeconds})
+        WHERE id = ${id} AND state IN ('receiving', 'completing')`.pipe(Effect.asVoid, Effect.orDie)
 
     const remove = (id: AssetUploadId) => sql`DELETE FROM asset_uploads WHERE id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
 
@@ -79,6 +97,18 @@ export class UploadsRepo extends Effect.Service<UploadsRepo>()("Assets/UploadsRe
         policyRequire("Asset", "write")
       )
 
-    return { insert, forgetExpired, openClaims, lockOfTeam, lockForPut, setState, remove } as const
+    /**
+     * Of these keys, those whose upload can still use its object: unexpired, or with a process still at work on
+     * it. The others' objects are leftovers (a spent upload's URL PUT again, an upload that expired).
+     */
+    const keysInUse = (keys: ReadonlyArray<string>) =>
+      sql<{ readonly key: string }>`SELECT storage_key AS key FROM asset_uploads
+        WHERE storage_key IN (SELECT jsonb_array_elements_text(${JSON.stringify(keys)}::jsonb))
+          AND (expires_at > now() OR ${held})`.pipe(
+        Effect.map((rows) => new Set(rows.map(({ key }) => key))),
+        Effect.orDie
+      )
+
+    return { insert, forgetExpired, openClaims, lockOfTeam, lockForPut, setState, renewClaim, remove, keysInUse } as const
   })
 }) {}

@@ -66,6 +66,7 @@ const underFreshPrefix = Layer.scoped(
       size: (key) => storage.size(prefix + key),
       read: (key, range) => storage.read(prefix + key, range),
       copyToFile: (key, path) => storage.copyToFile(prefix + key, path),
+      list: (under) => Effect.map(storage.list(prefix + under), (keys) => keys.map((key) => key.slice(prefix.length))),
       remove: (key) => storage.remove(prefix + key),
       presignPut: (key, options) => Effect.suspend(() => storage.presignPut(storing(key), options))
     })
