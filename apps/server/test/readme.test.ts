@@ -39,7 +39,7 @@
 // - Types must match; numbers, booleans and null must be equal.
 import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import { describe, expect, it } from "vitest"
@@ -262,5 +262,74 @@ describe.skipIf(process.env.TEST_DATABASE !== "embedded")("output comments", () 
       ["Using the API", ["echo 1"]],
       ["Using the API > More", ["echo 2"]]
     ])
+  })
+})
+
+const repository = new URL("../../../", import.meta.url).pathname
+
+interface LayoutEntry {
+  /** From the repository's folder: `apps/server/src/Access/`, `apps/server/src/main.ts`, `packages/sdk`. */
+  readonly path: string
+  /** The entry's words after its path, its continued lines included; empty for an unindented one. */
+  readonly text: string
+  readonly line: number
+}
+
+/**
+ * The entries of the README's "## Project layout": a line that begins unindented names a folder of the repository
+ * (`apps/server`), an indented one that begins with a path names a file or folder inside it (`src/Access/`), and a
+ * more indented one continues the entry before it.
+ */
+const layoutEntries = (text: string): Array<LayoutEntry> => {
+  const lines = text.split("\n")
+  const start = lines.indexOf("## Project layout")
+  const end = lines.findIndex((line, index) => index > start && /^## /.test(line))
+  const entries: Array<LayoutEntry> = []
+  let top = ""
+  for (let index = start + 1; index < end; index++) {
+    const line = lines[index]!
+    if (line.startsWith("```") || line.trim() === "") continue
+    const first = line.trim().split(/\s+/)[0]!.replace(/,$/, "")
+    if (!line.startsWith(" ")) {
+      top = first
+      entries.push({ path: top, text: "", line: index + 1 })
+    } else if (/^ {2}\S/.test(line) && /[/.]/.test(first)) {
+      entries.push({ path: Path.join(top, first), text: line.trim().slice(first.length), line: index + 1 })
+    } else if (entries.length > 0 && /^ {2}/.test(line)) {
+      const last = entries.pop()!
+      entries.push({ ...last, text: `${last.text}\n${line}` })
+    }
+  }
+  return entries
+}
+
+// A file named in an entry's words (`Repo.ts`), not part of a path or a pattern (`scripts/build.mjs`, `*-browser.test.ts`).
+const namedFiles = (text: string) => Array.from(text.matchAll(/(?<![\w.*/-])[A-Za-z]\w*\.(?:ts|mjs)\b/g), ([name]) => name)
+
+describe.skipIf(process.env.TEST_DATABASE !== "embedded")("the README's Project layout", () => {
+  const entries = layoutEntries(readme)
+  const folders = (path: string) =>
+    readdirSync(Path.join(repository, path), { withFileTypes: true }).filter((entry) => entry.isDirectory()).map(({ name }) => name)
+
+  it("names every folder of apps/server/src, every package and every app", () => {
+    const named = new Set(entries.map(({ path }) => path.replace(/\/$/, "")))
+    const missing = [
+      ...folders("apps/server/src").map((name) => `apps/server/src/${name}`),
+      ...folders("packages").map((name) => `packages/${name}`),
+      ...folders("apps").map((name) => `apps/${name}`)
+    ].filter((path) => !named.has(path))
+    expect(missing).toEqual([])
+  })
+
+  it("names only files and folders that exist, the files in an entry's words included", () => {
+    const absent = entries.flatMap(({ line, path, text }) => {
+      const folder = path.endsWith("/") || !/\.\w+$/.test(path) ? path : Path.dirname(path)
+      const files = namedFiles(text)
+      return [path, ...files.map((file) => Path.join(folder, file))]
+        .filter((candidate) => !existsSync(Path.join(repository, candidate)))
+        .map((candidate) => `README line ${line}: ${candidate}`)
+    })
+    expect(entries.length).toBeGreaterThan(30)
+    expect(absent).toEqual([])
   })
 })
