@@ -1,6 +1,6 @@
 import { HttpApiError, type Multipart } from "@effect/platform"
 import { BadRequest, FolderName, PayloadTooLarge, UploadAssetFields } from "@postline/domain"
-import { Effect, Schema, Stream } from "effect"
+import { Effect, Predicate, Schema, Stream } from "effect"
 import * as Path from "node:path"
 import { type SizeLimits, spool, type Spooled } from "./Spool.js"
 
@@ -60,9 +60,15 @@ const refusal = (error: Multipart.MultipartError) => {
     case "TooManyParts":
       return new BadRequest({ message: "The form has more than 8 parts" })
     default:
-      return new BadRequest({ message: "The request body is not a readable multipart/form-data form" })
+      return endedEarly(error)
+        ? new BadRequest({ message: "The form ends without its closing boundary (--boundary-- after the last part)" })
+        : new BadRequest({ message: "The request body is not a readable multipart/form-data form" })
   }
 }
+
+// The parser's own error for a body that ended inside a part: a form sent incomplete.
+const endedEarly = (error: Multipart.MultipartError) =>
+  Predicate.hasProperty(error.cause, "_tag") && error.cause._tag === "EndNotReached"
 
 /**
  * Reads an upload's form: its one `file` spooled to `path` (see `spool`), its text fields decoded. A second
