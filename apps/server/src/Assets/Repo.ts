@@ -21,7 +21,10 @@ export interface NewAsset {
   readonly contentType: string
   readonly size: number
   readonly storedBytes: number
+  /** Of the bytes as uploaded: a repeated upload of them finds this asset. */
   readonly sha256: string
+  /** Of the stored copy, the bytes its URL serves (an image is stored rewritten). */
+  readonly storedSha256: string
   readonly width: number | null
   readonly height: number | null
   readonly altText: string | null
@@ -118,10 +121,10 @@ export class AssetsRepo extends Effect.Service<AssetsRepo>()("AssetsRepo", {
 
     const insert = (asset: NewAsset) =>
       sql<StoredAsset>`INSERT INTO assets AS a (id, team_id, organization_id, folder_id, name, kind, content_type, size,
-          stored_bytes, sha256, width, height, alt_text, storage_key, thumbnail_key)
+          stored_bytes, sha256, stored_sha256, width, height, alt_text, storage_key, thumbnail_key)
         VALUES (${asset.id}, ${asset.teamId}, ${asset.organizationId}, ${asset.folderId}, ${asset.name}, ${asset.kind},
-          ${asset.contentType}, ${asset.size}, ${asset.storedBytes}, ${asset.sha256}, ${asset.width}, ${asset.height},
-          ${asset.altText}, ${asset.storageKey}, ${asset.thumbnailKey})
+          ${asset.contentType}, ${asset.size}, ${asset.storedBytes}, ${asset.sha256}, ${asset.storedSha256}, ${asset.width},
+          ${asset.height}, ${asset.altText}, ${asset.storageKey}, ${asset.thumbnailKey})
         RETURNING ${columns}`.pipe(Effect.map(([row]) => row!), Effect.orDie, policyRequire("Asset", "write"))
 
     const update = (teamId: TeamId, id: AssetId, changes: UpdateAsset) => {
@@ -163,6 +166,25 @@ export class AssetsRepo extends Effect.Service<AssetsRepo>()("AssetsRepo", {
         policyRequire("Asset", "write")
       )
 
-    return { list, find, findForDownload, findBySha256, lockStorageOf, holdFolder, insert, update, lockUnlessCarried, remove } as const
+    /** The hash of an asset's stored copy, read from storage for one stored before such hashes were recorded. */
+    const recordStoredSha256 = (id: AssetId, storedSha256: string) =>
+      sql`UPDATE assets SET stored_sha256 = ${storedSha256} WHERE id = ${id} AND stored_sha256 IS NULL`.pipe(
+        Effect.asVoid,
+        Effect.orDie
+      )
+
+    return {
+      list,
+      find,
+      findForDownload,
+      findBySha256,
+      lockStorageOf,
+      holdFolder,
+      insert,
+      update,
+      lockUnlessCarried,
+      remove,
+      recordStoredSha256
+    } as const
   })
 }) {}

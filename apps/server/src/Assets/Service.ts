@@ -24,6 +24,7 @@ import { Cursors } from "../Pagination/Cursor.js"
 import { pageRequest } from "../Pagination/Keyset.js"
 import { readUploadForm } from "./Form.js"
 import { StorageGarbage } from "./Garbage.js"
+import { sha256OfFile } from "./Hashing.js"
 import { prepare } from "./Inspection.js"
 import { AssetsPolicy } from "./Policy.js"
 import { AssetsRepo, type StoredAsset } from "./Repo.js"
@@ -177,6 +178,8 @@ export class Assets extends Effect.Service<Assets>()("Assets", {
         const storageKey = `assets/${teamId}/${id}/original.${prepared.extension}`
         const thumbnailKey = prepared.thumbnailPath === null ? null : `assets/${teamId}/${id}/thumbnail.webp`
         const keys = [storageKey, ...(thumbnailKey === null ? [] : [thumbnailKey])]
+        // What a webhook's receiver checks the file at the asset's URL against: the stored copy's hash.
+        const storedSha256 = prepared.path === file.path ? file.sha256 : yield* sha256OfFile(prepared.path)
         yield* garbage.reserve(keys, uploadGraceSeconds)
         const saved = yield* Effect.gen(function*() {
           yield* Effect.orDie(storage.putFile(storageKey, prepared.path, prepared.contentType))
@@ -191,6 +194,7 @@ export class Assets extends Effect.Service<Assets>()("Assets", {
             size: prepared.size,
             storedBytes: prepared.size + prepared.thumbnailSize,
             sha256: file.sha256,
+            storedSha256,
             width: prepared.width,
             height: prepared.height,
             altText: details.fields.altText ?? null,

@@ -18,6 +18,7 @@ import analytics from "./migrations/0015_analytics.js"
 import meteredUsage from "./migrations/0016_metered_usage.js"
 import billingReconciliation from "./migrations/0017_billing_reconciliation.js"
 import scheduledTargets from "./migrations/0018_scheduled_targets.js"
+import storedMediaHashes from "./migrations/0019_stored_media_hashes.js"
 import uploadClaims from "./migrations/0020_upload_claims.js"
 
 const run = Migrator.make({})
@@ -42,6 +43,7 @@ export const migrations = {
   "0016_metered_usage": meteredUsage,
   "0017_billing_reconciliation": billingReconciliation,
   "0018_scheduled_targets": scheduledTargets,
+  "0019_stored_media_hashes": storedMediaHashes,
   "0020_upload_claims": uploadClaims
 }
 

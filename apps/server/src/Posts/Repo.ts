@@ -25,7 +25,8 @@ type PostSortField = NonNullable<PostListQuery["sortBy"]>
 export interface PostMediumFacts extends MediaFacts {
   readonly assetId: AssetId
   readonly teamId: TeamId
-  readonly sha256: string
+  /** Hex SHA-256 of the stored copy; null for an image stored before such hashes were recorded. */
+  readonly sha256: string | null
   readonly storageKey: string
 }
 
@@ -174,8 +175,8 @@ export class PostsRepo extends Effect.Service<PostsRepo>()("PostsRepo", {
      */
     const mediaFor = (postId: PostId, options: { readonly lock: boolean }) =>
       sql<PostMediumFacts>`SELECT a.id AS "assetId", a.team_id AS "teamId", a.kind, a.content_type AS "contentType",
-          a.size::float8 AS size, a.width, a.height, coalesce(pm.alt_text, a.alt_text) AS "altText", a.sha256,
-          a.storage_key AS "storageKey"
+          a.size::float8 AS size, a.width, a.height, coalesce(pm.alt_text, a.alt_text) AS "altText",
+          a.stored_sha256 AS sha256, a.storage_key AS "storageKey"
         FROM post_media pm JOIN assets a ON a.id = pm.asset_id WHERE pm.post_id = ${postId} ORDER BY pm.position
         ${sql.literal(options.lock ? "FOR KEY SHARE OF a" : "")}`.pipe(Effect.orDie, policyRequire("Post", "publish"))
 

@@ -18,7 +18,9 @@ import { authorize } from "../Access/Authorization.js"
 import { scopedWorkDir } from "../Assets/Service.js"
 import { MediaSettings } from "../Assets/Settings.js"
 import { UrlSigning } from "../Assets/Signing.js"
-import { MediaStorage } from "../Assets/Storage.js"
+import { sha256OfStream } from "../Assets/Hashing.js"
+import { AssetsRepo } from "../Assets/Repo.js"
+import { MediaStorage, type StorageError } from "../Assets/Storage.js"
 import { CreditCosts } from "../Credits/Costs.js"
 import { CreditEstimates } from "../Credits/Estimates.js"
 import { CreditsRepo, type Hold } from "../Credits/Repo.js"
@@ -180,6 +182,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
     const links = yield* Links
     const settings = yield* PublishSettings
     const storage = yield* MediaStorage
+    const assets = yield* AssetsRepo
     const signing = yield* UrlSigning
     const mediaSettings = yield* MediaSettings
     // A post-now's sends run in this scope, not in its request: once credits are held, a client that goes away
@@ -225,10 +228,11 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
     const send = ({ account, content, media, postId }: Sending): Effect.Effect<SendOutcome> =>
       Effect.flatMap(cipher.decrypt(account.ciphertext), (json) => Effect.orDie(credentialsFromJson(json))).pipe(
         Effect.flatMap((credentials) =>
-          providers.publish(
-            { id: account.id, credentials },
-            { postId, text: content, idempotencyKey: `${postId}:${account.id}`, media: publishMedia(account.provider, media) }
-          )
+          Effect.flatMap(withStoredHashes(account.provider, media), (hashed) =>
+            providers.publish(
+              { id: account.id, credentials },
+              { postId, text: content, idempotencyKey: `${postId}:${account.id}`, media: publishMedia(account.provider, hashed) }
+            ))
         ),
         Effect.map((published): SendOutcome => ({ _tag: "Published", published })),
         // Nothing was sent: the account needs reconnecting, as when a provider refuses its credentials.
@@ -266,11 +270,36 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
         })
       )
 
+    const unreadableMedia = (provider: ProviderName, error: StorageError) =>
+      new ProviderError({
+        provider,
+        category: "transient",
+        retryable: true,
+        providerMessage: `Postline could not read the post's media from its storage: ${error.message}`
+      })
+
+    /**
+     * The media with the hashes of their stored copies, the files their links serve: an image stored before
+     * those were recorded is read from storage once, and its hash recorded.
+     */
+    const withStoredHashes = (provider: ProviderName, media: ReadonlyArray<PostMediumFacts>) =>
+      Effect.forEach(media, (medium) =>
+        medium.sha256 !== null
+          ? Effect.succeed({ ...medium, sha256: medium.sha256 })
+          : sha256OfStream(storage.read(medium.storageKey)).pipe(
+            Effect.tap((sha256) => assets.recordStoredSha256(medium.assetId, sha256)),
+            Effect.map((sha256) => ({ ...medium, sha256 })),
+            Effect.mapError((error) => unreadableMedia(provider, error))
+          ))
+
     /**
      * The media as a provider receives them: links signed for a week, and each file copied from storage to a
      * temporary file when the provider opens it, read from there as a Blob and removed when it is done.
      */
-    const publishMedia = (provider: ProviderName, media: ReadonlyArray<PostMediumFacts>): ReadonlyArray<PublishMedia> => {
+    const publishMedia = (
+      provider: ProviderName,
+      media: ReadonlyArray<PostMediumFacts & { readonly sha256: string }>
+    ): ReadonlyArray<PublishMedia> => {
       const expiresAt = new Date(Date.now() + publishedMediaUrlSeconds * 1000)
       return media.map(({ storageKey, teamId, ...facts }) => {
         const signed = signing.sign(teamId, facts.assetId, "original", expiresAt)
@@ -282,14 +311,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
             const path = Path.join(yield* scopedWorkDir(mediaSettings.workDir), "medium")
             yield* storage.copyToFile(storageKey, path)
             return yield* Effect.promise(() => openAsBlob(path, { type: facts.contentType }))
-          }).pipe(Effect.mapError((error) =>
-            new ProviderError({
-              provider,
-              category: "transient",
-              retryable: true,
-              providerMessage: `Postline could not read the post's media from its storage: ${error.message}`
-            })
-          ))
+          }).pipe(Effect.mapError((error) => unreadableMedia(provider, error)))
         }
       })
     }
@@ -541,6 +563,7 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
   dependencies: [
     PostsRepo.Default,
     PublishingRepo.Default,
+    AssetsRepo.Default,
     SocialAccountsRepo.Default,
     CreditsRepo.Default,
     CreditCosts.Default,
