@@ -1,6 +1,6 @@
-// The README's walkthrough ("## Using the API" and its subsections), run as a reader would run it: its ```sh
-// blocks, in order, in one bash session started from an empty environment, against a server that the
-// walkthrough itself starts with `pnpm start`.
+// The README's walkthroughs ("## Your first post", which opens it, and "## Using the API" with its subsections),
+// each run as a reader would run it: its ```sh blocks, in order, in one bash session of its own started from an
+// empty environment, against a server that the walkthrough itself starts with `pnpm start`.
 //
 // Which blocks run: those fenced ```sh in that section. Blocks fenced ```console are shown to the reader and
 // never run: they need what a fresh machine lacks (a Bluesky or Mastodon account, a PostgreSQL server). Other
@@ -138,44 +138,59 @@ const describeCommand = (blocks: ReadonlyArray<WalkthroughBlock>, b: number, c: 
     command.text
 }
 
-describe.skipIf(process.env.TEST_DATABASE !== "embedded")("the README's walkthrough", () => {
-  it("runs as written, and every command answers as its comment says", () =>
-    Effect.runPromise(Effect.gen(function*() {
-      const blocks = walkthroughBlocks(readme)
-      expect(blocks.length).toBeGreaterThan(5)
-      const run = yield* runWalkthrough(blocks)
-      const read = (name: string) => {
-        try {
-          return readFileSync(Path.join(run.outputs, name), "utf8")
-        } catch {
-          return ""
-        }
+/** Runs `blocks` and fails with the command that failed, or with every command whose output is not its comment's. */
+const checkWalkthrough = (blocks: ReadonlyArray<WalkthroughBlock>) =>
+  Effect.runPromise(Effect.gen(function*() {
+    const run = yield* runWalkthrough(blocks)
+    const read = (name: string) => {
+      try {
+        return readFileSync(Path.join(run.outputs, name), "utf8")
+      } catch {
+        return ""
       }
-      const serverLog = () => {
-        const log = read("../work/postline.log")
-        return log === "" ? "" : `\nThe server's log (postline.log), its end:\n${log.split("\n").slice(-15).join("\n")}`
-      }
-      const current = read("current").trim()
-      if (current !== "done") {
-        const [b, c] = current.split(".").map(Number) as [number, number]
-        expect.fail(
-          `${describeCommand(blocks, b, c)}\n` +
-            (run.timedOut ? `did not end: the walkthrough was stopped after ${walkthroughTimeoutMs / 1000} s.\n` : `failed (bash exited with ${run.exitCode}).\n`) +
-            `stdout: ${read(`${b}.${c}.out`)}\nstderr: ${read(`${b}.${c}.err`)}${serverLog()}\n(the run's files are kept in ${run.folder})`
-        )
-      }
-      const problems = blocks.flatMap((block, b) =>
-        block.commands.flatMap((command, c) => {
-          const stdout = read(`${b}.${c}.out`)
-          const found = command.expected === undefined
-            ? stdout.trim() === "" ? [] : [`it printed ${JSON.stringify(stdout.slice(0, 300))} but has no output comment`]
-            : outputProblems(command.expected, stdout)
-          return found.length === 0 ? [] : [`${describeCommand(blocks, b, c)}\n  ${found.join("\n  ")}`]
-        })
+    }
+    const serverLog = () => {
+      const log = read("../work/postline.log")
+      return log === "" ? "" : `\nThe server's log (postline.log), its end:\n${log.split("\n").slice(-15).join("\n")}`
+    }
+    const current = read("current").trim()
+    if (current !== "done") {
+      const [b, c] = current.split(".").map(Number) as [number, number]
+      expect.fail(
+        `${describeCommand(blocks, b, c)}\n` +
+          (run.timedOut ? `did not end: the walkthrough was stopped after ${walkthroughTimeoutMs / 1000} s.\n` : `failed (bash exited with ${run.exitCode}).\n`) +
+          `stdout: ${read(`${b}.${c}.out`)}\nstderr: ${read(`${b}.${c}.err`)}${serverLog()}\n(the run's files are kept in ${run.folder})`
       )
-      if (problems.length > 0) expect.fail(`${problems.length} command(s) answered otherwise than their comments say:\n\n${problems.join("\n\n")}`)
-      rmSync(run.folder, { recursive: true, force: true })
-    })), 180_000)
+    }
+    const problems = blocks.flatMap((block, b) =>
+      block.commands.flatMap((command, c) => {
+        const stdout = read(`${b}.${c}.out`)
+        const found = command.expected === undefined
+          ? stdout.trim() === "" ? [] : [`it printed ${JSON.stringify(stdout.slice(0, 300))} but has no output comment`]
+          : outputProblems(command.expected, stdout)
+        return found.length === 0 ? [] : [`${describeCommand(blocks, b, c)}\n  ${found.join("\n  ")}`]
+      })
+    )
+    if (problems.length > 0) expect.fail(`${problems.length} command(s) answered otherwise than their comments say:\n\n${problems.join("\n\n")}`)
+    rmSync(run.folder, { recursive: true, force: true })
+  }))
+
+describe.skipIf(process.env.TEST_DATABASE !== "embedded")("the README's walkthrough", () => {
+  it("opens the README with a first post of under 15 lines, which runs as written and arrives", () => {
+    const headings = readme.split("\n").filter((line) => line.startsWith("## "))
+    expect(headings[0]).toBe("## Your first post")
+    const blocks = walkthroughBlocks(readme, "Your first post")
+    expect(blocks).toHaveLength(1)
+    const blockLength = readme.split("\n").slice(blocks[0]!.line).indexOf("```")
+    expect(blockLength).toBeLessThan(15)
+    return checkWalkthrough(blocks)
+  }, 180_000)
+
+  it("runs as written, and every command answers as its comment says", () => {
+    const blocks = walkthroughBlocks(readme)
+    expect(blocks.length).toBeGreaterThan(5)
+    return checkWalkthrough(blocks)
+  }, 180_000)
 })
 
 describe.skipIf(process.env.TEST_DATABASE !== "embedded")("output comments", () => {

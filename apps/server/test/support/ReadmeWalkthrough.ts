@@ -29,13 +29,13 @@ export interface ExpectedOutput {
 export const runnableFence = "sh"
 
 /**
- * The walkthrough: the fenced blocks of the `## Using the API` section (its subsections included), in order,
- * those whose info string is `sh`.
+ * A walkthrough: the fenced blocks of a `## ` section (its subsections included; `## Using the API` unless
+ * another is named), in order, those whose info string is `sh`.
  */
-export const walkthroughBlocks = (readme: string): ReadonlyArray<WalkthroughBlock> => {
+export const walkthroughBlocks = (readme: string, section = "Using the API"): ReadonlyArray<WalkthroughBlock> => {
   const lines = readme.split("\n")
-  const start = lines.findIndex((line) => line === "## Using the API")
-  if (start === -1) throw new Error("The README has no \"## Using the API\" section")
+  const start = lines.findIndex((line) => line === `## ${section}`)
+  if (start === -1) throw new Error(`The README has no "## ${section}" section`)
   const end = lines.findIndex((line, index) => index > start && /^## /.test(line))
   const blocks: Array<WalkthroughBlock> = []
   const headings: Array<string> = []
