@@ -183,6 +183,7 @@ const seedWorld = Effect.gen(function*() {
       accountId: account.body.id as string,
       postId: post.body.id as string,
       sentUploadId: sent.body.uploadId as string,
+      awaitingUploadId: awaiting.body.uploadId as string,
       awaitingUploadUrl: awaiting.body.url as string,
       awaitingBytes,
       importUrl: `${importSource}${importPath}`
@@ -468,6 +469,8 @@ const cases: ReadonlyArray<Case> = [
     statuses: [201, 201, 201, 404, 201, 404, 401, 401, 401] },
   { operation: "assets.completeAssetUpload", call: (w, t) => ({ method: "POST", path: `/v1/teams/${w.teamA}/assets/uploads/${t.sentUploadId}/complete` }),
     statuses: [201, 201, 201, 404, 201, 404, 401, 401, 401] },
+  { operation: "assets.cancelAssetUpload", call: (w, t) => ({ method: "DELETE", path: `/v1/teams/${w.teamA}/assets/uploads/${t.awaitingUploadId}` }),
+    statuses: [204, 204, 204, 404, 204, 404, 401, 401, 401] },
   { operation: "assets.importAsset", call: (w, t) => ({ method: "POST", path: `/v1/teams/${w.teamA}/assets/import`, json: { url: t.importUrl } }),
     statuses: [201, 201, 201, 404, 201, 404, 401, 401, 401] },
   { operation: "assetUploads.uploadAsset", call: (w, t) => ({ method: "POST", path: `/v1/teams/${w.teamA}/assets`, form: { name: "Upload", file: { bytes: t.png, fileName: "upload.png", type: "image/png" } } }),

@@ -83,6 +83,7 @@ describe("the OpenAPI document", () => {
         "assetContent.getAssetContent GET /v1/teams/{teamId}/assets/{assetId}/content",
         "assetContent.putAssetUpload PUT /v1/uploads/{uploadId}",
         "assetUploads.uploadAsset POST /v1/teams/{teamId}/assets",
+        "assets.cancelAssetUpload DELETE /v1/teams/{teamId}/assets/uploads/{uploadId}",
         "assets.completeAssetUpload POST /v1/teams/{teamId}/assets/uploads/{uploadId}/complete",
         "assets.createAssetUpload POST /v1/teams/{teamId}/assets/uploads",
         "assets.deleteAsset DELETE /v1/teams/{teamId}/assets/{assetId}",
