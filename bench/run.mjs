@@ -13,6 +13,8 @@
 //                                 S9 alone: uploads of a 10 MB PNG, ours and bench/baseline/upload.mjs
 //   node bench/run.mjs --scenarios S10
 //                                 S10 alone: a start with 100,000 future schedules against one with none
+//   node bench/run.mjs --scenarios S11
+//                                 S11 alone: 49-megapixel uploads, RSS peak and settled per format (bench/lib/image-memory.mjs)
 //
 // Exit status: 0 only if every scenario ran with zero errors and the baseline
 // (and each peer) ran the same statements and answered the same bytes as the
@@ -37,6 +39,7 @@ import { buildPeers, peerDefs, peerScenarios, peerVersions } from "./lib/peers.m
 import { describeUploads, evaluateTargets, formatTargets, peersTable, rowErrors, table } from "./lib/report.mjs"
 import { makeBenchUser, populations, seedSql } from "./lib/seed.mjs"
 import { checkUpload, driveUploads, makeNoisePng, MiB } from "./lib/upload.mjs"
+import { describeImageMemory, imageMemoryErrors, measureImageMemory } from "./lib/image-memory.mjs"
 import { measurePnpmStart } from "./lib/start.mjs"
 import { startNodeFlags } from "../apps/server/scripts/start-flags.mjs"
 
@@ -69,6 +72,9 @@ S9: uploads of a 10 MB PNG (1 MB with --smoke), 8 connections, ours (PostgreSQL,
     bench/baseline/upload.mjs (node:http streaming the file to a folder, hashing it)
 S10: spawn to the first send of a post due at start, with N future schedules (--future-schedules; 100000, or
     1000 with --smoke) and with none, 5 starts of each (1 with --smoke), PostgreSQL and embedded
+S11: 8 uploads of a 7000x7000 progressive JPEG, 16-bit PNG and HEIC each, 4 at once, embedded database, the
+    server in a 1 GiB memory cgroup when one can be made: RSS peak and 60 s later (5 s with --smoke); not in
+    --smoke unless named
 peers (S1, S3, S4 only; --no-peers leaves them out): Fastify + pg, NestJS (Express) + Prisma 7 (bench/peers)`)
   process.exit(0)
 }
@@ -1436,6 +1442,9 @@ const main = async () => {
   if (wanted("S8") && !flags.profile) rows.push(...(await schedulerPhase()))
   if (wanted("S9") && !flags.profile && !flags["embedded-only"]) rows.push(await uploadPhase())
   if (wanted("S10") && !flags.profile) rows.push(...(await startPhase()))
+  if (wanted("S11") && !flags.profile && (!smoke || only?.has("S11"))) {
+    results.imageMemory = await measureImageMemory({ script: serverScript, settleSec: smoke ? 5 : 60, log })
+  }
   if (config.embedded && ["S1", "S4"].some(wanted)) rows.push(...(await embeddedPhase(results)))
   results.scenarios = rows
   results.targets = evaluateTargets({ rows, memory: results.memory, startup: results.startup })
@@ -1487,6 +1496,12 @@ const main = async () => {
     console.log(`\nS10, a start with future schedules: spawn to the due post's webhook at the receiver, quickest of each kind, started in turn:`)
     for (const r of startRows) console.log(describeStart(r))
   }
+  if (results.imageMemory) {
+    const m = results.imageMemory
+    console.log(`\nS11, ${m.uploads} uploads of 49 megapixels per format, ${m.atOnce} at once` +
+      `${m.limitMb === null ? " (no memory cgroup)" : ` in a ${m.limitMb} MB memory cgroup`}; settled = ${m.settleSec} s after the last answer:`)
+    for (const r of m.results) console.log(`  ${r.format}: ${describeImageMemory(r)}`)
+  }
   const s = results.startup
   const mem = results.memory
   console.log("")
@@ -1519,7 +1534,7 @@ const main = async () => {
   writeFileSync(file, JSON.stringify(results, null, 2) + "\n")
   console.log(`\nwrote ${file} (${results.elapsedSec} s)`)
 
-  const errors = rows.reduce((sum, r) => sum + rowErrors(r), 0)
+  const errors = rows.reduce((sum, r) => sum + rowErrors(r), 0) + (results.imageMemory ? imageMemoryErrors(results.imageMemory) : 0)
   const peersParityOk = Object.values(results.peers?.parity ?? {}).every((parity) => parity.ok)
   return errors === 0 && (results.parity?.ok ?? true) && peersParityOk ? 0 : 1
 }

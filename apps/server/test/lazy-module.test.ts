@@ -5,7 +5,8 @@ import { createRequire } from "node:module"
 import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
 import { inject } from "vitest"
-import { HeicDecodeModule, SharpModule } from "../src/Assets/Images.js"
+import { ImageJobModule } from "../src/Assets/ImageJobs.js"
+import { SharpModule } from "../src/Assets/Images.js"
 import { S3StorageModule } from "../src/Assets/StorageConfig.js"
 import { StripeModule } from "../src/Billing/PaymentProvider.js"
 import { DocsPageModule } from "../src/Http/Docs.js"
@@ -74,7 +75,7 @@ describe("the server's lazily loaded chunks, as built", () => {
     TracingSdkModule,
     S3StorageModule,
     SharpModule,
-    HeicDecodeModule,
+    ImageJobModule,
     StripeModule
   ]
   // A module left outside the bundle (no chunk) is what Node gives the bundle from node_modules.

@@ -1,9 +1,7 @@
 import { lazyModule } from "../LazyModule.js"
 
 /**
- * sharp (libvips) and the HEIC decoder load on the first image, not at start. Both stay outside the bundle
- * (scripts/build.mjs): Node loads them from node_modules, with their native and WebAssembly code.
+ * sharp (libvips) loads on the first image sent to Bluesky, not at start (uploads are decoded by image jobs,
+ * ImageJob.ts). It stays outside the bundle (scripts/build.mjs): Node loads it from node_modules, with its native code.
  */
 export const SharpModule = lazyModule("sharp", () => import("sharp"), { default: "function" })
-
-export const HeicDecodeModule = lazyModule("heic-decode", () => import("heic-decode"), { default: "function" })

@@ -17,7 +17,6 @@ import { randomUUID } from "node:crypto"
 import { mkdtemp, rm } from "node:fs/promises"
 import * as Path from "node:path"
 import { authorize } from "../Access/Authorization.js"
-import { makeFifoLimiter } from "../Concurrency/FifoLimiter.js"
 import { transactionally } from "../Database/Transaction.js"
 import { folderNotFound } from "../Folders/Service.js"
 import { Cursors } from "../Pagination/Cursor.js"
@@ -25,6 +24,7 @@ import { pageRequest } from "../Pagination/Keyset.js"
 import { readUploadForm } from "./Form.js"
 import { StorageGarbage } from "./Garbage.js"
 import { sha256OfFile } from "./Hashing.js"
+import { makeImageJobs } from "./ImageJobs.js"
 import { prepare } from "./Inspection.js"
 import { AssetsPolicy } from "./Policy.js"
 import { AssetsRepo, type StoredAsset } from "./Repo.js"
@@ -68,8 +68,8 @@ export class Assets extends Effect.Service<Assets>()("Assets", {
       maxFileSize: Option.some(largestPart),
       maxTotalSize: Option.some(largestPart + uploadFormLimits.maxParts * uploadFormLimits.maxFieldSize + 64 * 1024)
     }
-    // Decoding an image holds its pixels outside the JavaScript heap: a few at a time bound what uploads hold.
-    const preparing = yield* makeFifoLimiter(settings.processingConcurrency)
+    // Images are decoded in processes of their own, a few at a time, with a bound on the pixels among them.
+    const images = yield* makeImageJobs({ processes: settings.processingConcurrency, maxPixels: settings.maxImagePixels })
 
     /** The asset as the API shows it, with URLs valid for MEDIA_URL_SECONDS. */
     const withUrls = (asset: StoredAsset): Asset => {
@@ -166,11 +166,13 @@ export class Assets extends Effect.Service<Assets>()("Assets", {
       Effect.gen(function*() {
         const known = yield* repo.findBySha256(teamId, file.sha256)
         if (Option.isSome(known)) return { created: false, asset: withUrls(known.value) } satisfies Uploaded
-        const prepared = yield* preparing(prepare(file.path, file.sniffed, settings.maxImagePixels)).pipe(
+        const prepared = yield* prepare(file.path, file.sniffed, images).pipe(
           Effect.catchTag("ImageRefused", ({ reason }) =>
             Effect.fail(
               reason === "too_many_pixels"
                 ? new PayloadTooLarge({ message: `The image has more than ${settings.maxImagePixels} pixels` })
+                : reason === "out_of_memory"
+                ? new PayloadTooLarge({ message: "Decoding the image took more memory than the server has free" })
                 : unsupported
             ))
         )

@@ -19,9 +19,13 @@ export class MediaSettings extends Effect.Service<MediaSettings>()("Assets/Setti
     return {
       maxImageBytes: yield* positive("MEDIA_MAX_IMAGE_BYTES", "bytes", 20 * megabytes),
       maxVideoBytes: yield* positive("MEDIA_MAX_VIDEO_BYTES", "bytes", 300 * megabytes),
-      /** Decoding an image takes about 4 bytes a pixel: this bounds what one upload may make the server hold. */
+      /**
+       * The most pixels an image may have, and the most decoding at once: images are decoded in processes of
+       * their own (Assets/ImageJobs.ts), which take up to about 7 bytes a pixel for HEIC, 3.5 for a progressive
+       * JPEG, 1 for a PNG (bench S11), besides about 90 MB each.
+       */
       maxImagePixels: yield* positive("MEDIA_MAX_IMAGE_PIXELS", "pixels", 50_000_000),
-      /** How many uploaded images one process decodes and writes again at once; the others wait their turn. */
+      /** How many image processes may run at once (each waits for its pixels to fit); the others wait their turn. */
       processingConcurrency: yield* positive("MEDIA_PROCESSING_CONCURRENCY", "images", 2),
       /** What an organization may store, originals and thumbnails together. */
       quotaBytes: yield* positive("MEDIA_QUOTA_BYTES", "bytes", 5 * 1024 * megabytes),

@@ -29,9 +29,19 @@ export interface ServerProcess {
 /** The bundled server (`main`) or admin command (`admin`) that this test run built. */
 export const bundled = (entry: "main" | "admin") => Path.join(inject("serverBundle"), `${entry}.js`)
 
+/** Where a server process runs: in a memory cgroup (v1) of its own from its first instruction, with `cgroup`. */
+export interface SpawnOptions {
+  /** The cgroup's folder, under /sys/fs/cgroup/memory: what the server starts later is counted there too. */
+  readonly cgroup?: string
+}
+
 /** Spawns the bundled server as `pnpm start` runs it, with only `env` in its environment. */
-export const spawnServer = (env: Record<string, string>) => {
-  const child = spawn(process.execPath, [...startFlags, bundled("main")], {
+export const spawnServer = (env: Record<string, string>, options: SpawnOptions = {}) => {
+  const args = [...startFlags, bundled("main")]
+  const [command, commandArgs] = options.cgroup === undefined
+    ? [process.execPath, args]
+    : ["/bin/sh", ["-c", `echo $$ > "${Path.join(options.cgroup, "cgroup.procs")}" && exec "$0" "$@"`, process.execPath, ...args]]
+  const child = spawn(command, commandArgs, {
     cwd: serverDir,
     env: { PATH: process.env.PATH ?? "", ...env }
   })
@@ -48,7 +58,7 @@ export const spawnServer = (env: Record<string, string>) => {
 }
 
 /** Starts the server on a free port and waits until it answers; killed when the scope closes. */
-export const startServer = (env: Record<string, string>) =>
+export const startServer = (env: Record<string, string>, options: SpawnOptions = {}) =>
   Effect.acquireRelease(
     Effect.flatMap(freePort, (port) =>
       Effect.promise(async (): Promise<ServerProcess> => {
@@ -57,7 +67,7 @@ export const startServer = (env: Record<string, string>) =>
           LOG_LEVEL: "WARN",
           ...env,
           PORT: env.PORT ?? String(port)
-        })
+        }, options)
         const base = `http://127.0.0.1:${env.PORT ?? port}`
         let exitCode: number | null | undefined
         void started.exited.then((code) => (exitCode = code))
