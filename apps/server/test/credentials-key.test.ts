@@ -301,6 +301,6 @@ describe("the credentials key", () => {
         const after = yield* restored.call("GET", `${teamPath}/social-accounts/${account}`)
         expect(after.body).toMatchObject({ status: "connected", lastError: null })
       }),
-    120_000
+    180_000
   )
 })
