@@ -265,7 +265,7 @@ describe("the credentials key", () => {
         expect(yield* publish(third.call, teamPath, keyGivenBack, "Key given back")).toMatchObject({ status: "published" })
         expect(mastodon.statuses.map((status) => status.text)).toEqual(["Still published", "Reconnected", "Key given back"])
       }),
-    180_000
+    300_000
   )
 
   it.scopedLive.skipIf(testDatabaseKind !== "embedded")(
