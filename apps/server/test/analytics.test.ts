@@ -118,7 +118,8 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
         expect(short.status).toBe(402)
         expect(short.body).toEqual({
           _tag: "PaymentRequired",
-          message: "Reading analytics needs 1 credits and the organization has 0 available"
+          message: "Reading analytics needs 1 credit and the organization has 0 available. " +
+            `Billing is off on this server, so an operator adds credits with \`pnpm admin credits grant --organization ${team.organization.id} --amount 1\``
         })
         expect(team.mastodon.requests.length).toBe(before)
         expect(mastodonTarget(yield* team.client.getPostAnalytics({ urlParams: {}, path: { teamId: team.teamId, postId: post.id } })).series)
@@ -145,7 +146,7 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
           status: 402,
           body: {
             _tag: "PaymentRequired",
-            message: "This needs 1 credits, beyond the organization's monthly spend cap of 1 credits (1 spent this month); " +
+            message: "This needs 1 credit, beyond the organization's monthly spend cap of 1 credit (1 spent this month); " +
               "an admin or owner may raise the cap"
           }
         }
@@ -279,7 +280,11 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
         expect(yield* sql`SELECT jsonb_typeof(raw) AS kind FROM account_snapshots WHERE social_account_id = ${team.toot.id}`)
           .toEqual([{ kind: "object" }])
         const short = yield* team.call("POST", `/social-accounts/${team.toot.id}/analytics/refresh`)
-        expect(short.body).toEqual({ _tag: "PaymentRequired", message: "Reading analytics needs 1 credits and the organization has 0 available" })
+        expect(short.body).toEqual({
+          _tag: "PaymentRequired",
+          message: "Reading analytics needs 1 credit and the organization has 0 available. " +
+            `Billing is off on this server, so an operator adds credits with \`pnpm admin credits grant --organization ${team.organization.id} --amount 1\``
+        })
 
         const webhook = yield* team.call("POST", `/social-accounts/${team.hook.id}/analytics/refresh`)
         // A webhook has nothing to read: free, as the estimate says and as for a post published only to webhooks.

@@ -246,11 +246,11 @@ layer(serverWith({ ...costs, ...stripe.settings }), { excludeTestServices: true 
       expect(yield* team.estimate).toMatchObject({ total: 3, available: 1, sufficient: false })
       expect(yield* Effect.flip(read)).toMatchObject({
         _tag: "PaymentRequired",
-        message: "Reading analytics needs 4 credits and the organization has 1 available"
+        message: `Reading analytics needs 4 credits and the organization has 1 available. An admin or owner buys a pack of 1000 or 5000 credits with a checkout: POST /v1/organizations/${team.organizationId}/billing/checkout`
       })
       expect(yield* team.publish).toMatchObject({
         status: 402,
-        body: { _tag: "PaymentRequired", message: "Publishing needs 3 credits and the organization has 1 available" }
+        body: { _tag: "PaymentRequired", message: `Publishing needs 3 credits and the organization has 1 available. An admin or owner buys a pack of 1000 or 5000 credits with a checkout: POST /v1/organizations/${team.organizationId}/billing/checkout` }
       })
       expect(yield* team.ledger).toEqual([])
       expect(yield* team.usage).toEqual([])
@@ -370,7 +370,7 @@ layer(serverWith({ ...costs, ...stripe.settings }), { excludeTestServices: true 
       const credits = yield* CreditsRepo
       const refused = {
         status: 402,
-        body: { _tag: "PaymentRequired", message: "Publishing needs 3 credits and the organization has 1 available" }
+        body: { _tag: "PaymentRequired", message: `Publishing needs 3 credits and the organization has 1 available. An admin or owner buys a pack of 1000 or 5000 credits with a checkout: POST /v1/organizations/${team.organizationId}/billing/checkout` }
       }
       const nothingWritten = Effect.gen(function*() {
         expect(yield* team.ledger).toEqual([])
@@ -393,7 +393,7 @@ layer(serverWith({ ...costs, ...stripe.settings }), { excludeTestServices: true 
         expect(yield* team.estimate).toMatchObject({ total: 3, available: 1, sufficient: false })
         expect(yield* team.publish).toMatchObject(refused)
         expect(yield* Effect.flip(withSystemActor(credits.charge(team.organizationId, [{ socialAccountId: randomUUID() as SocialAccountId, amount: 2 }]))))
-          .toMatchObject({ _tag: "PaymentRequired", message: "Reading analytics needs 2 credits and the organization has 1 available" })
+          .toMatchObject({ _tag: "PaymentRequired", message: `Reading analytics needs 2 credits and the organization has 1 available. An admin or owner buys a pack of 1000 or 5000 credits with a checkout: POST /v1/organizations/${team.organizationId}/billing/checkout` })
         yield* nothingWritten
       }
       // past_due as an unpaid invoice makes it.
@@ -475,7 +475,7 @@ layer(
       expect(yield* team.account).toMatchObject({ subscriptionStatus: "active", paymentMeteredSubscriptionItemId: null })
       const refused = {
         status: 402,
-        body: { _tag: "PaymentRequired", message: "Publishing needs 3 credits and the organization has 1 available" }
+        body: { _tag: "PaymentRequired", message: `Publishing needs 3 credits and the organization has 1 available. An admin or owner buys a pack of 1000 or 5000 credits with a checkout: POST /v1/organizations/${team.organizationId}/billing/checkout` }
       }
       expect(yield* team.publish).toMatchObject(refused)
       // One left from when the plan had a metered price: this server reports no usage, so it sells none.

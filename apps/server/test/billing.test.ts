@@ -150,7 +150,7 @@ layer(serverWith({ ...costs, STRIPE_SECRET_KEY: "" }), { excludeTestServices: tr
         status: 402,
         body: {
           _tag: "PaymentRequired",
-          message: "This needs 1 credits, beyond the organization's monthly spend cap of 2 credits (2 spent this month); " +
+          message: "This needs 1 credit, beyond the organization's monthly spend cap of 2 credits (2 spent this month); " +
             "an admin or owner may raise the cap"
         }
       })

@@ -31,7 +31,7 @@ layer(Layer.provideMerge(CreditsRepo.Default, TestServer), { excludeTestServices
         ])))
         expect(short).toMatchObject({
           _tag: "PaymentRequired",
-          message: "Reading analytics needs 5 credits and the organization has 4 available"
+          message: `Reading analytics needs 5 credits and the organization has 4 available. Billing is off on this server, so an operator adds credits with \`pnpm admin credits grant --organization ${organizationId} --amount 1\``
         })
         expect(yield* ledgerOf(organizationId)).toEqual([])
         expect(yield* credit).toEqual({ balance: 5, reserved: 1, available: 4 })

@@ -227,12 +227,13 @@ layer(Layer.merge(TestServer, BlueskyNetwork.layer()), { excludeTestServices: tr
           total: 2,
           perAccount: [{ socialAccountId: sky.id, credits: 1 }, { socialAccountId: toot.id, credits: 1 }],
           available: 1,
-          sufficient: false
+          sufficient: false,
+          howToGetCredits: `Billing is off on this server, so an operator adds credits with \`pnpm admin credits grant --organization ${organization.id} --amount 1\``
         })
         const refused = yield* postNow(post.id, [sky.id, toot.id])
         expect(refused).toMatchObject({
           status: 402,
-          body: { _tag: "PaymentRequired", message: "Publishing needs 2 credits and the organization has 1 available" }
+          body: { _tag: "PaymentRequired", message: `Publishing needs 2 credits and the organization has 1 available. Billing is off on this server, so an operator adds credits with \`pnpm admin credits grant --organization ${organization.id} --amount 1\`` }
         })
         expect(mastodon.statuses).toEqual([])
         expect((yield* call("GET", `/posts/${post.id}`)).body).toMatchObject({ status: "draft", targets: [] })

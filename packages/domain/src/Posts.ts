@@ -185,7 +185,11 @@ export const Estimate = Schema.Struct({
     credits: integer("0 for an account that would fail before anything is sent")
   })),
   available: integer("The organization's available credits now"),
-  sufficient: Schema.Boolean
+  sufficient: Schema.Boolean,
+  howToGetCredits: Schema.optional(Schema.String.annotations({
+    description: "When the available credits fall short: how the organization gets credits on this server (the " +
+      "operator's admin command with billing off, a checkout with it on)"
+  }))
 }).annotations({
   identifier: "Estimate",
   description: "What publishing to these accounts would cost, and whether the organization has it: changes nothing"

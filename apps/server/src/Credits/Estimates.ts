@@ -1,17 +1,22 @@
 import { type Estimate, type OrganizationId, PaymentRequired, type SocialAccountId } from "@postline/domain"
 import { Effect, Option } from "effect"
 import { authorize } from "../Access/Authorization.js"
+import { BillingSettings } from "../Billing/Settings.js"
 import { CreditsPolicy } from "./Policy.js"
 import { capReachedMessage, CreditsRepo, type Headroom } from "./Repo.js"
+import { howToGetCredits, shortfallMessage } from "./Shortfall.js"
 
-/** Why a spend of `total` would be refused now, or none: the month's spend cap first, then the credits. */
-const refusalOf = (what: string, total: number, headroom: Headroom) =>
+/** What stops a spend: the month's spend cap, or the available credits. */
+type Limit = { readonly _tag: "Cap"; readonly cap: number } | { readonly _tag: "Credits" }
+
+/** What stops a spend of `total` now, if anything: the month's spend cap first, then the credits. */
+const limitOf = (total: number, headroom: Headroom): Option.Option<Limit> =>
   total === 0
     ? Option.none()
     : headroom.cap !== null && headroom.spentThisMonth + total > headroom.cap
-    ? Option.some(new PaymentRequired({ message: capReachedMessage(total, headroom.cap, headroom.spentThisMonth) }))
+    ? Option.some({ _tag: "Cap" as const, cap: headroom.cap })
     : !headroom.overage && total > headroom.available
-    ? Option.some(new PaymentRequired({ message: `${what} needs ${total} credits and the organization has ${headroom.available} available` }))
+    ? Option.some({ _tag: "Credits" as const })
     : Option.none()
 
 /**
@@ -23,6 +28,7 @@ export class CreditEstimates extends Effect.Service<CreditEstimates>()("CreditEs
   effect: Effect.gen(function*() {
     const repo = yield* CreditsRepo
     const policy = yield* CreditsPolicy
+    const billing = yield* BillingSettings
 
     const headroomOf = (organizationId: OrganizationId) =>
       authorize(policy.canView(organizationId))(() => repo.headroomOf(organizationId))
@@ -34,8 +40,21 @@ export class CreditEstimates extends Effect.Service<CreditEstimates>()("CreditEs
     ) =>
       Effect.map(headroomOf(organizationId), (headroom) => {
         const total = accounts.reduce((sum, account) => sum + account.credits, 0)
-        const refusal = refusalOf(what, total, headroom)
-        const estimate: Estimate = { total, perAccount: accounts, available: headroom.available, sufficient: Option.isNone(refusal) }
+        const limit = limitOf(total, headroom)
+        const lacksCredits = Option.exists(limit, (limit) => limit._tag === "Credits")
+        const estimate: Estimate = {
+          total,
+          perAccount: accounts,
+          available: headroom.available,
+          sufficient: Option.isNone(limit),
+          ...(lacksCredits ? { howToGetCredits: howToGetCredits(billing, organizationId, total - headroom.available) } : {})
+        }
+        const refusal = Option.map(limit, (limit) =>
+          new PaymentRequired({
+            message: limit._tag === "Cap"
+              ? capReachedMessage(total, limit.cap, headroom.spentThisMonth)
+              : shortfallMessage(billing, what, organizationId, total, headroom.available)
+          }))
         return { estimate, refusal }
       })
 
@@ -48,5 +67,5 @@ export class CreditEstimates extends Effect.Service<CreditEstimates>()("CreditEs
           Option.match(refusal, { onNone: () => Effect.succeed(estimate), onSome: Effect.fail }))
     } as const
   }),
-  dependencies: [CreditsRepo.Default, CreditsPolicy.Default]
+  dependencies: [CreditsRepo.Default, CreditsPolicy.Default, BillingSettings.Default]
 }) {}

@@ -12,6 +12,7 @@ import { policyRequire } from "../Access/Authorization.js"
 import { BillingSettings } from "../Billing/Settings.js"
 import { isoUtc, selectFields } from "../Database/Columns.js"
 import { type PageRequest, paginate } from "../Pagination/Keyset.js"
+import { creditCount, shortfallMessage } from "./Shortfall.js"
 
 /** Credits held for one publish: its post and account, and the amount. */
 export interface Hold {
@@ -39,7 +40,7 @@ export interface Headroom {
 
 /** The 402 of a spend the monthly cap stops. */
 export const capReachedMessage = (total: number, cap: number, spentThisMonth: number) =>
-  `This needs ${total} credits, beyond the organization's monthly spend cap of ${cap} credits ` +
+  `This needs ${creditCount(total)}, beyond the organization's monthly spend cap of ${creditCount(cap)} ` +
   `(${spentThisMonth} spent this month); an admin or owner may raise the cap`
 
 /** The first day of the current calendar month, UTC: the month of the spend cap. */
@@ -58,8 +59,9 @@ export const spentThisMonthOf = (sql: Statement.Constructor) =>
 export class CreditsRepo extends Effect.Service<CreditsRepo>()("CreditsRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const billing = yield* BillingSettings
     // Overage is sold only while the plan has a metered price (and its meter): what is bought is reported there.
-    const overageOn = Option.exists((yield* BillingSettings).plan, (plan) => plan.meterEvent !== null)
+    const overageOn = Option.exists(billing.plan, (plan) => plan.meterEvent !== null)
     // A plan that bills usage beyond its credits: active with the plan's metered item. Not while trialing: Stripe
     // bills nothing of a trial (its invoice is $0 for every item, the metered one too), so the usage would be free.
     const overageEligible = sql`(subscription_status = 'active'
@@ -204,9 +206,7 @@ export class CreditsRepo extends Effect.Service<CreditsRepo>()("CreditsRepo", {
         const moved = yield* spend(organizationId, { balance: 0, reserved: total }, total)
         if (Option.isNone(moved)) {
           const { available } = Option.getOrThrow(yield* balanceOf(organizationId))
-          return yield* new PaymentRequired({
-            message: `Publishing needs ${total} credits and the organization has ${available} available`
-          })
+          return yield* new PaymentRequired({ message: shortfallMessage(billing, "Publishing", organizationId, total, available) })
         }
         // One entry per hold, each showing the figures after it, as if they were made one by one.
         let reserved = moved.value.reserved - total
@@ -250,7 +250,7 @@ export class CreditsRepo extends Effect.Service<CreditsRepo>()("CreditsRepo", {
         if (Option.isNone(moved)) {
           const { available } = Option.getOrThrow(yield* balanceOf(organizationId))
           return yield* new PaymentRequired({
-            message: `Reading analytics needs ${total} credits and the organization has ${available} available`
+            message: shortfallMessage(billing, "Reading analytics", organizationId, total, available)
           })
         }
         let balance = moved.value.balance + total

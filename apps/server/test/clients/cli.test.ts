@@ -163,7 +163,11 @@ describe("postline, publishing to a webhook receiver", () => {
       const broke = yield* runCli(["analytics", "refresh", "--post", post.id, "--yes", "--json"], cli)
       expect(broke.code).toBe(6)
       expect(jsonOf(broke)).toEqual({
-        error: { _tag: "PaymentRequired", message: "Reading analytics needs 1 credits and the organization has 0 available" }
+        error: {
+          _tag: "PaymentRequired",
+          message: "Reading analytics needs 1 credit and the organization has 0 available. " +
+            `Billing is off on this server, so an operator adds credits with \`pnpm admin credits grant --organization ${organizationId} --amount 1\``
+        }
       })
       expect(mastodon.requests).toHaveLength(reads)
 

@@ -283,11 +283,22 @@ export const everyToolOnce = (setup: McpServerSetup, connectAs: ConnectAs) =>
     const reads = mastodon.requests.length
     expect(yield* call(client, "refresh_post_analytics", { teamId, postId: gulls.id })).toEqual({
       isError: true,
-      value: { _tag: "PaymentRequired", message: "Reading analytics needs 1 credits and the organization has 0 available" }
+      value: {
+        _tag: "PaymentRequired",
+        message: "Reading analytics needs 1 credit and the organization has 0 available. " +
+          `Billing is off on this server, so an operator adds credits with \`pnpm admin credits grant --organization ${acme.organizationId} --amount 1\``
+      }
     })
     expect(mastodon.requests).toHaveLength(reads)
     expect(yield* use("estimate_analytics_refresh", { teamId, postId: gulls.id }))
-      .toEqual({ total: 1, perAccount: [{ socialAccountId: toot.id, credits: 1 }], available: 0, sufficient: false })
+      .toEqual({
+        total: 1,
+        perAccount: [{ socialAccountId: toot.id, credits: 1 }],
+        available: 0,
+        sufficient: false,
+        howToGetCredits: `Billing is off on this server, so an operator adds credits with ` +
+          `\`pnpm admin credits grant --organization ${acme.organizationId} --amount 1\``
+      })
 
     // An API key sees the whole state; without a payment provider nothing is on sale.
     expect(yield* use("get_billing", { organizationId: acme.organizationId })).toEqual({
