@@ -296,7 +296,7 @@ const requestRefinements = (): Array<{ readonly endpoint: string; readonly refin
     onEndpoint({ endpoint }) {
       const schemas = [endpoint.payloadSchema, endpoint.urlParamsSchema, endpoint.pathSchema, endpoint.headersSchema]
       for (const schema of schemas) {
-        if (Option.isSome(schema)) walk((schema.value as Schema.Schema.Any).ast, `${endpoint.method} ${endpoint.path}`)
+        if (Option.isSome(schema)) walk(schema.value.ast, `${endpoint.method} ${endpoint.path}`)
       }
     }
   })
@@ -313,11 +313,11 @@ ajv.addSchema({ $id: "openapi", components: spec.components })
 const documentAccepts = (component: string, value: unknown) =>
   ajv.validate({ $ref: `openapi#/components/schemas/${component}` }, value) as boolean
 
-// What the server refuses that no pattern or enum can say (a host that fails IDNA, an IPv4 number out of range,
-// what a percent escape stands for) is left out: these samples are rules a schema can state.
+// What the server refuses that a pattern does not say (whether the URL parser takes a URL's host: see httpUrlShape
+// in packages/domain/src/Fields.ts) is left out: these samples are rules a schema states.
 const samples: ReadonlyArray<readonly [string, Schema.Schema.Any, ReadonlyArray<unknown>]> = [
-  ["Name", Name, ["Acme", "A b", "x", "  ", "\uFEFF\uFEFF", "\u00A0x", "\u3000\u3000", "\u200B\u200B", "a\u0000b"]],
-  ["PostContent", PostContent, ["Hello", " ", "\uFEFF", "\u3000a", "\u0085", "\t\n"]],
+  ["Name", Name, ["Acme", "A b", "x", "  ", "\uFEFF\uFEFF", "\u001C\u001D", "\u00A0x", "\u3000\u3000", "\u200B\u200B", "a\u0000b"]],
+  ["PostContent", PostContent, ["Hello", " ", "\uFEFF", "\u3000a", "\u0085", "\u001F", "\t\n"]],
   ["FolderName", FolderName, ["Photos", "a/b", " ", "\uFEFF"]],
   ["Timezone", Timezone, ["Europe/Paris", "UTC", "Etc/UTC", "Asia/Kolkata", "Mars/Olympus", "europe/paris", "Europe", ""]],
   ["WebsiteUrl", WebsiteUrl, [
@@ -327,22 +327,17 @@ const samples: ReadonlyArray<readonly [string, Schema.Schema.Any, ReadonlyArray<
     "https://[::1]:443/",
     "http://ex%41mple.com",
     "HTTPS://example.com:0065535",
-    "http://[",
     "http://",
-    "http://:80",
-    "http://@/",
-    "http://a<b",
-    "http://a:99999",
-    "http://a:8o",
     "http://a b",
+    "http://a\u0085b",
+    "http://a\uFEFF",
     "ftp://example.com"
   ]],
-  ["EventWebhookUrl", EventWebhookUrl, ["https://hooks.example.com/x", "https://u@example.com/", "http://[", "https://a:70000"]],
+  ["EventWebhookUrl", EventWebhookUrl, ["https://hooks.example.com/x", "https://u@example.com/", "https://\\\\u:p@example.com"]],
   ["ConnectWebhook", SocialAccountCredentials, [
     { provider: "webhook", url: "https://example.com/hook" },
     { provider: "webhook", url: "https://u:p@example.com/" },
-    { provider: "webhook", url: "https://:443" },
-    { provider: "webhook", url: "https://a>b/" }
+    { provider: "webhook", url: "https://example.com/@home" }
   ]],
   ["AddMember", AddMember, [
     { email: "ana@example.com", role: "member" },
@@ -359,10 +354,13 @@ describe("the OpenAPI document states the rules the server checks on inputs", ()
     expect(unstated).toEqual([])
   })
 
-  it("writes patterns that every regular expression engine reads alike: no \\s, \\d, \\w or \\b", () => {
-    // Python's \s takes U+001C to U+001F and not U+FEFF; its \d and \w take every script's digits and letters.
-    const engineDependent = /(?:^|[^\\])(?:\\\\)*\\[sSdDwWbB]/
-    expect(patternsIn(spec).filter((pattern) => engineDependent.test(pattern))).toEqual([])
+  it("writes patterns that every regular expression engine reads alike: \\s with what engines disagree on, no \\d, \\w or \\b", () => {
+    // Python's \s takes U+001C to U+001F and U+0085 and JavaScript's U+FEFF: named beside it, every engine reads one
+    // set. Python's \d and \w take every script's digits and letters.
+    const engineDependent = /(?:^|[^\\])(?:\\\\)*\\(?:[SdDwWbB]|s(?!\\u001C-\\u001F\\u0085\\uFEFF))/
+    const patterns = patternsIn(spec)
+    expect(patterns.filter((pattern) => pattern.includes("\\s")).length).toBeGreaterThan(5)
+    expect(patterns.filter((pattern) => engineDependent.test(pattern))).toEqual([])
   })
 
   it.each(samples)("accepts and refuses the same %s as the server", (component, schema, values) => {

@@ -20,11 +20,13 @@ const hasNoNul = (s: string) => !s.includes("\u0000")
 export const Text = Schema.String.pipe(Schema.filter(hasNoNul, { jsonSchema: { pattern: `^[^${nul}]*$` } }))
 
 /**
- * The white space of JavaScript's `\s`, written out: `\s` means other characters in other regular expression
- * engines (Python's takes U+001C to U+001F and leaves out U+FEFF), so a pattern that says it would let a client or
- * a fuzzer built on one of them call valid what the server refuses.
+ * White space for a character class, read alike by every regular expression engine: `\s` alone means other
+ * characters in others (Python's takes U+001C to U+001F and U+0085, JavaScript's U+FEFF), which would let a client
+ * or a fuzzer built on one of them call valid what the server refuses; with those named beside it, every engine
+ * reads the same set. `\s` itself stays: its line ends (U+000A, U+000D, U+2028, U+2029) written as escapes would
+ * break the generators that copy a pattern, unescaped, into a regular expression literal.
  */
-export const whiteSpace = "\\u0009-\\u000D\\u0020\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000\\uFEFF"
+export const whiteSpace = "\\s\\u001C-\\u001F\\u0085\\uFEFF"
 
 /** Lengths as JSON Schema counts them (minLength, maxLength): in code points, not UTF-16 units. */
 export const codePoints = (s: string) => [...s].length
@@ -32,8 +34,8 @@ export const codePoints = (s: string) => [...s].length
 /**
  * Text of `minLength` to `maxLength` code points, with a character that is not among `blankRanges`
  * and no NUL. The document gets one pattern for both: a second one would need `allOf`, which
- * client generators read as "unknown". Ranges are escapes of characters that end no line,
- * not \s or \p{...}: validators without Unicode regular expressions read them alike, and generators that
+ * client generators read as "unknown". Ranges are `whiteSpace` and escapes of characters that end no line,
+ * not \p{...}: validators without Unicode regular expressions read them alike, and generators that
  * write a pattern out as a regular expression literal (unescaped) do not break it.
  */
 export const visibleText = (options: {
@@ -78,24 +80,22 @@ export const maxUrlLength = 2048
 
 // Any character but white space and controls.
 const visible = `[^${whiteSpace}\\u0000-\\u001F\\u007F]`
-// A host as the URL parser takes it: an IPv6 address in brackets, or a name without the code points it forbids
-// in a host (a percent sign only as an escape). Whether a name passes IDNA, what an escape stands for and whether
-// a number is an IPv4 address, only the parser can say.
-const host = `(?:\\[[0-9A-Fa-f:.]+\\]|(?:[^${whiteSpace}\\u0000-\\u001F\\u007F#%/:<>?@\\[\\\\\\]\\^\\|]|%[0-9A-Fa-f]{2})+)`
-
-// Empty, or a number under 65536 with any leading zeros.
-const port = "(?::0*(?:[0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])?)?"
 
 /**
- * The shape of an absolute http(s) URL that the URL parser takes as written (it forgives spaces, missing slashes
- * and control characters; an address must need no forgiving, so it is stored exactly as sent): a host, a port
- * under 65536, and with `userInfo` a user name or password before an `@`. Spelt without the i flag, so that the
- * document's pattern is this very one.
+ * The shape of an absolute http(s) URL written so that the URL parser takes it as written (it forgives spaces,
+ * missing slashes and control characters; an address must need no forgiving, so it is stored exactly as sent).
+ * Without `userInfo`, nothing the parser would take for a user name or password: whatever comes before an `@` in
+ * the authority (after the slashes that follow the scheme, up to a `/`, `\`, `?` or `#`), even nothing. Whether
+ * the host is one the parser takes (IDNA, an IPv6 or IPv4 address, its escapes, a port under 65536) the server
+ * checks with the parser: a pattern that said it would generate mostly refused hosts (94 % of fast-check's samples
+ * of one that tried, against 38 % for this one). Spelt without the i flag, so that the document's pattern is this
+ * very one.
  */
 export const httpUrlShape = (options: { readonly userInfo: boolean }) =>
   new RegExp(
-    `^[Hh][Tt][Tt][Pp][Ss]?:\\/\\/[/\\\\]*${options.userInfo ? "(?:[^/\\\\?#" + whiteSpace + "\\u0000-\\u001F\\u007F]*@)?" : ""}` +
-      `${host}${port}(?:[/\\\\?#]${visible}*)?$`
+    options.userInfo
+      ? `^[Hh][Tt][Tt][Pp][Ss]?:\\/\\/${visible}+$`
+      : `^[Hh][Tt][Tt][Pp][Ss]?:\\/\\/[/\\\\]*[^${whiteSpace}\\u0000-\\u001F\\u007F/\\\\?#@]+(?:[/\\\\?#]${visible}*)?$`
   )
 
 const websiteShape = httpUrlShape({ userInfo: true })
