@@ -30,11 +30,12 @@ const connect = (server: ServerProcess, token?: string) =>
   )
 
 /** A raw request to /mcp: status, headers and body. */
-const rawMcp = (server: ServerProcess, init: { method: string; token?: string; body?: string }) =>
+const rawMcp = (server: ServerProcess, init: { method: string; token?: string; body?: string; headers?: Record<string, string> }) =>
   Effect.promise(async () => {
     const response = await fetch(`${server.base}/mcp`, {
       method: init.method,
       headers: {
+        ...init.headers,
         accept: "application/json, text/event-stream",
         ...(init.body === undefined ? {} : { "content-type": "application/json" }),
         ...(init.token === undefined ? {} : { authorization: `Bearer ${init.token}` })
@@ -100,7 +101,13 @@ layer(SetupLive, { excludeTestServices: true, timeout: 120_000 })("MCP over stre
       expect(notified).toMatchObject({ status: 202, text: "" })
       const garbled = yield* rawMcp(server, { method: "POST", token, body: "{ not json" })
       expect(garbled.status).toBe(400)
-      expect(garbled.body).toEqual({ _tag: "BadRequest", message: "The request body is not valid JSON" })
+      expect(garbled.body).toEqual({
+        _tag: "BadRequest",
+        message: "The request body is not valid JSON",
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32700, message: "Parse error: The request body is not valid JSON" }
+      })
       const initialized = yield* rawMcp(server, { method: "POST", token, body: initialize })
       expect(initialized.status).toBe(200)
       expect(initialized.body.result.serverInfo).toEqual({ name: "postline", version: "0.1.0" })
@@ -154,7 +161,7 @@ layer(SetupLive, { excludeTestServices: true, timeout: 120_000 })("MCP over stre
       expect(asOwner.account).toMatchObject({ subscriptionStatus: "inactive", spendCap: { monthlyCredits: null, spentThisMonth: 0 } })
     }))
 
-  it.scoped("a JSON-RPC batch: 400 BadRequest saying MCP has no batches, and none of its calls made", () =>
+  it.scoped("a JSON-RPC batch: 400 BadRequest saying MCP 2025-06-18 has no batches, none of its calls made; served under MCP 2025-03-26", () =>
     Effect.gen(function*() {
       const { env, server } = yield* Setup
       const acme = yield* organizationWithKey(server, env, "Batch Co")
@@ -167,9 +174,13 @@ layer(SetupLive, { excludeTestServices: true, timeout: 120_000 })("MCP over stre
       })
       const batch = yield* rawMcp(server, { method: "POST", token: acme.apiKey, body: JSON.stringify([createPost(2), createPost(3)]) })
       expect(batch.status).toBe(400)
+      const batchRefused = "The MCP endpoint takes one JSON-RPC message per request, not a batch (an array): MCP 2025-06-18 has no batching"
       expect(batch.body).toEqual({
         _tag: "BadRequest",
-        message: "The MCP endpoint takes one JSON-RPC message per request, not a batch (an array): MCP 2025-06-18 has no batching"
+        message: batchRefused,
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32600, message: `Invalid Request: ${batchRefused}` }
       })
       const notifications = yield* rawMcp(server, {
         method: "POST",
@@ -183,6 +194,87 @@ layer(SetupLive, { excludeTestServices: true, timeout: 120_000 })("MCP over stre
       const single = yield* rawMcp(server, { method: "POST", token: acme.apiKey, body: JSON.stringify(createPost(4)) })
       expect(single.status).toBe(200)
       expect(single.body.result).toMatchObject({ isError: false, structuredContent: { content: "Batched 4" } })
+
+      // A client that negotiated MCP 2025-03-26, which has batches: served, answered in the batch's order.
+      const negotiated = { "mcp-protocol-version": "2025-03-26" }
+      const asBatch = (messages: ReadonlyArray<unknown>) =>
+        rawMcp(server, { method: "POST", token: acme.apiKey, headers: negotiated, body: JSON.stringify(messages) })
+      const served = yield* asBatch([
+        { ...createPost(5), id: "five" },
+        { jsonrpc: "2.0", id: true, method: "ping" },
+        { jsonrpc: "2.0", method: "notifications/initialized" },
+        { jsonrpc: "2.0", id: 3.5, method: "ping" },
+        { jsonrpc: "2.0", id: "x", method: "no/such/method" }
+      ])
+      expect(served.status).toBe(200)
+      expect(served.body).toMatchObject([
+        { jsonrpc: "2.0", id: "five", result: { isError: false, structuredContent: { content: "Batched 5" } } },
+        { jsonrpc: "2.0", id: null, error: { code: -32600, message: "Invalid Request: an id is a string or a number" } },
+        { jsonrpc: "2.0", id: 3.5, result: {} },
+        { jsonrpc: "2.0", id: "x", error: { code: -32601, message: "Method not found: no/such/method" } }
+      ])
+      expect(served.body).toHaveLength(4)
+      expect(yield* asBatch([{ jsonrpc: "2.0", method: "notifications/initialized" }])).toMatchObject({ status: 202, text: "" })
+      for (const messages of [[], Array.from({ length: 21 }, (_, i) => ({ jsonrpc: "2.0", id: i, method: "ping" }))]) {
+        expect(yield* asBatch(messages)).toMatchObject({
+          status: 400,
+          body: { _tag: "BadRequest", id: null, error: { code: -32600, message: "Invalid Request: a batch holds 1 to 20 messages" } }
+        })
+      }
+      expect((yield* acme.asKey("GET", `/v1/teams/${acme.teamId}/posts`)).body.total).toBe(2)
+    }))
+
+  it.scoped("JSON-RPC ids are echoed as sent (strings, any number); malformed messages get the spec's codes, never a 5xx", () =>
+    Effect.gen(function*() {
+      const { env, server } = yield* Setup
+      const { token } = yield* createUserWithToken(env)
+      const post = (body: unknown) => rawMcp(server, { method: "POST", token, body: typeof body === "string" ? body : JSON.stringify(body) })
+      for (const id of ["abc", "7b0e4f3c-5a3e-4c55-9d7e-0f4f4e1c2b6a", "", 1.5, 7, -3, 0]) {
+        expect(yield* post({ jsonrpc: "2.0", id, method: "ping" }), JSON.stringify(id)).toMatchObject({
+          status: 200,
+          body: { jsonrpc: "2.0", id, result: {} }
+        })
+      }
+      const called = yield* post({ jsonrpc: "2.0", id: "call-1", method: "tools/call", params: { name: "get_agent_context", arguments: {} } })
+      expect(called).toMatchObject({ status: 200, body: { jsonrpc: "2.0", id: "call-1", result: { isError: false } } })
+      expect(yield* post({ jsonrpc: "2.0", id: "abc", method: "no/such/method" })).toMatchObject({
+        status: 200,
+        body: { jsonrpc: "2.0", id: "abc", error: { code: -32601, message: "Method not found: no/such/method" } }
+      })
+      expect(yield* post({ jsonrpc: "2.0", id: 5, method: "tools/list", params: null })).toMatchObject({
+        status: 200,
+        body: { jsonrpc: "2.0", id: 5, error: { code: -32602, message: "Invalid params: the params of tools/list are an object" } }
+      })
+      expect(yield* post({ jsonrpc: "2.0", id: "p", method: "tools/call", params: { arguments: {} } })).toMatchObject({
+        status: 200,
+        body: { jsonrpc: "2.0", id: "p", error: { code: -32602, message: "Invalid params: the params do not match the method's schema" } }
+      })
+      /** 400, the JSON-RPC error answer and the API's error in one body. */
+      const invalidRequest = (id: unknown, why: string) => ({
+        status: 400,
+        body: {
+          _tag: "BadRequest",
+          message: `Invalid Request: ${why}`,
+          jsonrpc: "2.0",
+          id,
+          error: { code: -32600, message: `Invalid Request: ${why}` }
+        }
+      })
+      for (const id of [true, {}, null, [1]]) {
+        expect(yield* post({ jsonrpc: "2.0", id, method: "ping" }), JSON.stringify(id))
+          .toEqual(expect.objectContaining(invalidRequest(null, "an id is a string or a number")))
+      }
+      for (const body of ['"hello"', "42", "null", "true"]) {
+        expect(yield* post(body), body).toEqual(expect.objectContaining(invalidRequest(null, "a message is a JSON object")))
+      }
+      expect(yield* post({ id: 1, method: "ping" })).toEqual(expect.objectContaining(invalidRequest(1, `"jsonrpc" must be "2.0"`)))
+      expect(yield* post({ jsonrpc: "2.0", id: "m", method: 3 })).toEqual(expect.objectContaining(invalidRequest("m", `"method" must be a string`)))
+      expect(yield* post({ jsonrpc: "2.0", id: "r" })).toEqual(expect.objectContaining(invalidRequest("r", `a request has a "method"`)))
+      // A response from the client, and a notification of a method the server does not know: nothing to answer.
+      expect(yield* post({ jsonrpc: "2.0", id: 9, result: {} })).toMatchObject({ status: 202, text: "" })
+      expect(yield* post({ jsonrpc: "2.0", method: "notifications/unknown" })).toMatchObject({ status: 202, text: "" })
+      // Still served after all that.
+      expect(yield* post({ jsonrpc: "2.0", id: "last", method: "ping" })).toMatchObject({ status: 200, body: { id: "last", result: {} } })
     }))
 
   it.scoped("every tool once, as an organization's API key: a draft published to a webhook, replayed, scheduled, unscheduled; a Mastodon post's analytics refreshed until 402; billing", () =>
@@ -256,5 +348,16 @@ layer(
       const overByItsCall = yield* rawMcp(server, { method: "POST", token: other.token, body: context })
       expect(overByItsCall.status).toBe(200)
       expect(overByItsCall.body.result).toMatchObject({ isError: true, structuredContent: { _tag: "TooManyRequests" } })
+
+      // Under MCP 2025-03-26 each message of a batch counts: one more than the limit is refused whole.
+      const batching = yield* createUserWithToken(env)
+      const pings = (count: number) =>
+        rawMcp(server, {
+          method: "POST",
+          token: batching.token,
+          headers: { "mcp-protocol-version": "2025-03-26" },
+          body: JSON.stringify(Array.from({ length: count }, (_, id) => ({ jsonrpc: "2.0", id, method: "ping" })))
+        })
+      expect(yield* pings(requestsPerWindow + 1)).toMatchObject({ status: 429, body: { _tag: "TooManyRequests" } })
     }))
 })

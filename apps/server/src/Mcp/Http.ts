@@ -1,12 +1,13 @@
 import { McpServer } from "@effect/ai"
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { RpcServer } from "@effect/rpc"
-import { Authentication, BadRequest, CallerRateLimit, CurrentCaller } from "@postline/domain"
+import { Authentication, CallerRateLimit, CurrentCaller } from "@postline/domain"
 import { PostlineToolsLive, serverInfo } from "@postline/mcp"
-import { Effect, Layer } from "effect"
+import { type Context, Effect, Layer, Option } from "effect"
 import { RateLimitMiddlewareLive } from "../RateLimits/Middleware.js"
 import { AuthenticationLive } from "../Users/Authentication.js"
 import { LoopbackToolCallerLive } from "./Caller.js"
+import * as JsonRpc from "./JsonRpc.js"
 import { McpTransport } from "./Transport.js"
 
 const mcpPath = "/mcp"
@@ -24,7 +25,7 @@ const asCaller = Effect.gen(function*() {
       const credential = yield* HttpApiBuilder.securityDecode(Authentication.security.bearerAuth)
       const caller = yield* authentication.bearerAuth(credential)
       yield* Effect.provideService(countRequest, CurrentCaller, caller)
-      return yield* handler
+      return yield* Effect.provideService(handler, CurrentCaller, caller)
     })
 })
 
@@ -34,30 +35,119 @@ const postOnly = HttpServerResponse.unsafeJson({
   message: "The MCP endpoint takes JSON-RPC messages by POST; it opens no event stream and keeps no session"
 }, { status: 405, headers: { allow: "POST" } })
 
-const isRequest = (message: unknown) =>
-  typeof message === "object" && message !== null && "method" in message && "id" in message && message.id !== null
-
 /**
- * A JSON-RPC batch would be one request, counted once against the rate limit, whose messages (thousands in a
- * body) all run at once: MCP 2025-06-18, the version McpServer negotiates, has no batches ("the body of the
- * POST request MUST be a single JSON-RPC request, notification, or response"). Like any input it cannot accept,
- * it is refused with a 400, whose body is the API's, as for a body that is not JSON.
+ * MCP 2025-03-26 has JSON-RPC batches; 2025-06-18, McpServer's latest, has none ("the body of the POST request
+ * MUST be a single JSON-RPC request, notification, or response"). A client that negotiated 2025-03-26 says so in
+ * the MCP-Protocol-Version header of each request: its batches are served, of at most `maxBatchMessages`
+ * messages, each counted against the caller's rate limit. Without that header a batch is refused (400), as MCP
+ * 2025-06-18 has it: one request whose thousands of messages would all run at once.
  */
+const batchingVersion = "2025-03-26"
+const maxBatchMessages = 20
 const batchRefused =
   "The MCP endpoint takes one JSON-RPC message per request, not a batch (an array): MCP 2025-06-18 has no batching"
+const batchBounds = `Invalid Request: a batch holds 1 to ${maxBatchMessages} messages`
 
 /**
- * `POST /mcp`: one JSON-RPC message, answered by the transport. A body that is not JSON, or a batch, gets the
- * API's 400; a notification or a response gets 202 and no body, as streamable HTTP has it.
+ * Input the endpoint cannot accept: 400, whose body is both a JSON-RPC error answer (id null when the request's
+ * could not be read), as streamable HTTP has it, and the API's error (`_tag`, `message`).
  */
-const serveMessage = (httpApp: McpTransport["httpApp"]) =>
+const refused = (message: string, answer: ReturnType<typeof JsonRpc.errorAnswer>) =>
+  HttpServerResponse.unsafeJson({ _tag: "BadRequest", message, ...answer }, { status: 400 })
+
+const parsed = (text: string): Option.Option<unknown> => {
+  try {
+    return Option.some(JSON.parse(text))
+  } catch {
+    return Option.none()
+  }
+}
+
+/** The request as the transport reads it (its headers and its text), its body replaced. */
+const withBody = (request: HttpServerRequest.HttpServerRequest, body: string): HttpServerRequest.HttpServerRequest =>
+  Object.create(request, { text: { value: Effect.succeed(body) } })
+
+/** What the transport answered, as JSON: McpServer's answer to the request passed on. */
+const answerOf = (response: HttpServerResponse.HttpServerResponse) =>
+  response.body._tag === "Uint8Array" ? Option.getOrNull(parsed(new TextDecoder().decode(response.body.body))) : null
+
+/**
+ * `POST /mcp`: one JSON-RPC message. A request of a method McpServer serves goes to the transport under an id
+ * it can take and is answered under its own (JsonRpc.ts); a notification or a response gets 202 and no body, as
+ * streamable HTTP has it. A body that is not JSON (-32700) or is no JSON-RPC message (-32600) gets 400; an unknown
+ * method (-32601) and params that are not an object (-32602) are answered as JSON-RPC errors. A batch, only
+ * under MCP 2025-03-26 (`batchingVersion`), is served message by message.
+ */
+const serveMessage = (
+  httpApp: McpTransport["httpApp"],
+  countRequest: Context.Tag.Service<CallerRateLimit>
+) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    // Unreadable JSON is a defect that the error bodies answer with 400 BadRequest, as for the API's endpoints.
-    const body = yield* Effect.orDie(request.json)
-    if (Array.isArray(body)) return yield* new BadRequest({ message: batchRefused })
-    const answer = yield* httpApp
-    return isRequest(body) ? answer : HttpServerResponse.empty({ status: 202 })
+    const body = parsed(yield* Effect.orDie(request.text))
+    if (Option.isNone(body)) {
+      const message = "The request body is not valid JSON"
+      return refused(message, JsonRpc.errorAnswer(null, JsonRpc.errorCodes.parseError, `Parse error: ${message}`))
+    }
+    const passOn = (message: unknown) =>
+      Effect.provideService(httpApp, HttpServerRequest.HttpServerRequest, withBody(request, JSON.stringify(message)))
+    if (Array.isArray(body.value)) {
+      if (request.headers["mcp-protocol-version"] !== batchingVersion) {
+        return refused(batchRefused, JsonRpc.errorAnswer(null, JsonRpc.errorCodes.invalidRequest, `Invalid Request: ${batchRefused}`))
+      }
+      const messages: ReadonlyArray<unknown> = body.value
+      if (messages.length === 0 || messages.length > maxBatchMessages) {
+        return refused(batchBounds, JsonRpc.errorAnswer(null, JsonRpc.errorCodes.invalidRequest, batchBounds))
+      }
+      // The POST counted as one request already.
+      yield* Effect.forEach(messages.slice(1), () => countRequest, { discard: true })
+      return yield* serveBatch(messages.map(JsonRpc.check), passOn)
+    }
+    const checked = JsonRpc.check(body.value)
+    switch (checked._tag) {
+      case "Refused":
+        return checked.invalidRequest
+          ? refused(checked.answer.error.message, checked.answer)
+          : HttpServerResponse.unsafeJson(checked.answer)
+      case "NoAnswer": {
+        if (checked.message !== null) yield* passOn(checked.message)
+        return HttpServerResponse.empty({ status: 202 })
+      }
+      case "Request": {
+        // Each POST is a client of its own with this one request: one internal id serves them all.
+        const answer = answerOf(yield* passOn(JsonRpc.withInternalId(checked.message, 1)))
+        return HttpServerResponse.unsafeJson(JsonRpc.answerFor(checked.id, answer))
+      }
+    }
+  })
+
+/**
+ * A batch's messages: its notifications passed on, then its requests together, each under its place in the
+ * batch; the answers in the batch's order, those of messages refused here among them; 202 when nothing is answered.
+ */
+const serveBatch = <E, R>(
+  checked: ReadonlyArray<JsonRpc.Checked>,
+  passOn: (message: unknown) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+) =>
+  Effect.gen(function*() {
+    // Each notification alone: in a batch, @effect/rpc would wait for an answer to it, which never comes.
+    yield* Effect.forEach(checked, (message) =>
+      message._tag === "NoAnswer" && message.message !== null ? passOn(message.message) : Effect.void, { discard: true })
+    const requests = checked.flatMap((message, index) =>
+      message._tag === "Request" ? [JsonRpc.withInternalId(message.message, index + 1)] : []
+    )
+    const answered = requests.length === 0 ? null : answerOf(yield* passOn(requests))
+    const answers = new Map((Array.isArray(answered) ? answered : [answered]).flatMap((answer: unknown) =>
+      typeof answer === "object" && answer !== null && "id" in answer ? [[answer.id, answer] as const] : []
+    ))
+    const batch = checked.flatMap((message, index) =>
+      message._tag === "Refused"
+        ? [message.answer]
+        : message._tag === "Request"
+        ? [JsonRpc.answerFor(message.id, answers.get(index + 1) ?? null)]
+        : []
+    )
+    return batch.length === 0 ? HttpServerResponse.empty({ status: 202 }) : HttpServerResponse.unsafeJson(batch)
   })
 
 /** `/mcp` on the API's router, beside the API and not in its OpenAPI document. */
@@ -65,7 +155,8 @@ const McpRouteLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const transport = yield* McpTransport
     const guarded = yield* asCaller
-    yield* router.post(mcpPath, guarded(serveMessage(transport.httpApp)))
+    const countRequest = yield* CallerRateLimit
+    yield* router.post(mcpPath, guarded(serveMessage(transport.httpApp, countRequest)))
     yield* router.get(mcpPath, guarded(Effect.succeed(postOnly)))
     yield* router.del(mcpPath, guarded(Effect.succeed(postOnly)))
   })
