@@ -8,6 +8,9 @@ import { ImageRefused, type Prepared } from "./Inspection.js"
 /** The image job's module, loaded only to learn the file to start: the server itself never decodes an image. */
 export const ImageJobModule = lazyModule("./ImageJob.js", () => import("./ImageJob.js"), { imageJobScript: "string" })
 
+/** Where a job finds programs and writes temporary files, as the server does. */
+const jobEnv = Object.fromEntries(["PATH", "TMPDIR"].flatMap((name) => process.env[name] === undefined ? [] : [[name, process.env[name]!]]))
+
 type Letter = ImageJobMessage | { readonly _tag: "Ended"; readonly code: number | null; readonly signal: string | null }
 
 /**
@@ -71,7 +74,8 @@ export const makeImageJobs = (options: { readonly processes: number; readonly ma
 
     const start = Effect.flatMap(ImageJobModule.load, ({ imageJobScript }) =>
       Effect.acquireRelease(
-        Effect.sync(() => fork(imageJobScript, [], { execArgv: [], stdio: ["ignore", "ignore", "inherit", "ipc"], serialization: "json" })),
+        // It needs none of the server's settings (nor its secrets): the request says all.
+        Effect.sync(() => fork(imageJobScript, [], { execArgv: [], env: jobEnv, stdio: ["ignore", "ignore", "inherit", "ipc"], serialization: "json" })),
         (child) => Effect.sync(() => child.exitCode === null && child.signalCode === null && child.kill("SIGKILL"))
       ))
 
