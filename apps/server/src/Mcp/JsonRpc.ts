@@ -26,12 +26,13 @@ export const errorAnswer = (id: RequestId | null, code: number, message: string)
 })
 
 const requestMethods: ReadonlySet<string> = new Set(McpSchema.ClientRequestRpcs.requests.keys())
+const notificationMethods: ReadonlySet<string> = new Set(McpSchema.ClientNotificationRpcs.requests.keys())
 
 /** What one message of a POST is, once checked. */
 export type Checked =
   /** A request of a method McpServer serves, to pass on. */
   | { readonly _tag: "Request"; readonly id: RequestId; readonly message: Record<string, unknown> }
-  /** A notification (no id) or a response from the client: nothing to answer. */
+  /** A notification (no id), passed on when McpServer knows it, or a response from the client: nothing to answer. */
   | { readonly _tag: "NoAnswer"; readonly message: Record<string, unknown> | null }
   /** Refused here: its error answer. */
   | { readonly _tag: "Refused"; readonly invalidRequest: boolean; readonly answer: ReturnType<typeof errorAnswer> }
@@ -62,7 +63,8 @@ export const check = (message: unknown): Checked => {
       : invalid(id, `a request has a "method"`)
   }
   if (typeof message.method !== "string") return invalid(id, `"method" must be a string`)
-  if (!hasId) return { _tag: "NoAnswer", message }
+  // A notification McpServer does not know is dropped here: @effect/rpc would take it for a defect.
+  if (!hasId) return { _tag: "NoAnswer", message: notificationMethods.has(message.method) ? message : null }
   if (!requestMethods.has(message.method)) {
     return {
       _tag: "Refused",
