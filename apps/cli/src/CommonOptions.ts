@@ -1,6 +1,6 @@
 import { Args, type Command, HelpDoc, Options, ValidationError } from "@effect/cli"
 import { OrganizationId, PostId, SocialAccountId, TeamId, WebsiteUrl } from "@postline/domain"
-import { Effect, ParseResult, Schema } from "effect"
+import { Effect, Option, ParseResult, Schema } from "effect"
 
 /** A value decoded by a schema of the domain, refused in the schema's words: `--team must be a UUID …`. */
 export const decodeAs = <A, I>(label: string, schema: Schema.Schema<A, I>) => (value: string) =>
@@ -12,17 +12,23 @@ export const decodeAs = <A, I>(label: string, schema: Schema.Schema<A, I>) => (v
 export const decodedOption = <A, I>(name: string, schema: Schema.Schema<A, I>, pseudoName = "text") =>
   Options.text(name).pipe(Options.withPseudoName(pseudoName), Options.mapEffect((value) => Effect.mapError(decodeAs(`--${name}`, schema)(value), ValidationError.invalidValue)))
 
-/** An option that may be repeated, each value decoded by a schema of the domain. */
-export const decodedRepeatedOption = <A, I>(name: string, schema: Schema.Schema<A, I>, pseudoName = "text") =>
+/**
+ * An option that may be given any number of times, none included, each value decoded by a schema of the domain.
+ * Optional in the usage too (`[--account id...]`): @effect/cli writes a repeated option alone as if required.
+ */
+export const decodedRepeatedOption = <A, I>(name: string, schema: Schema.Schema<A, I>, pseudoName: string, description: string) =>
   Options.text(name).pipe(
     Options.withPseudoName(pseudoName),
+    Options.withDescription(description),
     Options.repeated,
-    Options.mapEffect((values) => Effect.mapError(Effect.forEach(values, decodeAs(`--${name}`, schema)), ValidationError.invalidValue))
+    Options.mapEffect((values) => Effect.mapError(Effect.forEach(values, decodeAs(`--${name}`, schema)), ValidationError.invalidValue)),
+    Options.optional,
+    Options.map(Option.getOrElse((): ReadonlyArray<A> => []))
   )
 
 /** A positional argument decoded by a schema of the domain. */
-export const decodedArg = <A, I>(name: string, schema: Schema.Schema<A, I>) =>
-  Args.text({ name }).pipe(Args.mapEffect(decodeAs(`<${name}>`, schema)))
+export const decodedArg = <A, I>(name: string, schema: Schema.Schema<A, I>, description: string) =>
+  Args.text({ name }).pipe(Args.withDescription(description), Args.mapEffect(decodeAs(`<${name}>`, schema)))
 
 /** The options every command that calls the server takes. */
 export const serverOptions = {
@@ -52,8 +58,7 @@ export const organization = decodedOption("org", OrganizationId, "id").pipe(
   Options.withDescription("The organization's id (default: your default organization; see `postline context`)")
 )
 
-export const accounts = decodedRepeatedOption("account", SocialAccountId, "id").pipe(
-  Options.withDescription("A social account's id; repeat it for several")
-)
+/** `--account <id>`, repeated: what the accounts are for is the command's to say. */
+export const accounts = (description: string) => decodedRepeatedOption("account", SocialAccountId, "id", description)
 
-export const postId = decodedArg("postId", PostId)
+export const postId = decodedArg("postId", PostId, "The post's id (postline posts list shows them)")

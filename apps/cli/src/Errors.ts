@@ -6,5 +6,8 @@ export class UsageError extends Schema.TaggedError<UsageError>()("UsageError", {
 /** The user answered no to a confirmation: nothing was done. */
 export class Cancelled extends Schema.TaggedError<Cancelled>()("Cancelled", { message: Schema.String }) {}
 
+/** No connection to the server could be made (refused, no such host): the message names it and how to name another. */
+export class ServerUnreachable extends Schema.TaggedError<ServerUnreachable>()("ServerUnreachable", { message: Schema.String }) {}
+
 /** A file the command reads could not be read. */
 export class FileUnreadable extends Schema.TaggedError<FileUnreadable>()("FileUnreadable", { message: Schema.String }) {}

@@ -34,7 +34,7 @@ export const exitCodes = [
     code: 1,
     meaning: "anything else: the server unreachable or failing, a publish whose outcome is unknown (repeat it with " +
       "the --idempotency-key printed), a request too slow (408) or with headers too large (431), a confirmation answered no",
-    tags: ["PublishInDoubt", "RequestTimeout", "RequestHeaderFieldsTooLarge", "Cancelled"]
+    tags: ["ServerUnreachable", "PublishInDoubt", "RequestTimeout", "RequestHeaderFieldsTooLarge", "Cancelled"]
   }
 ] as const
 

@@ -5,6 +5,7 @@ import { exitCodeOf, usageExitCode } from "./ExitCodes.js"
 import { describeFailure, failureDocument, failureOf } from "./Output.js"
 import { helpFooter, postlineCommand } from "./Root.js"
 import { Confirmation } from "./Confirmation.js"
+import { withHelpText } from "./HelpText.js"
 
 declare const POSTLINE_CLI_VERSION: string | undefined
 
@@ -36,6 +37,7 @@ const stderrLogger = Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ 
 const argv = process.argv
 
 cli(argv).pipe(
+  withHelpText,
   Effect.as(0),
   Effect.catchAll((error) =>
     error._tag === "Reported" ? Effect.succeed(error.exitCode) : reportUnreported(error, argv.includes("--json"))),

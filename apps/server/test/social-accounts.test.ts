@@ -308,6 +308,29 @@ layer(Layer.merge(makeTestServer(capturingLogger), BlueskyNetwork.layer()), { ex
         expect((yield* raw({ method: "GET", path: path(`/${hook.id}`), token: admin.token })).status).toBe(404)
         expect((yield* raw({ method: "DELETE", path: path(`/${hook.id}`), token: admin.token })).status).toBe(404)
       }))
+
+    it.scoped("a webhook's name is its displayName, which tells apart two webhooks on one host (their handle)", () =>
+      Effect.gen(function*() {
+        const receiver = yield* webhookReceiver
+        const host = new URL(receiver).host
+        const { admin, connect, path } = yield* adminsTeam
+        const blog = yield* connect({ provider: "webhook", url: `${receiver}/blog`, name: "Blog" })
+        const shop = yield* connect({ provider: "webhook", url: `${receiver}/shop`, name: "Shop" })
+        expect([blog, shop].map(({ status, body }) => [status, body.handle, body.displayName])).toEqual([[201, host, "Blog"], [201, host, "Shop"]])
+
+        const renamed = yield* raw({
+          method: "PATCH",
+          path: path(`/${blog.body.id}`),
+          token: admin.token,
+          json: { provider: "webhook", url: `${receiver}/blog`, name: "News" }
+        })
+        expect(renamed).toMatchObject({ status: 200, body: { handle: host, displayName: "News" } })
+        const verified = yield* raw({ method: "POST", path: path(`/${blog.body.id}/verify`), token: admin.token })
+        expect(verified).toMatchObject({ status: 200, body: { displayName: "News" } })
+
+        const blank = yield* connect({ provider: "webhook", url: `${receiver}/c`, name: " " })
+        expect(blank).toMatchObject({ status: 400, body: { message: expect.stringContaining("name") } })
+      }))
   }
 )
 

@@ -5,6 +5,7 @@ import {
   ConnectedSocialAccount,
   ConnectMastodon,
   ConnectWebhook,
+  Name,
   SocialAccount,
   SocialAccountId,
   SocialAccountList,
@@ -91,14 +92,21 @@ const connect = Command.make("connect", {
     Options.optional,
     Options.withDescription("With --bluesky: its PDS (default https://bsky.social)")
   ),
+  name: decodedOption("name", Name, "name").pipe(
+    Options.optional,
+    Options.withDescription("With --webhook: its name, shown beside its host (which two webhooks may share) when publishing")
+  ),
   yes
 }, (options) =>
   Effect.gen(function*() {
     const { client } = yield* Postline
     const teamId = yield* teamOf(options.team)
     const chosen = options.provider
+    if (Option.isSome(options.name) && chosen.provider !== "webhook") {
+      return yield* new UsageError({ message: "--name names a webhook: Bluesky and Mastodon accounts have their own" })
+    }
     const what = chosen.provider === "webhook"
-      ? `a webhook at ${chosen.url} (each publish is POSTed to it as a signed event)`
+      ? `a webhook at ${chosen.url}${Option.match(options.name, { onNone: () => "", onSome: (name) => ` named ${name}` })} (each publish is POSTed to it as a signed event)`
       : chosen.provider === "bluesky"
       ? `the Bluesky account ${chosen.handle} (its app password is read next)`
       : `an account on the Mastodon instance ${chosen.instanceUrl} (its access token is read next)`
@@ -108,7 +116,7 @@ const connect = Command.make("connect", {
       preview: Effect.succeed(costsNothing(`Connect ${what} to team ${teamId}: the provider checks the credentials first`))
     })
     const connected = yield* (chosen.provider === "webhook"
-      ? Effect.flatMap(credentials(ConnectWebhook, chosen), (payload) =>
+      ? Effect.flatMap(credentials(ConnectWebhook, { ...chosen, ...Option.match(options.name, { onNone: () => ({}), onSome: (name) => ({ name }) }) }), (payload) =>
         client.socialAccounts.connectSocialAccount({ path: { teamId }, payload }))
       : chosen.provider === "bluesky"
       ? secretInput("App password (xxxx-xxxx-xxxx-xxxx)").pipe(
@@ -136,7 +144,7 @@ const connect = Command.make("connect", {
     )
   )
 
-const verify = Command.make("verify", { ...serverOptions, team, account: decodedArg("accountId", SocialAccountId), yes }, (options) =>
+const verify = Command.make("verify", { ...serverOptions, team, account: decodedArg("accountId", SocialAccountId, "The account's id (postline accounts list shows them)"), yes }, (options) =>
   Effect.gen(function*() {
     const { client } = yield* Postline
     const path = { teamId: yield* teamOf(options.team), socialAccountId: options.account }

@@ -93,7 +93,7 @@ const accountAnalyticsText = (analytics: AccountAnalytics) =>
     ], analytics.series)
   ].join("\n")
 
-const post = Command.make("post", { ...serverOptions, team, postId: decodedArg("postId", PostId), ...seriesOptions }, (options) =>
+const post = Command.make("post", { ...serverOptions, team, postId: decodedArg("postId", PostId, "The published post's id"), ...seriesOptions }, (options) =>
   Effect.gen(function*() {
     const { client } = yield* Postline
     const teamId = yield* teamOf(options.team)
@@ -109,7 +109,7 @@ const post = Command.make("post", { ...serverOptions, team, postId: decodedArg("
 const account = Command.make("account", {
   ...serverOptions,
   team,
-  accountId: decodedArg("accountId", SocialAccountId),
+  accountId: decodedArg("accountId", SocialAccountId, "The account's id (postline accounts list shows them)"),
   ...seriesOptions
 }, (options) =>
   Effect.gen(function*() {

@@ -6,7 +6,7 @@ import { Config, Effect, Layer, Option, Schema } from "effect"
 import { serverOptions, yes } from "../CommonOptions.js"
 import { confirmed, costsNothing } from "../Confirmation.js"
 import { Output } from "../Output.js"
-import { offline } from "../Session.js"
+import { namingUnreachableServer, offline } from "../Session.js"
 import { fields } from "../Table.js"
 
 /** How the CLI names itself to the server: the approval page and the login's record show it. */
@@ -31,10 +31,10 @@ const loginServer = (url: Option.Option<string>) =>
 
 const nodeLogin = Layer.merge(NodeHttpClient.layer, TokenStore.layerNode())
 
-const login = Command.make("login", serverOptions, (options) =>
+/** The device login at `baseUrl`, stored, and who it is. */
+const loggingIn = (baseUrl: string) =>
   Effect.gen(function*() {
     const output = yield* Output
-    const baseUrl = yield* loginServer(options.url)
     const stored = yield* deviceLogin({
       baseUrl,
       clientId: cliClientId,
@@ -64,7 +64,13 @@ const login = Command.make("login", serverOptions, (options) =>
         ["As", answer.user === null ? "-" : `${answer.user.name} <${answer.user.email}>`],
         ["Credentials", answer.credentialsFile]
       ]))
-  }).pipe(Effect.provide(nodeLogin), offline(options))).pipe(
+  })
+
+const login = Command.make("login", serverOptions, (options) =>
+  Effect.flatMap(loginServer(options.url), (baseUrl) => loggingIn(baseUrl).pipe(namingUnreachableServer(options.url, baseUrl))).pipe(
+    Effect.provide(nodeLogin),
+    offline(options)
+  )).pipe(
     Command.withDescription(
       "Logs in with a code you approve in a browser (on any device): prints the address and the code, waits for your approval, and stores the login (readable by you alone)"
     )

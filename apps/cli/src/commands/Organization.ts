@@ -60,7 +60,7 @@ const MonthlyCredits = Schema.Union(
   Schema.compose(Schema.NumberFromString, CreditAmount)
 ).annotations(invalidUnless(`must be a whole number of credits from 1 to ${maxCredits}, or none`))
 
-const spendCap = Command.make("spend-cap", { ...serverOptions, organization, monthlyCredits: decodedArg("credits", MonthlyCredits), yes }, (options) =>
+const spendCap = Command.make("spend-cap", { ...serverOptions, organization, monthlyCredits: decodedArg("credits", MonthlyCredits, "The most credits a calendar month (UTC) may spend, or none to remove the cap"), yes }, (options) =>
   Effect.gen(function*() {
     const { client } = yield* Postline
     const organizationId = yield* organizationOf(options.organization)

@@ -68,9 +68,12 @@ const create = Command.make("create", {
   ...serverOptions,
   team,
   content,
-  accounts: accounts.pipe(Options.withDescription("An account the post is meant for (post-now and schedule default to them); repeat it for several")),
-  media: decodedRepeatedOption("media", AssetId, "id").pipe(
-    Options.withDescription("An asset of the team's media library to send with it, in order (postline media list); repeat it for several")
+  accounts: accounts("An account the post is meant for (post-now and schedule default to them); repeat it for several"),
+  media: decodedRepeatedOption(
+    "media",
+    AssetId,
+    "id",
+    "An asset of the team's media library to send with it, in order (postline media list); repeat it for several"
   ),
   yes
 }, (options) =>

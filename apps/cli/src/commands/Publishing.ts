@@ -27,9 +27,7 @@ import { fields, orDash, table } from "../Table.js"
 import { teamOf } from "../Workspace.js"
 import { postText } from "./Posts.js"
 
-const targets = accounts.pipe(
-  Options.withDescription("An account to publish to; repeat it for several (default: the post's accounts, else all the team's connected ones)")
-)
+const targets = accounts("An account to publish to; repeat it for several (default: the post's accounts, else all the team's connected ones)")
 
 const WaitSeconds = Schema.NumberFromString.pipe(
   Schema.int(),
@@ -83,6 +81,8 @@ export const estimateText = (estimate: Estimate, byId: ReadonlyMap<string, Socia
       { header: "account", value: (item) => item.socialAccountId },
       { header: "provider", value: (item) => byId.get(item.socialAccountId)?.provider ?? "-" },
       { header: "handle", value: (item) => byId.get(item.socialAccountId)?.handle ?? "-" },
+      // A webhook's handle is its host, which two webhooks may share: its name tells them apart.
+      { header: "name", value: (item) => orDash(byId.get(item.socialAccountId)?.displayName) },
       { header: "credits", value: (item) => String(item.credits) }
     ], estimate.perAccount),
     "",
@@ -113,15 +113,27 @@ export const unaffordable = (doing: string, estimate: Estimate) =>
       : `Not enough credits: ${doing} costs ${credits(estimate.total)}, the organization has ${credits(estimate.available)} available`
   })
 
+/** The most of a post's text a confirmation shows, in code points. */
+const excerptLength = 60
+
+/** A post's text on one line, cut at `excerptLength` code points: enough to recognize the post being sent. */
+export const excerpt = (content: string) => {
+  const line = content.replace(/\s+/g, " ").trim()
+  const codePoints = [...line]
+  return JSON.stringify(codePoints.length <= excerptLength ? line : `${codePoints.slice(0, excerptLength - 1).join("")}…`)
+}
+
 /**
- * The preview of a paid command: the estimate and the organization's credits. Credits short of the cost end
- * the command here, as the server would (402), instead of asking a question whose yes cannot succeed.
+ * The preview of a paid command: the post's text, the estimate and the organization's credits. Credits short of
+ * the cost end the command here, as the server would (402), instead of asking a question whose yes cannot succeed.
  */
 const costPreview = (heading: string, teamId: TeamId, postId: PostId, socialAccountIds: ReadonlyArray<SocialAccountId>) =>
   Effect.gen(function*() {
     const estimate = yield* estimateOf(teamId, postId, socialAccountIds)
     if (!estimate.sufficient) return yield* unaffordable("publishing", estimate)
-    return `${heading}\n${estimateText(estimate, yield* accountsById(teamId))}`
+    const { client } = yield* Postline
+    const post = yield* client.posts.getPost({ path: { teamId, postId } })
+    return `${heading}\nText: ${excerpt(post.content)}\n${estimateText(estimate, yield* accountsById(teamId))}`
   })
 
 const errorText = (error: PublishError | null) => error === null ? "-" : `${error.category}: ${error.message}`

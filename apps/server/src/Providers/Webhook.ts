@@ -89,7 +89,7 @@ export class Webhook extends Effect.Service<Webhook>()("Webhook", {
           Effect.mapError((error) => fromOutbound("webhook", error)),
           Effect.as({
             handle: new URL(credentials.url).host,
-            displayName: null,
+            displayName: credentials.name ?? null,
             avatarUrl: null,
             profileUrl: null,
             limits: defaultLimits

@@ -65,7 +65,7 @@ export class SocialAccounts extends Effect.Service<SocialAccounts>()("SocialAcco
         yield* authorize(policy.canManage(teamId, { lock: false }))(() => Effect.void)
         const signingSecret = input.provider === "webhook" ? generateSigningSecret() : null
         const credentials: ProviderCredentials = input.provider === "webhook"
-          ? { provider: "webhook", url: input.url, signingSecret: Redacted.make(signingSecret!) }
+          ? { ...input, signingSecret: Redacted.make(signingSecret!) }
           : input
         const profile = yield* verified(credentials)
         const ciphertext = yield* Effect.orDie(encrypt(credentials))
@@ -116,7 +116,7 @@ export class SocialAccounts extends Effect.Service<SocialAccounts>()("SocialAcco
         // Other providers' old credentials are not read: new ones repair an account whose old ones cannot be.
         const credentials: ProviderCredentials = input.provider !== "webhook"
           ? input
-          : { provider: "webhook", url: input.url, signingSecret: yield* keptSigningSecret(stored) }
+          : { ...input, signingSecret: yield* keptSigningSecret(stored) }
         const profile = yield* verified(credentials)
         const ciphertext = yield* Effect.orDie(encrypt(credentials))
         return yield* whileManaging(teamId, id, repo.replaceCredentials(id, profile, ciphertext))

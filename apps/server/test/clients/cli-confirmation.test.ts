@@ -32,7 +32,7 @@ describe.skipIf(tmuxMissing && !process.env.CI)("postline's confirmation on a te
       const yes = yield* cliInTmux(["post-now", first.id], cli)
       const preview = yield* yes.waitFor("the question", (pane) => pane.includes("Proceed? [y/N]"))
       expect(preview).toContain(`Publish post ${first.id} now to 1 account:`)
-      expect(preview).toContain(`${account.id}  webhook   ${new URL(receiver.url).host}  1`)
+      expect(preview).toContain(`${account.id}  webhook   ${new URL(receiver.url).host}  -     1`)
       expect(preview).toMatch(/\nCost: {7}1 credit\nAvailable: {2}5 credits\nProceed\? \[y\/N\] *\n/)
       expect(receiver.received).toHaveLength(0)
       yield* yes.sendKeys("y", "Enter")
@@ -68,8 +68,8 @@ describe.skipIf(tmuxMissing && !process.env.CI)("postline's confirmation on a te
       const refreshPreview = yield* refresh.waitFor("the question", (pane) => pane.includes("Proceed? [y/N]"))
       expect(refreshPreview).toContain(
         `Read the engagement of post ${tooted.id} on each account it was published to now:\n` +
-          `ACCOUNT${" ".repeat(31)}PROVIDER  HANDLE${" ".repeat(toot.handle.length - 4)}CREDITS\n` +
-          `${toot.id}  mastodon  ${toot.handle}  1\n\nCost:       1 credit\nAvailable:  3 credits\nProceed? [y/N]`
+          `ACCOUNT${" ".repeat(31)}PROVIDER  HANDLE${" ".repeat(toot.handle.length - 4)}NAME   CREDITS\n` +
+          `${toot.id}  mastodon  ${toot.handle}  Alice  1\n\nCost:       1 credit\nAvailable:  3 credits\nProceed? [y/N]`
       )
       expect(mastodon.requests.filter(({ path }) => path.startsWith("/api/v1/statuses?"))).toEqual([])
       yield* refresh.sendKeys("y", "Enter")
@@ -88,5 +88,36 @@ describe.skipIf(tmuxMissing && !process.env.CI)("postline's confirmation on a te
       )
       expect(stoppedPane).not.toContain("Proceed?")
       expect(mastodon.requests.filter(({ path }) => path.startsWith("/api/v1/statuses?"))).toHaveLength(1)
+    }), 300_000)
+
+  it.scopedLive("names each of two webhooks on one host and quotes the post's text in a publish's confirmation", () =>
+    Effect.gen(function*() {
+      if (tmuxMissing) throw new Error("tmux is not installed: CI must run the CLI's interactive tests")
+      const { env, home, receiver, server } = yield* publishing()
+      const { token } = yield* userWithTeam(env, server, 5)
+      const cli = cliEnv(home, server.base, { POSTLINE_TOKEN: token })
+      const host = new URL(receiver.url).host
+      const blog = yield* answerOf(["accounts", "connect", "--webhook", `${receiver.url}/blog`, "--name", "Blog", "--yes"], cli)
+      const shop = yield* answerOf(["accounts", "connect", "--webhook", `${receiver.url}/shop`, "--name", "Shop", "--yes"], cli)
+      expect([blog, shop].map(({ handle, displayName }) => [handle, displayName])).toEqual([[host, "Blog"], [host, "Shop"]])
+      const post = yield* answerOf([
+        "posts",
+        "create",
+        "--text",
+        "Spring sale: every print half price until Sunday,\nthen back to the usual prices for the rest of the year",
+        "--yes"
+      ], cli)
+
+      const publish = yield* cliInTmux(["post-now", post.id], cli)
+      const preview = yield* publish.waitFor("the question", (pane) => pane.includes("Proceed? [y/N]"))
+      // The text on one line, cut at 60 characters; the rows told apart by the accounts' names.
+      expect(preview).toContain(
+        `Publish post ${post.id} now to 2 accounts:\nText: "Spring sale: every print half price until Sunday, then back…"\nACCOUNT`
+      )
+      expect(preview).toContain(`${blog.id}  webhook   ${host}  Blog  1\n`)
+      expect(preview).toContain(`${shop.id}  webhook   ${host}  Shop  1\n`)
+      yield* publish.sendKeys("n", "Enter")
+      expect(yield* publish.waitFor("its end", (pane) => pane.includes("EXIT:"))).toContain("EXIT:1")
+      expect(receiver.received).toHaveLength(0)
     }), 300_000)
 })

@@ -49,7 +49,7 @@ describe("postline, publishing to a webhook receiver", () => {
         sufficient: true
       })
       const estimateText = yield* runCli(["estimate", post.id], cli)
-      expect(estimateText.stdout).toContain(`${account.id}  webhook   ${new URL(receiver.url).host}  1\n`)
+      expect(estimateText.stdout).toContain(`${account.id}  webhook   ${new URL(receiver.url).host}  -     1\n`)
       expect(estimateText.stdout).toContain("\nCost:       1 credit\nAvailable:  5 credits\n")
 
       // No --account: every connected account of the team.
