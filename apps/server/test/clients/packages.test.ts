@@ -1,12 +1,41 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
-import { mkdirSync, readdirSync, writeFileSync } from "node:fs"
+import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { homedir } from "node:os"
 import * as Path from "node:path"
 import { callsAs, createUserWithToken, serverDir, startServer } from "../support/ServerProcess.js"
 import { freshDatabaseEnv, scopedTempDir, testDatabaseKind } from "../support/TestDatabase.js"
 
-const packagesDir = Path.resolve(serverDir, "../../packages")
+const repository = Path.resolve(serverDir, "../..")
+
+/** The fenced block of a Markdown file that holds `marker`, its `$ ` prompts dropped: shell as a reader pastes it. */
+const blockWith = (file: string, marker: string) => {
+  const blocks = [...readFileSync(Path.join(repository, file), "utf8").matchAll(/^```(?:sh|console)\n([\s\S]*?)^```$/gm)]
+  const block = blocks.map(([, text]) => text!).find((text) => text.includes(marker))
+  if (block === undefined) throw new Error(`${file} has no shell block with ${marker}`)
+  return block.replace(/^\$ /gm, "")
+}
+
+/**
+ * A reader's machine for the README's install commands: a home of its own (HOME, where `~` goes), a folder
+ * holding `postline` (this clone), and npm with its global folder in the home and this machine's cache first
+ * (the rest of this process's environment kept: the registry's certificates).
+ */
+const readersMachine = Effect.gen(function*() {
+  const home = yield* scopedTempDir("postline-reader-")
+  symlinkSync(repository, Path.join(home, "postline"))
+  const env = {
+    ...process.env,
+    HOME: home,
+    npm_config_cache: Path.join(homedir(), ".npm"),
+    npm_config_prefer_offline: "true",
+    npm_config_prefix: Path.join(home, "global"),
+    npm_config_audit: "false",
+    npm_config_fund: "false"
+  }
+  return { home, env }
+})
 
 /** Runs a command to its end; its exit code and its stdout and stderr together. */
 const exec = (command: string, args: ReadonlyArray<string>, cwd: string, env: NodeJS.ProcessEnv = process.env) =>
@@ -75,17 +104,21 @@ export const layer = Postline.layerNode({ retry: { maxAttempts: "4" } })
 describe.skipIf(testDatabaseKind !== "embedded")("the packed @postline/domain and @postline/sdk", () => {
   it.scopedLive("install with npm next to Effect 3, type-check strictly under NodeNext and run from plain node", () =>
     Effect.gen(function*() {
-      const work = yield* scopedTempDir("postline-packages-")
-      for (const name of ["domain", "sdk"]) {
-        const packed = yield* exec("pnpm", ["pack", "--pack-destination", work], Path.join(packagesDir, name))
-        expect(packed.code, packed.output).toBe(0)
-      }
-      const tarballs = readdirSync(work).filter((name) => name.endsWith(".tgz")).sort()
-      expect(tarballs).toEqual([expect.stringMatching(/^postline-domain-.*\.tgz$/), expect.stringMatching(/^postline-sdk-.*\.tgz$/)])
-
-      const project = Path.join(work, "project")
+      // The README's commands, as written: both packages packed in the clone, both tarballs installed in a project.
+      const { env, home: work } = yield* readersMachine
+      const project = Path.join(work, "my-app")
       mkdirSync(project)
       writeFileSync(Path.join(project, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }))
+      const installed = yield* exec("bash", ["-e", "-c", blockWith("README.md", "pnpm --dir packages/sdk pack")], work, env)
+      expect(installed.code, installed.output).toBe(0)
+      expect(Object.keys(JSON.parse(readFileSync(Path.join(project, "package.json"), "utf8")).dependencies).sort()).toEqual([
+        "@effect/platform",
+        "@effect/platform-node",
+        "@postline/domain",
+        "@postline/sdk",
+        "effect"
+      ])
+
       // skipLibCheck off, so that every shipped .d.ts is checked too.
       const compilerOptions = {
         module: "NodeNext",
@@ -111,19 +144,9 @@ describe.skipIf(testDatabaseKind !== "embedded")("the packed @postline/domain an
       writeFileSync(Path.join(project, "wrong-domain.ts"), wrongFieldType)
       writeFileSync(Path.join(project, "wrong-sdk.ts"), wrongOption)
 
-      const installed = yield* exec("npm", [
-        "install",
-        "--no-audit",
-        "--no-fund",
-        "--prefer-offline",
-        ...tarballs.map((name) => Path.join(work, name)),
-        "effect@3.22.4",
-        "@effect/platform@0.97.2",
-        "@effect/platform-node@0.108.2",
-        "typescript@5.9.3",
-        "@types/node@24"
-      ], project)
-      expect(installed.code, installed.output).toBe(0)
+      // The test's own tools, beside what the README installed.
+      const tools = yield* exec("npm", ["install", "typescript@5.9.3", "@types/node@24"], project, env)
+      expect(tools.code, tools.output).toBe(0)
       // The SDK brings @effect/platform-node; the domain alone must not need it, nor anything beyond its peers.
       const domainPackage = Path.join(project, "node_modules/@postline/domain")
       const domainImports = yield* exec("grep", ["-rhoE", "from \"[^\".][^\"]*\"", "dist"], domainPackage)
@@ -169,5 +192,25 @@ describe.skipIf(testDatabaseKind !== "embedded")("the packed @postline/domain an
         organizationId: created.id,
         post: { teamId: expect.any(String), content: "From the packed SDK", status: "draft" }
       })
+    }), 600_000)
+
+  it.scopedLive("the command line installs as its README says: a copy of the bundle, not a link into the clone", () =>
+    Effect.gen(function*() {
+      const { env, home } = yield* readersMachine
+      // The block's `pnpm install` is this clone's, done already: the rest runs as written, from the clone.
+      const commands = blockWith("apps/cli/README.md", "npm install -g").split("\n").filter((line) => !/^pnpm install\b/.test(line))
+      const installed = yield* exec("bash", ["-e", "-c", commands.join("\n")], Path.join(home, "postline"), env)
+      expect(installed.code, installed.output).toBe(0)
+
+      const globalPackage = Path.join(home, "global/lib/node_modules/@postline/cli")
+      expect(lstatSync(globalPackage).isSymbolicLink(), "npm linked the clone's folder instead of copying the package").toBe(false)
+      expect(realpathSync(Path.join(home, "global/bin/postline")).startsWith(`${globalPackage}/`)).toBe(true)
+      // What runs is the installed copy alone: the tarball gone, from a folder outside the clone.
+      for (const tarball of ["postline-cli-0.1.0.tgz"]) rmSync(Path.join(home, tarball))
+      expect(existsSync(Path.join(globalPackage, "dist/postline-bundle.js"))).toBe(true)
+      const { version } = JSON.parse(readFileSync(Path.join(repository, "apps/cli/package.json"), "utf8"))
+      const ran = yield* exec(Path.join(home, "global/bin/postline"), ["--version"], home, env)
+      expect(ran.code, ran.output).toBe(0)
+      expect(ran.output).toContain(version)
     }), 300_000)
 })
