@@ -28,12 +28,13 @@ const refusedStart = (env: Record<string, string>) =>
   })
 
 /**
- * Exit code 1, soon (the bound is generous for a loaded machine: the point is not 60 s of retries), and the log
- * ends with its only FATAL line, whose message holds each of `words`. Answers the time it took, for the record.
+ * Exit code 1 without a single start retry (waiting would not fix it: the point is not 60 s of retries), and the
+ * log ends with its only FATAL line, whose message holds each of `words`. Answers the time it took, for the record
+ * (reported, not asserted: a busy machine may take long to start a process).
  */
 const expectRefused = (run: Effect.Effect.Success<ReturnType<typeof refusedStart>>, ...words: ReadonlyArray<string>) => {
   expect(run.code, run.lines.join("\n")).toBe(1)
-  expect(run.ms).toBeLessThan(10_000)
+  expect(run.logs.filter((log) => log.message === "The database is not reachable yet")).toEqual([])
   expect(run.lines.filter((line) => line.startsWith("stderr:"))).toEqual([])
   expect(run.logs.filter((log) => log.logLevel === "FATAL")).toHaveLength(1)
   const last = run.logs.at(-1)!
