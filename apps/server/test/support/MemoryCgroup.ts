@@ -21,6 +21,7 @@ const made = (limitBytes: number): MemoryCgroup | string => {
     mkdirSync(path)
     writeFileSync(Path.join(path, "memory.limit_in_bytes"), String(limitBytes))
   } catch (error) {
+    if (existsSync(path)) rmdirSync(path)
     return `a memory cgroup could not be made at ${path}: ${(error as Error).message}`
   }
   return {
