@@ -60,7 +60,7 @@ const clean = (outdir) => {
  * `import.meta.url`. Each entry is built on its own: chunks shared between entries would hold what either
  * one reaches, and the admin command would load the server's. Answers its lazily loaded chunks (lazyChunks).
  */
-const bundle = async (entry, outdir, out = basename(entry).replace(/\.ts$/, "")) => {
+const bundle = async (entry, outdir, out = basename(entry).replace(/\.ts$/, ""), { served = true } = {}) => {
   // Loaded here: `pnpm start` runs this script to learn that the build is current, and needs no bundler then.
   const { build } = await import("esbuild")
   const { metafile } = await build({
@@ -80,6 +80,7 @@ const bundle = async (entry, outdir, out = basename(entry).replace(/\.ts$/, ""))
     banner: { js: "import { createRequire as createBundleRequire } from 'node:module'; const require = createBundleRequire(import.meta.url);" }
   })
   for (const output of Object.keys(metafile.outputs)) if (output.endsWith(".js")) asciiOnly(join(serverDir, output))
+  if (served) assertInputsDeclared(metafile)
   return lazyChunks(metafile)
 }
 
@@ -132,7 +133,7 @@ export const bundleServer = async (outdir = join(serverDir, "dist"), { keepEarli
 /** The benchmark's minimal server (bench/Floor.ts, issue 14), as `Floor.js`: bench/attribution.mjs builds it. */
 export const bundleFloor = async (outdir = join(serverDir, "dist-bench")) => {
   clean(outdir)
-  await bundle("bench/Floor.ts", outdir)
+  await bundle("bench/Floor.ts", outdir, undefined, { served: false })
   return outdir
 }
 
@@ -140,17 +141,33 @@ export const bundleFloor = async (outdir = join(serverDir, "dist-bench")) => {
 const buildInputs = [
   "apps/server/src",
   "packages/domain/src",
+  "packages/mcp/src",
   "apps/server/scripts/build.mjs",
   "apps/server/scripts/pgdata-template.mjs",
   "apps/server/package.json",
   "apps/server/tsconfig.json",
   "packages/domain/package.json",
   "packages/domain/tsconfig.json",
+  "packages/mcp/package.json",
+  "packages/mcp/tsconfig.json",
   "tsconfig.base.json",
   // What is installed, rather than what the lockfile asks for: a `pnpm start` after a `git pull` and before
   // `pnpm install` bundles the packages that are there.
   "node_modules/.pnpm/lock.yaml"
 ]
+
+/**
+ * Every source file of ours that the bundle holds must be under a build input, or `pnpm start` would keep
+ * serving an earlier build after that file changed (the MCP package was bundled without being one). The
+ * benchmark's floor is not served by `pnpm start`: it is not checked.
+ */
+const assertInputsDeclared = (metafile) => {
+  const root = join(serverDir, "../..")
+  const undeclared = Object.keys(metafile.inputs)
+    .map((input) => relative(root, join(serverDir, input)))
+    .filter((file) => !file.split("/").includes("node_modules") && !buildInputs.some((input) => file === input || file.startsWith(`${input}/`)))
+  if (undeclared.length > 0) throw new Error(`build.mjs: bundled files outside buildInputs: ${undeclared.join(", ")}`)
+}
 
 const filesUnder = (path) => {
   if (!existsSync(path)) return []
