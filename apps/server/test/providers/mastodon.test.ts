@@ -161,15 +161,13 @@ describe("Mastodon", () => {
       const fake = yield* makeMastodonFake({ processingPolls: Infinity })
       const fixtures = yield* makeMediaFixtures
       const clip = yield* fixtures.video({ size: 100_000 })
-      const started = Date.now()
       const error = yield* (yield* SocialProviders).publish(accountFor(fake), post("Soon", undefined, [clip])).pipe(
         Effect.provideService(MastodonMediaProcessing, { timeout: Duration.seconds(1) }),
         Effect.flip
       )
       expect(error).toMatchObject({ provider: "mastodon", category: "transient", retryable: true })
       expect(error.providerMessage).toBe(`The server was still processing the video ${clip.assetId} after 1s`)
-      expect(Date.now() - started).toBeLessThan(3000)
-      // Polled several times, backing off, and never posted.
+      // Polled several times, backing off, and never posted: it gave up at its bound, not later.
       const polls = fake.requests.filter(({ method }) => method === "GET").length
       expect(polls).toBeGreaterThanOrEqual(3)
       expect(polls).toBeLessThanOrEqual(5)
