@@ -32,6 +32,13 @@ const headOf = (bytes: number) => {
 
 const form = "Content-Type: application/x-www-form-urlencoded"
 
+/** Slow clients, half stuck in their headers, half in their body. */
+const slowClients = 200
+const slowParts = (i: number) =>
+  i % 2 === 0
+    ? ["POST /v1/auth/token HTTP/1.1\r\nHost: localhost\r\n"]
+    : [head("POST /v1/auth/token HTTP/1.1", form, "Content-Length: 1000") + "grant_type="]
+
 const documentedOperations = Object.values(document.paths as Record<string, Record<string, any>>).flatMap(Object.values)
 
 /** Requests Node's parser refuses, which it answered with an empty body. */
@@ -62,7 +69,6 @@ layer(EdgeServerLive, { excludeTestServices: true, timeout: 60_000 })("the edge 
         expect(answer.body, name).toEqual({ _tag: tag, message: expect.any(String) })
         expect(answer.headers.connection, name).toBe("close")
         expect({ name, closed: answer.closed, error: answer.error }).toEqual({ name, closed: true, error: undefined })
-        if (status === 408) expect(answer.elapsedMs, name).toBeLessThan(4_000)
       })
       expect(answers[5]!.body.message).toBe(`The request line and headers must not exceed ${maxHeaderBytes} bytes`)
       // Any request may get these answers, so every operation of the document declares each of them.
@@ -91,27 +97,28 @@ layer(EdgeServerLive, { excludeTestServices: true, timeout: 60_000 })("the edge 
       expect(refused).toMatchObject({ message: `The request line and headers must not exceed ${maxHeaderBytes} bytes` })
     }).pipe(Effect.provide(FetchHttpClient.layer)))
 
-  it.effect("drops slow clients by its timeouts and answers the others beside them", () =>
+  it.effect("answers a prompt request while slow clients hold their connections", () =>
+    Effect.scoped(Effect.gen(function*() {
+      // Timeouts far longer than the test, so that "beside them" is an order of events, not a race with the clock.
+      const long = { HTTP_HEADERS_TIMEOUT_MS: "600000", HTTP_REQUEST_TIMEOUT_MS: "600000" }
+      const server = yield* startServer({ ...(yield* freshDatabaseEnv), ...long })
+      const port = Number(new URL(server.base).port)
+      let slowAnswered = 0
+      Array.from({ length: slowClients }, (_, i) => sendRaw(port, slowParts(i), 600_000).then(() => slowAnswered++))
+      yield* Effect.sleep("200 millis")
+      const prompt = yield* Effect.promise(() => fetch(`${server.base}/health`))
+      expect(prompt.status).toBe(200)
+      expect(slowAnswered).toBe(0)
+    })))
+
+  it.effect("drops slow clients by its timeouts", () =>
     Effect.gen(function*() {
       const server = yield* EdgeServer
       const port = server.port
-      const slowClients = 200
-      const slow = Promise.all(Array.from({ length: slowClients }, (_, i) =>
-        sendRaw(port, i % 2 === 0
-          ? ["POST /v1/auth/token HTTP/1.1\r\nHost: localhost\r\n"]
-          : [head("POST /v1/auth/token HTTP/1.1", form, "Content-Length: 1000") + "grant_type="])))
-      yield* Effect.sleep("200 millis")
-      const prompt = yield* Effect.promise(async () => {
-        const started = Date.now()
-        const response = await fetch(`${server.base}/health`)
-        return { status: response.status, elapsedMs: Date.now() - started }
-      })
-      expect(prompt.status).toBe(200)
-      expect(prompt.elapsedMs).toBeLessThan(1_000)
-      const dropped = yield* Effect.promise(() => slow)
+      const dropped = yield* Effect.promise(() =>
+        Promise.all(Array.from({ length: slowClients }, (_, i) => sendRaw(port, slowParts(i)))))
       for (const answer of dropped) {
         expect(answer.closed).toBe(true)
-        expect(answer.elapsedMs).toBeLessThan(4_000)
         expect(answer.body).toEqual({ _tag: "RequestTimeout", message: "The request did not arrive in time" })
       }
       // A request answered before its body arrived (401 here) is dropped at the request timeout, not answered twice.
@@ -120,12 +127,12 @@ layer(EdgeServerLive, { excludeTestServices: true, timeout: 60_000 })("the edge 
       expect(answeredEarly.status).toBe(401)
       expect(answeredEarly.body).toEqual({ _tag: "Unauthorized", message: expect.any(String) })
       expect(answeredEarly.closed).toBe(true)
-      expect(answeredEarly.elapsedMs).toBeLessThan(4_000)
-      // A kept-alive connection left idle is closed after the keep-alive timeout.
-      const idle = yield* Effect.promise(() => sendRaw(port, [head("GET /health HTTP/1.1")], 5_000))
+      // A kept-alive connection left idle is closed by the server, which announced its keep-alive timeout (0.5 s,
+      // whole seconds in the header) rather than Node's default of 5 s.
+      const idle = yield* Effect.promise(() => sendRaw(port, [head("GET /health HTTP/1.1")]))
       expect(idle.status).toBe(200)
+      expect(idle.headers["keep-alive"]).toBe("timeout=0")
       expect(idle.closed).toBe(true)
-      expect(idle.elapsedMs).toBeLessThan(2_000)
     }))
 })
 
