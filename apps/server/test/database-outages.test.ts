@@ -4,12 +4,14 @@ import { createUserWithToken, freePort, spawnServer, startServer } from "./suppo
 import { freezableProxy } from "./support/FreezableProxy.js"
 import { postgresEnv, scopedPostgresDatabase, testDatabaseKind } from "./support/TestDatabase.js"
 
-/** A request's status, body and how long it took, however it ends. */
-const timedFetch = (url: string, init: RequestInit = {}) =>
+/**
+ * A request's status and body. The database behind the proxy is frozen: an answer at all (rather than the 20 s
+ * abort, a defect) is one a timeout of the server produced.
+ */
+const fetchAnswer = (url: string, init: RequestInit = {}) =>
   Effect.promise(async () => {
-    const started = Date.now()
     const response = await fetch(url, { ...init, signal: AbortSignal.timeout(20_000) })
-    return { status: response.status, body: await response.json(), ms: Date.now() - started }
+    return { status: response.status, body: await response.json() }
   })
 
 /** The database of this test behind a proxy that can freeze, and the environment of a server using the proxy. */
@@ -41,22 +43,19 @@ describe.skipIf(testDatabaseKind !== "postgres")("a PostgreSQL that stops answer
       const { token } = yield* createUserWithToken(directEnv)
       const { base } = yield* startServer({ ...env, ...timeouts })
       const authorized = { headers: { authorization: `Bearer ${token}` } }
-      expect((yield* timedFetch(`${base}/v1/organizations`, authorized)).status).toBe(200)
+      expect((yield* fetchAnswer(`${base}/v1/organizations`, authorized)).status).toBe(200)
 
       proxy.freeze()
       const [health, listed, unknownToken] = yield* Effect.all([
-        timedFetch(`${base}/health`),
-        timedFetch(`${base}/v1/organizations`, authorized),
-        timedFetch(`${base}/v1/organizations`, { headers: { authorization: "Bearer plt_unknown" } })
+        fetchAnswer(`${base}/health`),
+        fetchAnswer(`${base}/v1/organizations`, authorized),
+        fetchAnswer(`${base}/v1/organizations`, { headers: { authorization: "Bearer plt_unknown" } })
       ], { concurrency: "unbounded" })
       expect(health.status).toBe(503)
       expect(health.body).toEqual({ _tag: "ServiceUnavailable", message: "The database does not answer" })
-      expect(health.ms).toBeLessThan(2_500)
       for (const answer of [listed, unknownToken]) {
         expect(answer.status).toBe(500)
         expect(answer.body).toEqual({ _tag: "InternalError", message: "Internal server error" })
-        // a statement's 1 s, the client's extra second, and the rollback's as much again at most
-        expect(answer.ms).toBeLessThan(6_000)
       }
 
       proxy.resume()
@@ -82,13 +81,14 @@ describe.skipIf(testDatabaseKind !== "postgres")("starting while PostgreSQL does
         DATABASE_START_RETRY_SECONDS: "3",
         ...timeouts
       })
-      const started = Date.now()
       const code = yield* Effect.promise(() => server.exited)
       expect(code).toBe(1)
-      expect(Date.now() - started).toBeLessThan(10_000)
       const logs = logLines(server.lines)
       const attempts = logs.filter((log) => log.message === "The database is not reachable yet")
+      // Pauses of 0.5, 1 and 2 s: at most 4 attempts fit in 3 s (a busy machine makes fewer), about 15 in the
+      // default minute.
       expect(attempts.length).toBeGreaterThanOrEqual(3)
+      expect(attempts.length).toBeLessThanOrEqual(4)
       expect(attempts[0]).toMatchObject({
         logLevel: "WARN",
         annotations: { attempt: 1, reason: expect.stringContaining("ECONNREFUSED"), retryingForSeconds: 3 }
@@ -104,21 +104,21 @@ describe.skipIf(testDatabaseKind !== "postgres")("starting while PostgreSQL does
       const { env, proxy } = yield* databaseBehindProxy
       proxy.freeze()
       const port = yield* freePort
-      const stopped = spawnServer({ ...env, ...timeouts, PORT: String(port), HOST: "127.0.0.1" })
+      // Retrying far longer than the test: exiting at all, without a FATAL line, is obeying the signal.
+      const stopped = spawnServer({ ...env, ...timeouts, DATABASE_START_RETRY_SECONDS: "600", PORT: String(port), HOST: "127.0.0.1" })
       expect(yield* waitFor(() => stopped.lines.some((line) => line.includes("not reachable yet")), 10_000)).toBe(true)
-      const starting = yield* timedFetch(`http://127.0.0.1:${port}/health`)
+      const starting = yield* fetchAnswer(`http://127.0.0.1:${port}/health`)
       expect(starting.status).toBe(503)
       expect(starting.body).toEqual({ _tag: "ServiceUnavailable", message: "The server is starting: try again shortly" })
-      const signalled = Date.now()
       stopped.child.kill("SIGTERM")
       yield* Effect.promise(() => stopped.exited)
-      expect(Date.now() - signalled).toBeLessThan(2_000)
+      expect(logLines(stopped.lines).filter((log) => log.logLevel === "FATAL")).toEqual([])
 
       const resumed = yield* Effect.fork(Effect.delay(Effect.sync(proxy.resume), "2 seconds"))
       // With the default timeouts: the start's first connections, opened together as the database resumes, may
       // take more than the second the frozen phases allow when the machine is busy (CI saw them time out).
       const { base } = yield* startServer({ ...env, LOG_LEVEL: "INFO" })
       yield* resumed.await
-      expect((yield* timedFetch(`${base}/health`)).status).toBe(200)
+      expect((yield* fetchAnswer(`${base}/health`)).status).toBe(200)
     }), 60_000)
 })
