@@ -6,14 +6,14 @@ import { makeWebhookReceiver } from "./support/Publishing.js"
 import { callsAs, startServer } from "./support/ServerProcess.js"
 import { freshDatabaseEnv, testDatabaseKind } from "./support/TestDatabase.js"
 
-/** Answers a webhook call 200 after `milliseconds`. */
-const holdFor = (milliseconds: number, response: ServerResponse) =>
-  void setTimeout(() => response.writeHead(200, { "content-type": "application/json" }).end("{}"), milliseconds).unref()
+/** Answers a webhook call 200. */
+const answerOk = (response: ServerResponse) => response.writeHead(200, { "content-type": "application/json" }).end("{}")
 
 describe("a post-now whose process dies (SIGKILL) during its sends", () => {
   it.scopedLive("is finished by the restarted server (within PUBLISH_RECOVERY_SECONDS, at once on the embedded database), every hold settled once; its Idempotency-Key then replays the final answer", () =>
     Effect.gen(function*() {
-      const recoverySeconds = 20
+      // On the embedded database a recovery time far beyond the test's: finishing at all proves it was not waited for.
+      const recoverySeconds = testDatabaseKind === "embedded" ? 600 : 20
       const receiver = yield* makeWebhookReceiver
       const env = publishEnv(yield* freshDatabaseEnv, { PUBLISH_TIMEOUT_SECONDS: "3", PUBLISH_RECOVERY_SECONDS: String(recoverySeconds) })
       const initial = 10
@@ -46,7 +46,6 @@ describe("a post-now whose process dies (SIGKILL) during its sends", () => {
       yield* Effect.promise(() => first.exited)
 
       const second = yield* startServer(env)
-      const restartedAt = Date.now()
       const call = callsAs(second, token)
       if (testDatabaseKind === "postgres") {
         // Another process could still be sending it: the slow send is taken over once its time is up. Until
@@ -63,13 +62,10 @@ describe("a post-now whose process dies (SIGKILL) during its sends", () => {
       const after = yield* readUntil(
         call("GET", `/v1/teams/${teamId}/posts/${postId}`),
         (answer) => answer.body.status !== "publishing",
-        recoverySeconds * 2 + 10
-      )
-      if (testDatabaseKind === "embedded") {
         // The only process on its data folder finishes what the dead one left at once, without waiting out the
         // send's time (which ends at least recoverySeconds - 5 s after this restart).
-        expect(Date.now() - restartedAt).toBeLessThan((recoverySeconds / 2) * 1000)
-      }
+        testDatabaseKind === "embedded" ? 60 : recoverySeconds * 2 + 10
+      )
       expect(after.body.status).toBe("published")
       expect(after.body.targets).toHaveLength(3)
       for (const target of after.body.targets) expect(target).toMatchObject({ status: "published", error: null, creditsSpent: 1 })
@@ -101,12 +97,6 @@ describe("a post-now whose process dies (SIGKILL) during its sends", () => {
     }), 120_000)
 })
 
-/**
- * The most one timeout can take on a busy machine: less than two timeouts, so that a post-now that waited for its
- * sends one after another, or in two rounds, still fails.
- */
-const oneTimeoutNotTwo = (timeoutSeconds: number) => timeoutSeconds * 1000 * 1.8
-
 describe("PUBLISH_TIMEOUT_SECONDS", () => {
   it.scopedLive("answers a post-now within one timeout; the send it cut stays pending with its credit held, and the recovery's repeat (same webhook-id) spends it once", () =>
     Effect.gen(function*() {
@@ -119,16 +109,15 @@ describe("PUBLISH_TIMEOUT_SECONDS", () => {
       })
       const initial = 5
       const { accountIds: [late], organizationId, postId, teamId, token } = yield* publishingSetup(env, receiver.url, 1, initial)
-      // The first call is answered 200 after 8 s, later than the timeout; a repeat at once.
-      receiver.answerWith((_event, response) => holdFor(receiver.received.length === 1 ? 8000 : 0, response))
+      // The first call is answered 200 only once the post-now has answered, later than the timeout; a repeat at once.
+      let lateCall: ServerResponse | undefined
+      receiver.answerWith((_event, response) => receiver.received.length === 1 ? (lateCall = response) : answerOk(response))
       const server = yield* startServer(env)
       const call = callsAs(server, token)
 
       const started = Date.now()
       const sent = yield* call("POST", `/v1/teams/${teamId}/posts/${postId}/post-now`, { socialAccountIds: [late] })
-      const elapsed = Date.now() - started
-      expect(elapsed).toBeGreaterThanOrEqual(timeoutSeconds * 1000 - 100)
-      expect(elapsed).toBeLessThan(oneTimeoutNotTwo(timeoutSeconds))
+      expect(Date.now() - started).toBeGreaterThanOrEqual(timeoutSeconds * 1000 - 100)
       expect(sent).toMatchObject({
         status: 200,
         body: {
@@ -143,7 +132,8 @@ describe("PUBLISH_TIMEOUT_SECONDS", () => {
       // In doubt, not failed: the credit stays held, nothing is given back, even once the late 200 has come.
       const post = (yield* call("GET", `/v1/teams/${teamId}/posts/${postId}`)).body
       expect(post).toMatchObject({ status: "publishing", targets: [{ socialAccountId: late, status: "pending" }] })
-      yield* Effect.sleep(`${8000 - (Date.now() - started) + 500} millis`)
+      answerOk(lateCall!)
+      yield* Effect.sleep("500 millis")
       const held = yield* creditsOf(call, organizationId)
       expect(held).toMatchObject({ balance: initial, reserved: 1, sums: { grant: initial, reserve: 1 } })
       expect(held.sums.release).toBeUndefined()
@@ -172,15 +162,18 @@ describe("PUBLISH_TIMEOUT_SECONDS", () => {
       const receiver = yield* makeWebhookReceiver
       const env = publishEnv(yield* freshDatabaseEnv, { PUBLISH_TIMEOUT_SECONDS: String(timeoutSeconds), PUBLISH_RECOVERY_SECONDS: "60" })
       const { accountIds, organizationId, postId, teamId, token } = yield* publishingSetup(env, receiver.url, 16, 20)
-      receiver.answerWith(() => undefined)
+      // How many calls had arrived when each hanging call was cut: 16 every time unless the sends went one after
+      // another, or in rounds (one timeout, not two).
+      const receivedWhenCut: Array<number> = []
+      receiver.answerWith((_event, response) => void response.once("close", () => receivedWhenCut.push(receiver.received.length)))
       const server = yield* startServer(env)
       const call = callsAs(server, token)
 
       const started = Date.now()
       const sent = yield* call("POST", `/v1/teams/${teamId}/posts/${postId}/post-now`, { socialAccountIds: accountIds })
-      const elapsed = Date.now() - started
-      expect(elapsed).toBeGreaterThanOrEqual(timeoutSeconds * 1000 - 100)
-      expect(elapsed).toBeLessThan(oneTimeoutNotTwo(timeoutSeconds))
+      expect(Date.now() - started).toBeGreaterThanOrEqual(timeoutSeconds * 1000 - 100)
+      yield* readUntil(Effect.sync(() => receivedWhenCut.length), (cut) => cut === 16, 10)
+      expect(receivedWhenCut).toEqual(accountIds.map(() => 16))
       expect(sent.status).toBe(200)
       expect(sent.body.results).toEqual(accountIds.map((socialAccountId) => expect.objectContaining({ socialAccountId, status: "pending" })))
       expect(receiver.received).toHaveLength(16)
