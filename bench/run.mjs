@@ -15,6 +15,8 @@
 //                                 S10 alone: a start with 100,000 future schedules against one with none
 //   node bench/run.mjs --scenarios S11
 //                                 S11 alone: 49-megapixel uploads, RSS peak and settled per format (bench/lib/image-memory.mjs)
+//   node bench/run.mjs --scenarios S12
+//                                 S12 alone: how reading a post's text grows with its length (bench/lib/text-scaling.mjs)
 //
 // Exit status: 0 only if every scenario ran with zero errors and the baseline
 // (and each peer) ran the same statements and answered the same bytes as the
@@ -41,6 +43,7 @@ import { makeBenchUser, populations, seedSql } from "./lib/seed.mjs"
 import { checkUpload, driveUploads, makeNoisePng, MiB } from "./lib/upload.mjs"
 import { describeImageMemory, imageMemoryErrors, measureImageMemory } from "./lib/image-memory.mjs"
 import { measurePnpmStart } from "./lib/start.mjs"
+import { describeTextScaling, measureTextScaling } from "./lib/text-scaling.mjs"
 import { startNodeFlags } from "../apps/server/scripts/start-flags.mjs"
 
 const { values: flags } = parseArgs({
@@ -65,7 +68,7 @@ const { values: flags } = parseArgs({
 })
 if (flags.help) {
   console.log(`usage: node bench/run.mjs [--smoke] [--profile] [--scenarios S1,S3,...] [--duration SECONDS] [--rounds N] [--no-embedded] [--population smoke|embedded|full] [--before BUNDLE [--before-node-args="FLAGS"] [--before-node PATH]] [--no-peers] [--scheduled-posts N[,N...]] [--future-schedules N]
-scenarios: S1 S2o S2t S2t0 S3 S4 S5 S6 S7 (PostgreSQL), S1/S4 again with the embedded database, S8, S9 and S10
+scenarios: S1 S2o S2t S2t0 S3 S4 S5 S6 S7 (PostgreSQL), S1/S4 again with the embedded database, S8, S9, S10 and S12
 S8: N posts due at one instant (--scheduled-posts; 1000,10000, or 100 with --smoke) on two PostgreSQL processes,
     the baseline's two (bench/baseline/scheduler.mjs) and one embedded process
 S9: uploads of a 10 MB PNG (1 MB with --smoke), 8 connections, ours (PostgreSQL, folder storage) and
@@ -75,6 +78,7 @@ S10: spawn to the first send of a post due at start, with N future schedules (--
 S11: 8 uploads of a 7000x7000 progressive JPEG, 16-bit PNG and HEIC each, 4 at once, embedded database, the
     server in a 1 GiB memory cgroup when one can be made: RSS peak and 60 s later (5 s with --smoke); not in
     --smoke unless named
+S12: CPU time of reading a text 16 times longer (links, Mastodon length, graphemes), this process, no server
 peers (S1, S3, S4 only; --no-peers leaves them out): Fastify + pg, NestJS (Express) + Prisma 7 (bench/peers)`)
   process.exit(0)
 }
@@ -1445,6 +1449,7 @@ const main = async () => {
   if (wanted("S11") && !flags.profile && (!smoke || only?.has("S11"))) {
     results.imageMemory = await measureImageMemory({ script: serverScript, settleSec: smoke ? 5 : 60, log })
   }
+  if (wanted("S12") && !flags.profile) results.textScaling = measureTextScaling()
   if (config.embedded && ["S1", "S4"].some(wanted)) rows.push(...(await embeddedPhase(results)))
   results.scenarios = rows
   results.targets = evaluateTargets({ rows, memory: results.memory, startup: results.startup })
@@ -1501,6 +1506,12 @@ const main = async () => {
     console.log(`\nS11, ${m.uploads} uploads of 49 megapixels per format, ${m.atOnce} at once` +
       `${m.limitMb === null ? " (no memory cgroup)" : ` in a ${m.limitMb} MB memory cgroup`}; settled = ${m.settleSec} s after the last answer:`)
     for (const r of m.results) console.log(`  ${r.format}: ${describeImageMemory(r)}`)
+  }
+  if (results.textScaling) {
+    const t = results.textScaling
+    console.log(`\nS12, reading a post's text: CPU time for ${(t.size * t.factor).toLocaleString("en")} code units over ` +
+      `${t.size.toLocaleString("en")} (least of 5 runs each; linear is about ${t.factor}x, quadratic ${t.factor ** 2}x):`)
+    for (const r of t.results) console.log(describeTextScaling(r))
   }
   const s = results.startup
   const mem = results.memory
