@@ -103,14 +103,15 @@ const estimateOf = (teamId: TeamId, postId: PostId, socialAccountIds: ReadonlyAr
   Effect.flatMap(Postline, ({ client }) => client.posts.estimatePost({ path: { teamId, postId }, payload: { socialAccountIds } }))
 
 /**
- * Why the server would refuse (402) a spend whose estimate is not sufficient: the credits short of it or, the
- * credits being enough, the month's spend cap.
+ * Why the server would refuse (402) a spend whose estimate is not sufficient: the credits short of it (and how
+ * to get them, as the server says) or, the credits being enough, the month's spend cap.
  */
 export const unaffordable = (doing: string, estimate: Estimate) =>
   new PaymentRequired({
     message: estimate.total <= estimate.available
       ? `The monthly spend cap stops it: ${doing} costs ${credits(estimate.total)}, more than the cap leaves this month (postline billing shows it)`
-      : `Not enough credits: ${doing} costs ${credits(estimate.total)}, the organization has ${credits(estimate.available)} available`
+      : `Not enough credits: ${doing} costs ${credits(estimate.total)}, the organization has ${credits(estimate.available)} available` +
+        (estimate.howToGetCredits === undefined ? "" : `. ${estimate.howToGetCredits}`)
   })
 
 /** The most of a post's text a confirmation shows, in code points. */

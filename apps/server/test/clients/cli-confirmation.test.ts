@@ -118,6 +118,21 @@ describe.skipIf(tmuxMissing && !process.env.CI)("postline's confirmation on a te
       expect(preview).toContain(`${shop.id}  webhook   ${host}  Shop  1\n`)
       yield* publish.sendKeys("n", "Enter")
       expect(yield* publish.waitFor("its end", (pane) => pane.includes("EXIT:"))).toContain("EXIT:1")
+
+      // An organization without credits is refused before asking, told how to get them (billing is off here).
+      const broke = yield* userWithTeam(env, server, 0)
+      const brokeCli = cliEnv(home, server.base, { POSTLINE_TOKEN: broke.token })
+      yield* answerOf(["accounts", "connect", "--webhook", `${receiver.url}/broke`, "--yes"], brokeCli)
+      const unpaid = yield* answerOf(["posts", "create", "--text", "Not paid for", "--yes"], brokeCli)
+      const refused = yield* cliInTmux(["post-now", unpaid.id], brokeCli)
+      const refusedPane = yield* refused.waitFor("its end", (pane) => pane.includes("EXIT:"))
+      // The pane wraps the long line at its width: read it joined.
+      expect(refusedPane.replaceAll("\n", "")).toContain(
+        "Error (PaymentRequired): Not enough credits: publishing costs 1 credit, the organization has 0 credits " +
+          "available. Billing is off on this server, so an operator adds credits with `pnpm admin credits grant " +
+          `--organization ${broke.organizationId} --amount 1\`EXIT:6`
+      )
+      expect(refusedPane).not.toContain("Proceed?")
       expect(receiver.received).toHaveLength(0)
     }), 300_000)
 })
