@@ -1,9 +1,27 @@
-import { Effect } from "effect"
+import { Data, Effect } from "effect"
 import { type ChildProcess, fork } from "node:child_process"
 import { makeFifoLimiter } from "../Concurrency/FifoLimiter.js"
 import { lazyModule } from "../LazyModule.js"
 import type { ImageJobMessage, ImageJobRequest } from "./ImageJob.js"
-import { ImageRefused, type Prepared } from "./Inspection.js"
+
+/**
+ * The file is not what it seemed: its image data cannot be read, or it is larger than the server decodes; or
+ * decoding it took more memory than the machine had (the kernel ended its process).
+ */
+export class ImageRefused extends Data.TaggedError("ImageRefused")<{ readonly reason: "unreadable" | "too_many_pixels" | "out_of_memory" }> {}
+
+export interface Prepared {
+  /** The local file to store, and what it is. */
+  readonly path: string
+  readonly contentType: string
+  readonly extension: string
+  readonly size: number
+  readonly width: number | null
+  readonly height: number | null
+  /** A WebP thumbnail beside it, for images. */
+  readonly thumbnailPath: string | null
+  readonly thumbnailSize: number
+}
 
 /** The image job's module, loaded only to learn the file to start: the server itself never decodes an image. */
 export const ImageJobModule = lazyModule("./ImageJob.js", () => import("./ImageJob.js"), { imageJobScript: "string" })

@@ -1,8 +1,8 @@
 import type { AssetKind } from "@postline/domain"
-import { Data, Effect } from "effect"
+import { Effect } from "effect"
 import { fileTypeFromBuffer } from "file-type"
 import { stat } from "node:fs/promises"
-import type { ImageJobs } from "./ImageJobs.js"
+import type { ImageJobs, ImageRefused, Prepared } from "./ImageJobs.js"
 
 /** How many leading bytes tell a file's type. */
 export const sniffBytes = 4100
@@ -31,25 +31,6 @@ export const sniff = (head: Uint8Array) =>
       return found === undefined || entry === undefined ? undefined : { mime: found.mime, kind: entry.kind }
     })
   )
-
-/**
- * The file is not what it seemed: its image data cannot be read, or it is larger than the server decodes; or
- * decoding it took more memory than the machine had (the kernel ended its process).
- */
-export class ImageRefused extends Data.TaggedError("ImageRefused")<{ readonly reason: "unreadable" | "too_many_pixels" | "out_of_memory" }> {}
-
-export interface Prepared {
-  /** The local file to store, and what it is. */
-  readonly path: string
-  readonly contentType: string
-  readonly extension: string
-  readonly size: number
-  readonly width: number | null
-  readonly height: number | null
-  /** A WebP thumbnail beside it, for images. */
-  readonly thumbnailPath: string | null
-  readonly thumbnailSize: number
-}
 
 /**
  * What is stored for an upload at `input`: an image turned upright and written again without its metadata
