@@ -93,7 +93,11 @@ export const ErrorBodiesLive = HttpApiBuilder.middleware(
             const request = yield* HttpServerRequest.HttpServerRequest
             const path = request.url.split("?")[0]!
             const allowed = yield* allowedMethods(path)
-            if (allowed.length > 0) return yield* methodNotAllowed(request.method, path, allowed)
+            // A path of a route that takes this very method was refused for another reason (a parameter over the
+            // router's length): not found, as before.
+            if (allowed.length > 0 && !allowed.includes(request.method === "HEAD" ? "GET" : request.method)) {
+              return yield* methodNotAllowed(request.method, path, allowed)
+            }
             return yield* new NotFound({ message: `No route for ${request.method} ${path}` })
           }
           return yield* Effect.failCause(cause)
