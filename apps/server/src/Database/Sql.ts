@@ -2,7 +2,7 @@ import { PGlite } from "@electric-sql/pglite"
 import { createPgConfig } from "@electric-sql/pglite/node-postgres"
 import { SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, type Scope } from "effect"
 import Pg from "pg"
 import Fs from "node:fs"
 import { openDataDir } from "./DataDirCreation.js"
@@ -22,44 +22,55 @@ import { retryStart } from "./StartRetry.js"
  * WebAssembly memory, inside the server's own process, and fills under load;
  * the operating system's page cache still holds the data folder's files.
  */
-const embeddedSettings = ["-c", "shared_buffers=16MB"]
+export const embeddedStartParams = [...PGlite.defaultStartParams, "-c", "shared_buffers=16MB"]
 
 /**
- * Embedded PostgreSQL (PGlite) in `dataDir`, or in memory for `memory://`.
+ * The SQL client over the PGlite instance `open` gives, closed with the layer.
  * PGlite is a single session: a pool of exactly one client serialises every
  * statement and holds it for a whole transaction, so transactions never interleave.
- * With `fsync` (the default), a commit is on the disk when it returns (see SyncingNodeFS.ts).
  */
-export const layerEmbedded = (dataDir: string, options: { readonly fsync: boolean } = { fsync: true }) =>
+export const layerOverPGlite = <E extends { readonly message: string }>(
+  open: Effect.Effect<PGlite, E, Scope.Scope>
+) =>
   PgClient.layerFromPool({
     acquire: Effect.gen(function*() {
-      const inMemory = dataDir.startsWith("memory://")
-      if (!inMemory) yield* lockDataDir(dataDir)
-      const startParams = [...PGlite.defaultStartParams, ...embeddedSettings]
-      const create = Effect.tryPromise({
-        try: () =>
-          inMemory || !options.fsync
-            ? PGlite.create(dataDir, { startParams })
-            : PGlite.create({ fs: new SyncingNodeFS(dataDir), startParams: durableStartParams(startParams) }),
-        catch: (cause) => new SqlError.SqlError({ cause, message: `Failed to open the embedded database in ${dataDir}` })
-      })
-      // A new folder is unpacked from the build's template, where there is one, rather than made by initdb.
-      const template = Fs.existsSync(templateFile)
-        ? Effect.try({
-          try: () => unpackTemplate(templateFile, dataDir),
-          catch: (cause) => new SqlError.SqlError({ cause, message: `Failed to make the embedded database in ${dataDir}: ${cause}` })
-        })
-        : undefined
-      const pglite = yield* Effect.acquireRelease(
-        inMemory ? create : openDataDir(dataDir, create, { durable: options.fsync, template }),
-        (db) => Effect.promise(() => db.close())
-      )
+      const pglite = yield* open
       return yield* Effect.acquireRelease(
         Effect.sync(() => new Pg.Pool({ ...createPgConfig(pglite), max: 1, idleTimeoutMillis: 0 })),
         (pool) => Effect.promise(() => pool.end())
       )
-    }).pipe(Effect.mapError((error) => error._tag === "SqlError" ? error : new SqlError.SqlError({ cause: error, message: error.message })))
+    }).pipe(Effect.mapError((error) =>
+      error instanceof SqlError.SqlError ? error : new SqlError.SqlError({ cause: error, message: error.message })
+    ))
   })
+
+/**
+ * Embedded PostgreSQL (PGlite) in `dataDir`, or in memory for `memory://`.
+ * With `fsync` (the default), a commit is on the disk when it returns (see SyncingNodeFS.ts).
+ */
+export const layerEmbedded = (dataDir: string, options: { readonly fsync: boolean } = { fsync: true }) =>
+  layerOverPGlite(Effect.gen(function*() {
+    const inMemory = dataDir.startsWith("memory://")
+    if (!inMemory) yield* lockDataDir(dataDir)
+    const create = Effect.tryPromise({
+      try: () =>
+        inMemory || !options.fsync
+          ? PGlite.create(dataDir, { startParams: embeddedStartParams })
+          : PGlite.create({ fs: new SyncingNodeFS(dataDir), startParams: durableStartParams(embeddedStartParams) }),
+      catch: (cause) => new SqlError.SqlError({ cause, message: `Failed to open the embedded database in ${dataDir}` })
+    })
+    // A new folder is unpacked from the build's template, where there is one, rather than made by initdb.
+    const template = Fs.existsSync(templateFile)
+      ? Effect.try({
+        try: () => unpackTemplate(templateFile, dataDir),
+        catch: (cause) => new SqlError.SqlError({ cause, message: `Failed to make the embedded database in ${dataDir}: ${cause}` })
+      })
+      : undefined
+    return yield* Effect.acquireRelease(
+      inMemory ? create : openDataDir(dataDir, create, { durable: options.fsync, template }),
+      (db) => Effect.promise(() => db.close())
+    )
+  }))
 
 /**
  * The deployment's database: a PostgreSQL server, which the server waits for at start (it may be

@@ -1,12 +1,16 @@
+import { PGlite } from "@electric-sql/pglite"
+import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Redacted, type Scope } from "effect"
 import Pg from "pg"
 import { randomBytes } from "node:crypto"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { readFile } from "node:fs/promises"
+import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import * as Path from "node:path"
-import { MigrationsLive } from "../../src/Database/Migrations.js"
+import { inject } from "vitest"
 import { layerPostgres } from "../../src/Database/Postgres.js"
-import { layerEmbedded } from "../../src/Database/Sql.js"
+import { embeddedStartParams, layerOverPGlite } from "../../src/Database/Sql.js"
 
 /** Which database the suite runs on: set per vitest project (see vitest.workspace.ts). */
 export const testDatabaseKind = process.env.TEST_DATABASE === "postgres" ? "postgres" : "embedded"
@@ -24,24 +28,65 @@ const withAdminClient = <A>(f: (client: Pg.Client) => Promise<A>) =>
     }
   })
 
-/** A database of its own on the PostgreSQL server, dropped when the scope closes. */
-export const scopedPostgresDatabase = Effect.acquireRelease(
-  Effect.gen(function*() {
-    const name = `postline_test_${randomBytes(6).toString("hex")}`
-    yield* withAdminClient((client) => client.query(`CREATE DATABASE ${name}`))
-    const url = new URL(postgresAdminUrl)
-    url.pathname = `/${name}`
-    return { name, url: url.toString() }
-  }),
-  ({ name }) => withAdminClient((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+const databaseOfItsOwn = (template?: string) =>
+  Effect.acquireRelease(
+    Effect.gen(function*() {
+      const name = `postline_test_${randomBytes(6).toString("hex")}`
+      yield* withAdminClient((client) => client.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ""}`))
+      const url = new URL(postgresAdminUrl)
+      url.pathname = `/${name}`
+      return { name, url: url.toString() }
+    }),
+    ({ name }) => withAdminClient((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+  )
+
+/** An empty database of its own on the PostgreSQL server, dropped when the scope closes. */
+export const scopedPostgresDatabase = databaseOfItsOwn()
+
+/**
+ * PGlite's WebAssembly and file-system bundle, read and compiled once per worker: each database of a test file
+ * starts from them, as from the migrated template (DatabaseTemplate.setup.ts), instead of compiling, running
+ * initdb and migrating anew.
+ */
+// Node.js has WebAssembly's functions; the project's types (ES2023 and node, no DOM) declare its types alone.
+const { compile } = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<WebAssembly.Module> } }).WebAssembly
+
+const pgliteFiles = (() => {
+  const dist = Path.dirname(createRequire(import.meta.url).resolve("@electric-sql/pglite"))
+  let loaded: Promise<{ readonly pgliteWasmModule: WebAssembly.Module; readonly fsBundle: Blob }> | undefined
+  return () =>
+    loaded ??= Promise.all([
+      readFile(Path.join(dist, "pglite.wasm")).then(compile),
+      readFile(Path.join(dist, "pglite.data")).then((bytes) => new Blob([bytes]))
+    ]).then(([pgliteWasmModule, fsBundle]) => ({ pgliteWasmModule, fsBundle }))
+})()
+
+const migratedEmbedded = layerOverPGlite(Effect.acquireRelease(
+  Effect.promise(async () =>
+    PGlite.create({
+      ...(await pgliteFiles()),
+      loadDataDir: new Blob([readFileSync(inject("databaseTemplate"))]),
+      startParams: embeddedStartParams
+    })
+  ),
+  (pglite) => Effect.promise(() => pglite.close())
+))
+
+const migratedPostgres = Layer.unwrapScoped(
+  Effect.map(databaseOfItsOwn(inject("databaseTemplate")), ({ url }) => layerPostgres(Redacted.make(url)))
 )
 
-const freshSql = testDatabaseKind === "postgres"
-  ? Layer.unwrapScoped(Effect.map(scopedPostgresDatabase, ({ url }) => layerPostgres(Redacted.make(url))))
-  : layerEmbedded("memory://")
+/**
+ * The secret the first migration makes is each database's own, as it is for a database the migrations made;
+ * the template's would be every test's.
+ */
+const secretsOfItsOwn = Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql`UPDATE server_secrets SET value = ${randomBytes(32).toString("hex")} WHERE name = 'cursor'`))
 
-/** A new, migrated database for each test layer, on the kind this project runs. */
-export const TestDatabase = MigrationsLive.pipe(Layer.provideMerge(freshSql))
+/** A new, migrated database for each test layer, on the kind this project runs: a copy of the run's template. */
+export const TestDatabase = secretsOfItsOwn.pipe(
+  Layer.provideMerge(testDatabaseKind === "postgres" ? migratedPostgres : migratedEmbedded)
+)
 
 /** A new empty folder, removed when the scope closes. */
 export const scopedTempDir = (prefix: string) =>
