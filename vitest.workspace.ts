@@ -48,7 +48,8 @@ const processMemoryOnly = ["apps/server/test/scheduling-burst.test.ts"]
 
 const serverTests = {
   include: ["apps/server/test/**/*.test.ts"],
-  globalSetup: ["apps/server/test/support/ServerBundle.setup.ts"],
+  globalSetup: ["apps/server/test/support/ServerBundle.setup.ts", "apps/server/test/support/DatabaseTemplate.setup.ts"],
+  setupFiles: ["apps/server/test/support/FileCost.setup.ts"],
   testTimeout: 30_000,
   hookTimeout: 60_000
 }

@@ -1,0 +1,31 @@
+// A Vitest reporter that writes each test file's figures, per project (database), to the JSON file named by
+// TEST_TIMES_FILE: the seconds its worker took (import, setup, tests and hooks), the CPU seconds its worker and the
+// processes it waited for spent (apps/server/test/support/FileCost.setup.ts), and how many tests it ran.
+// .ci/timings.mjs prints the slowest of them. Use: vitest run --reporter=default --reporter=./.ci/test-times-reporter.mjs
+import { writeFileSync } from "node:fs"
+import { relative } from "node:path"
+
+export default class TestTimes {
+  onInit(vitest) {
+    this.root = vitest.config.root
+  }
+
+  onTestRunEnd(testModules) {
+    const target = process.env.TEST_TIMES_FILE
+    if (!target) return
+    const files = testModules.map((module) => {
+      const diagnostic = module.diagnostic()
+      const seconds = (diagnostic.environmentSetupDuration + diagnostic.prepareDuration + diagnostic.setupDuration +
+        diagnostic.collectDuration + diagnostic.duration) / 1000
+      return {
+        project: module.project.name,
+        file: relative(this.root, module.moduleId),
+        state: module.state(),
+        tests: [...module.children.allTests()].length,
+        seconds: Math.round(seconds * 10) / 10,
+        cpuSeconds: module.meta().cpuSeconds ?? null
+      }
+    })
+    writeFileSync(target, JSON.stringify({ files }, null, 1))
+  }
+}

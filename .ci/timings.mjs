@@ -1,0 +1,31 @@
+// Prints CI's timing table: each phase's seconds (the lines "<phase> <seconds>" of the file in argv[2]) and the ten
+// slowest test files with their wall and CPU seconds (the JSON of .ci/test-times-reporter.mjs in argv[3], if any).
+import { existsSync, readFileSync } from "node:fs"
+
+const [phasesFile, testTimesFile] = process.argv.slice(2)
+const pad = (value, width) => String(value).padStart(width)
+
+const phases = readFileSync(phasesFile, "utf8").trim().split("\n").filter(Boolean).map((line) => {
+  const [name, seconds] = line.split(" ")
+  return { name, seconds: Number(seconds) }
+})
+const total = phases.reduce((sum, { seconds }) => sum + seconds, 0)
+const nameWidth = Math.max(5, ...phases.map(({ name }) => name.length))
+console.log(`\nCI timing (seconds)\n${"phase".padEnd(nameWidth)} ${pad("s", 6)}`)
+for (const { name, seconds } of phases) console.log(`${name.padEnd(nameWidth)} ${pad(seconds, 6)}`)
+console.log(`${"total".padEnd(nameWidth)} ${pad(total, 6)}`)
+
+if (testTimesFile && existsSync(testTimesFile)) {
+  const { files } = JSON.parse(readFileSync(testTimesFile, "utf8"))
+  const sum = (rows, field) => Math.round(rows.reduce((acc, row) => acc + (row[field] ?? 0), 0))
+  for (const project of [...new Set(files.map(({ project }) => project))]) {
+    const rows = files.filter((row) => row.project === project)
+    console.log(`tests on ${project}: ${rows.length} files, ${sum(rows, "tests")} tests, ${sum(rows, "seconds")} s in workers, ${sum(rows, "cpuSeconds")} CPU s`)
+  }
+  const slowest = [...files].sort((a, b) => b.seconds - a.seconds).slice(0, 10)
+  const fileWidth = Math.max(...slowest.map(({ file }) => file.length))
+  console.log(`\nslowest test files ${"".padEnd(fileWidth - 18)} ${"project".padEnd(8)} ${pad("wall s", 7)} ${pad("CPU s", 6)}`)
+  for (const { file, project, seconds, cpuSeconds } of slowest) {
+    console.log(`${file.padEnd(fileWidth)} ${project.padEnd(8)} ${pad(seconds.toFixed(1), 7)} ${pad(cpuSeconds === null ? "-" : cpuSeconds.toFixed(1), 6)}`)
+  }
+}
