@@ -53,10 +53,13 @@ const stderrLogger = Logger.replace(
   Logger.prettyLogger({ stderr: true, colors: process.stderr.isTTY === true })
 )
 
-const run = Command.run(adminCommand, { name: "pnpm admin", version: serverVersion })
+// Provided to the commands' handlers: usage, --help and a refused option open no database.
+const run = Command.run(
+  Command.provide(adminCommand, AdminClient.Default.pipe(Layer.provide(AdminTransportLive), Layer.provide(DeploymentLive))),
+  { name: "pnpm admin", version: serverVersion }
+)
 
 run(process.argv).pipe(
-  Effect.provide(AdminClient.Default.pipe(Layer.provide(AdminTransportLive), Layer.provide(DeploymentLive))),
   Effect.catchAll((error) =>
     Effect.zipRight(
       // @effect/cli has printed its own usage errors already.

@@ -163,9 +163,11 @@ describe("pnpm admin", () => {
       expect((yield* admin(["credits", "grant", "--organization", "acme", "--amount", "1"], env)).stderr).toMatch(/UUID/)
     }), 120_000)
 
-  it.scoped("explains its usage on a bad command or missing options", () =>
+  it.scoped("explains its usage on a bad command or missing options, and its help, without opening a database", () =>
     Effect.gen(function*() {
-      const env = yield* freshDatabaseEnv
+      // A data folder that does not exist: a command that opened the database would refuse it.
+      const dataDir = Path.join(yield* scopedTempDir("postline-admin-usage-"), "data")
+      const env = { DATA_DIR: dataDir }
       const unknown = yield* admin(["users", "delete"], env)
       expect(unknown.code).not.toBe(0)
       expect(unknown.stderr).toContain("Invalid subcommand")
@@ -185,6 +187,8 @@ describe("pnpm admin", () => {
       expect(tokenHelp.code).toBe(0)
       expect(tokenHelp.stdout).toContain("--email")
       expect(tokenHelp.stdout).toContain("Creates another personal access token")
+      for (const run of [unknown, missing, invalid, help, tokenHelp]) expect(run.stderr).not.toContain("Using ")
+      expect(existsSync(dataDir)).toBe(false)
     }), 60_000)
 
   it.scoped.skipIf(testDatabaseKind !== "embedded")(
