@@ -30,20 +30,33 @@ const asciiOnly = (file) => {
 }
 
 /**
- * The embedded database's template (scripts/pgdata-template.mjs), beside the bundle, where
- * Database/Sql.ts looks for it. Made once per PGlite version and kept in node_modules/.cache.
+ * The embedded database's template (src/Database/TemplateMain.ts): a new database with every migration run,
+ * beside the bundle, where Database/Sql.ts looks for it. Made once per PGlite version and version of
+ * src/Database, and kept in node_modules/.cache; a template older than the migrations is still brought up to
+ * date when the server starts.
  */
-const pgdataTemplate = (outdir) => {
+const pgdataTemplate = async (outdir) => {
   const { version } = JSON.parse(readFileSync(join(serverDir, "node_modules/@electric-sql/pglite/package.json"), "utf8"))
+  const database = createHash("sha256")
+  for (const file of filesUnder(join(serverDir, "src/Database"))) {
+    database.update(relative(serverDir, file)).update("\0").update(readFileSync(file)).update("\0")
+  }
   const cacheDir = join(serverDir, "node_modules/.cache/postline")
-  const cached = join(cacheDir, `pgdata-template-pglite-${version}.tar.gz`)
+  const cached = join(cacheDir, `pgdata-template-pglite-${version}-${database.digest("hex").slice(0, 16)}.tar.gz`)
   if (!existsSync(cached)) {
+    // Bundled where its external packages (PGlite) resolve, and run in a process of its own.
     mkdirSync(cacheDir, { recursive: true })
-    // Its progress goes to standard error: `pnpm admin` builds first, and its standard output is its answer alone.
-    execFileSync(process.execPath, [join(serverDir, "scripts/pgdata-template.mjs"), cached], {
-      cwd: serverDir,
-      stdio: ["ignore", process.stderr, process.stderr]
-    })
+    const maker = join(cacheDir, `template-maker-${process.pid}`)
+    try {
+      await bundle("src/Database/TemplateMain.ts", maker, "pgdata-template")
+      // Its progress goes to standard error: `pnpm admin` builds first, and its standard output is its answer alone.
+      execFileSync(process.execPath, [join(maker, "pgdata-template.js"), cached], {
+        cwd: serverDir,
+        stdio: ["ignore", process.stderr, process.stderr]
+      })
+    } finally {
+      rmSync(maker, { recursive: true, force: true })
+    }
   }
   copyFileSync(cached, join(outdir, "pgdata-template.tar.gz"))
 }
@@ -126,7 +139,7 @@ export const bundleServer = async (outdir = join(serverDir, "dist"), { keepEarli
   if (!keepEarlierChunks) clean(outdir)
   const lazy = [...await entryWithCompileCache("src/main.ts", outdir), ...await entryWithCompileCache("src/admin.ts", outdir)]
   writeFileSync(join(outdir, "lazy-chunks.json"), `${JSON.stringify(lazy, null, 2)}\n`)
-  pgdataTemplate(outdir)
+  await pgdataTemplate(outdir)
   return outdir
 }
 
@@ -143,7 +156,6 @@ const buildInputs = [
   "packages/domain/src",
   "packages/mcp/src",
   "apps/server/scripts/build.mjs",
-  "apps/server/scripts/pgdata-template.mjs",
   "apps/server/package.json",
   "apps/server/tsconfig.json",
   "packages/domain/package.json",

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
+import { PGlite } from "@electric-sql/pglite"
 import { Effect } from "effect"
 import { existsSync, mkdirSync, writeFileSync } from "node:fs"
 import * as Path from "node:path"
+import { migrations } from "../src/Database/Migrations.js"
 import { freePort, spawnServer, startServer } from "./support/ServerProcess.js"
 import { scopedTempDir, testDatabaseKind } from "./support/TestDatabase.js"
 
@@ -50,6 +52,32 @@ describe.skipIf(testDatabaseKind !== "embedded")("a new embedded data folder", (
       // The moments must include some within the creation, or this test proves nothing.
       expect(cutShort.length).toBeGreaterThanOrEqual(2)
     }), 180_000)
+
+  it.scopedLive("is made from the build's template, migrated already, with secrets of its own", () =>
+    Effect.gen(function*() {
+      const made = []
+      for (const _ of [1, 2]) {
+        const dataDir = yield* scopedTempDir("postline-create-")
+        const lines = yield* Effect.scoped(Effect.map(startServer({ DATA_DIR: dataDir, LOG_LEVEL: "DEBUG" }), ({ lines }) => lines))
+        const logs = logLines(lines).map(({ message }) => message)
+        expect(logs).toContain(`Made a new embedded database in ${dataDir} from the build's template`)
+        expect(logs).not.toContain("Running migration")
+        made.push(yield* Effect.promise(async () => {
+          const db = await PGlite.create(dataDir)
+          try {
+            const [{ value }] = (await db.query<{ value: string }>("SELECT value FROM server_secrets WHERE name = 'cursor'")).rows
+            const [{ count }] = (await db.query<{ count: number }>("SELECT count(*)::int AS count FROM postline_migrations")).rows
+            return { secret: value, migrations: count }
+          } finally {
+            await db.close()
+          }
+        }))
+      }
+      expect(made.map(({ migrations }) => migrations)).toEqual([Object.keys(migrations).length, Object.keys(migrations).length])
+      expect(made[0]!.secret).toMatch(/^[0-9a-f]{64}$/)
+      expect(made[1]!.secret).toMatch(/^[0-9a-f]{64}$/)
+      expect(made[0]!.secret).not.toBe(made[1]!.secret)
+    }), 60_000)
 
   it.scopedLive("is not made beside files that are not Postline's", () =>
     Effect.gen(function*() {

@@ -49,15 +49,21 @@ const removeHalfMade = (dataDir: string) =>
 
 /**
  * Opens the embedded database in `dataDir` (locked by the caller) with `open`, which makes it
- * when the folder holds none, or opens what `template` wrote there first. A kill while it is
- * being made leaves a folder PGlite cannot open: the marker file says so at the next start, and
- * the half-made database is made again. With `durable`, the new database's files reach the disk
- * before the marker goes.
+ * when the folder holds none, or opens what `template.unpack` wrote there first, and then lets
+ * `template.adopt` make the copy its own. A kill while it is being made leaves a folder PGlite
+ * cannot open: the marker file says so at the next start, and the half-made database is made
+ * again. With `durable`, the new database's files reach the disk before the marker goes.
  */
-export const openDataDir = <A, E, E2 = never>(
+export const openDataDir = <A, E, E2 = never, E3 = never>(
   dataDir: string,
   open: Effect.Effect<A, E>,
-  options: { readonly durable: boolean; readonly template?: Effect.Effect<void, E2> | undefined }
+  options: {
+    readonly durable: boolean
+    readonly template?: {
+      readonly unpack: Effect.Effect<void, E2>
+      readonly adopt: (opened: A) => Effect.Effect<void, E3>
+    } | undefined
+  }
 ) =>
   Effect.gen(function*() {
     if (exists(dataDir, creatingMarker)) yield* removeHalfMade(dataDir)
@@ -71,8 +77,9 @@ export const openDataDir = <A, E, E2 = never>(
       })
     }
     durably(dataDir, () => Fs.writeFileSync(Path.join(dataDir, creatingMarker), ""))
-    if (options.template) yield* options.template
+    if (options.template) yield* options.template.unpack
     const opened = yield* open
+    if (options.template) yield* options.template.adopt(opened)
     if (options.durable) syncTree(dataDir)
     durably(dataDir, () => Fs.rmSync(Path.join(dataDir, creatingMarker)))
     yield* Effect.logInfo(

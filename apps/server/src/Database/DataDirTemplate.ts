@@ -5,8 +5,8 @@ import Zlib from "node:zlib"
 
 /**
  * The template of a new embedded database, made by the build beside the bundle
- * (scripts/pgdata-template.mjs): the data folder of a new PGlite database, as PGlite's
- * `dumpDataDir` writes it (a gzipped tar). Absent when the server runs from its sources.
+ * (TemplateMain.ts): the data folder of a new PGlite database with every migration run, as
+ * PGlite's `dumpDataDir` writes it (a gzipped tar). Absent when the server runs from its sources.
  */
 export const templateFile = fileURLToPath(new URL("./pgdata-template.tar.gz", import.meta.url))
 

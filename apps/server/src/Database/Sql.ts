@@ -25,6 +25,13 @@ import { retryStart } from "./StartRetry.js"
 export const embeddedStartParams = [...PGlite.defaultStartParams, "-c", "shared_buffers=16MB"]
 
 /**
+ * Gives a database copied from a template secrets of its own, made as migration 0001 makes them: every
+ * installation signs its cursors with its own.
+ */
+export const newServerSecrets =
+  "UPDATE server_secrets SET value = replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', '') WHERE name = 'cursor'"
+
+/**
  * The SQL client over the PGlite instance `open` gives, closed with the layer.
  * PGlite is a single session: a pool of exactly one client serialises every
  * statement and holds it for a whole transaction, so transactions never interleave.
@@ -59,12 +66,20 @@ export const layerEmbedded = (dataDir: string, options: { readonly fsync: boolea
           : PGlite.create({ fs: new SyncingNodeFS(dataDir), startParams: durableStartParams(embeddedStartParams) }),
       catch: (cause) => new SqlError.SqlError({ cause, message: `Failed to open the embedded database in ${dataDir}` })
     })
-    // A new folder is unpacked from the build's template, where there is one, rather than made by initdb.
+    // A new folder is unpacked from the build's template, where there is one, rather than made by initdb and
+    // migrated; its secrets are then made anew, so that no two installations share the template's.
     const template = Fs.existsSync(templateFile)
-      ? Effect.try({
-        try: () => unpackTemplate(templateFile, dataDir),
-        catch: (cause) => new SqlError.SqlError({ cause, message: `Failed to make the embedded database in ${dataDir}: ${cause}` })
-      })
+      ? {
+        unpack: Effect.try({
+          try: () => unpackTemplate(templateFile, dataDir),
+          catch: (cause) => new SqlError.SqlError({ cause, message: `Failed to make the embedded database in ${dataDir}: ${cause}` })
+        }),
+        adopt: (pglite: PGlite) =>
+          Effect.tryPromise({
+            try: () => pglite.exec(newServerSecrets),
+            catch: (cause) => new SqlError.SqlError({ cause, message: `Failed to make the embedded database in ${dataDir}: ${cause}` })
+          })
+      }
       : undefined
     return yield* Effect.acquireRelease(
       inMemory ? create : openDataDir(dataDir, create, { durable: options.fsync, template }),

@@ -3,7 +3,6 @@
 //
 //   node --import tsx test/support/DatabaseTemplate.ts embedded <folder>   writes <folder>/pgdata.tar, prints its path
 //   node --import tsx test/support/DatabaseTemplate.ts postgres <admin URL> makes a template database, prints its name
-import { PGlite } from "@electric-sql/pglite"
 import { Effect, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { writeFileSync } from "node:fs"
@@ -11,17 +10,12 @@ import * as Path from "node:path"
 import Pg from "pg"
 import { runMigrations } from "../../src/Database/Migrations.js"
 import { layerPostgres } from "../../src/Database/Postgres.js"
-import { embeddedStartParams, layerOverPGlite } from "../../src/Database/Sql.js"
+import { migratedDataDirTar } from "../../src/Database/TemplateMaking.js"
 
 /** A migrated PGlite data folder as a tar file: a test's database loads it instead of running initdb and the migrations. */
 const embeddedTemplate = async (folder: string) => {
-  const pglite = await PGlite.create({ startParams: embeddedStartParams })
-  await Effect.runPromise(Effect.provide(runMigrations, layerOverPGlite(Effect.succeed(pglite))))
-  // Everything on the disk pages: a copy starts from this checkpoint with nothing to redo.
-  await pglite.exec("CHECKPOINT")
   const file = Path.join(folder, "pgdata.tar")
-  writeFileSync(file, Buffer.from(await (await pglite.dumpDataDir("none")).arrayBuffer()))
-  await pglite.close()
+  writeFileSync(file, await migratedDataDirTar("none"))
   return file
 }
 

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import { inject } from "vitest"
 import { layerPostgres } from "../../src/Database/Postgres.js"
-import { embeddedStartParams, layerOverPGlite } from "../../src/Database/Sql.js"
+import { embeddedStartParams, layerOverPGlite, newServerSecrets } from "../../src/Database/Sql.js"
 
 /** Which database the suite runs on: set per vitest project (see vitest.workspace.ts). */
 export const testDatabaseKind = process.env.TEST_DATABASE === "postgres" ? "postgres" : "embedded"
@@ -76,12 +76,8 @@ const migratedPostgres = Layer.unwrapScoped(
   Effect.map(databaseOfItsOwn(inject("databaseTemplate")), ({ url }) => layerPostgres(Redacted.make(url)))
 )
 
-/**
- * The secret the first migration makes is each database's own, as it is for a database the migrations made;
- * the template's would be every test's.
- */
-const secretsOfItsOwn = Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  sql`UPDATE server_secrets SET value = ${randomBytes(32).toString("hex")} WHERE name = 'cursor'`))
+/** Secrets of its own, as a data folder made from the build's template gets: the template's would be every test's. */
+const secretsOfItsOwn = Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(newServerSecrets)))
 
 /** A new, migrated database for each test layer, on the kind this project runs: a copy of the run's template. */
 export const TestDatabase = secretsOfItsOwn.pipe(
