@@ -287,7 +287,7 @@ export const makeStripeFake = async () => {
       BILLING_PLAN_METER_EVENT: "postline_credits",
       BILLING_PLAN_NAME: "Pro",
       BILLING_PLAN_CREDITS: "2000",
-      BILLING_RECHARGE_POLL_MS: "20"
+      BILLING_RECHARGE_POLL_MS: "100"
     }
   }
 }
