@@ -1,19 +1,19 @@
-// Prints CI's timing table: each phase's seconds (the lines "<phase> <seconds>" of the file in argv[2]) and the ten
-// slowest test files with their wall and CPU seconds (the JSON of .ci/test-times-reporter.mjs in argv[3], if any).
+// Prints CI's timing table: each phase's seconds (the lines "<phase> <seconds> [beside]" of the file in argv[2]; a
+// phase "beside" ran at the same time as others), CI's own seconds (argv[4]), and the ten slowest test files with
+// their wall and CPU seconds (the JSON of .ci/test-times-reporter.mjs in argv[3], if any).
 import { existsSync, readFileSync } from "node:fs"
 
-const [phasesFile, testTimesFile] = process.argv.slice(2)
+const [phasesFile, testTimesFile, wallSeconds] = process.argv.slice(2)
 const pad = (value, width) => String(value).padStart(width)
 
 const phases = readFileSync(phasesFile, "utf8").trim().split("\n").filter(Boolean).map((line) => {
-  const [name, seconds] = line.split(" ")
-  return { name, seconds: Number(seconds) }
+  const [name, seconds, beside] = line.split(" ")
+  return { name, seconds: Number(seconds), beside: beside === "beside" }
 })
-const total = phases.reduce((sum, { seconds }) => sum + seconds, 0)
 const nameWidth = Math.max(5, ...phases.map(({ name }) => name.length))
 console.log(`\nCI timing (seconds)\n${"phase".padEnd(nameWidth)} ${pad("s", 6)}`)
-for (const { name, seconds } of phases) console.log(`${name.padEnd(nameWidth)} ${pad(seconds, 6)}`)
-console.log(`${"total".padEnd(nameWidth)} ${pad(total, 6)}`)
+for (const { beside, name, seconds } of phases) console.log(`${name.padEnd(nameWidth)} ${pad(seconds, 6)}${beside ? "  (beside the others)" : ""}`)
+console.log(`${"total".padEnd(nameWidth)} ${pad(wallSeconds ?? phases.reduce((sum, { seconds }) => sum + seconds, 0), 6)}`)
 
 if (testTimesFile && existsSync(testTimesFile)) {
   const { files } = JSON.parse(readFileSync(testTimesFile, "utf8"))
