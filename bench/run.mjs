@@ -3,7 +3,7 @@
 // raw node:http + pg baseline of bench/baseline/server.mjs. See bench/README.md.
 //
 //   node bench/run.mjs            full run (~5-6 min): prints the table, writes bench/results/latest.json
-//   node bench/run.mjs --smoke    tiny population, 1 s per scenario (CI guard; writes results/smoke.json)
+//   node bench/run.mjs --smoke    tiny population, 0.5 s per scenario (CI guard; writes results/smoke.json)
 //   node bench/run.mjs --profile --scenarios S1
 //                                 the server under `node --cpu-prof`, ours only; prints the top frames
 //   node bench/run.mjs --no-peers without the peers (bench/peers: Fastify + pg, NestJS + Prisma) in S1, S3, S4
@@ -98,8 +98,9 @@ const smoke = flags.smoke
 const config = {
   mode: flags.profile ? "profile" : smoke ? "smoke" : "full",
   connections: 32,
-  durationSec: Number(flags.duration ?? (smoke ? 1 : 10)),
-  warmupSec: smoke ? 0.3 : 1,
+  // The smoke only checks that every scenario runs and answers right: half a second of load is enough for that.
+  durationSec: Number(flags.duration ?? (smoke ? 0.5 : 10)),
+  warmupSec: smoke ? 0.2 : 1,
   // ours, baseline, ours, baseline: the best of each is reported.
   rounds: Number(flags.rounds ?? (smoke || flags.profile ? 1 : 2)),
   warmStarts: smoke ? 1 : 3,
