@@ -1,9 +1,11 @@
 import { availableParallelism } from "node:os"
 import { defineConfig } from "vitest/config"
 
-/**
- * Most test files wait more than they compute (servers starting, schedules coming due, time-outs running out):
- * one worker more than the machine has cores keeps the cores busy, where Vitest's default is one fewer.
- * The projects themselves are in vitest.workspace.ts.
- */
-export default defineConfig({ test: { maxWorkers: availableParallelism() + 1, minWorkers: 1 } })
+// The run's own settings; its projects (the two databases) are in vitest.workspace.ts.
+export default defineConfig({
+  test: {
+    // Twice as many test files at once as cores, up to eight: a file waits much of its time (for processes to start,
+    // timeouts to run out, the PostgreSQL server), and with one file per core those waits leave cores idle.
+    maxWorkers: Math.min(2 * availableParallelism(), 8)
+  }
+})
