@@ -1,19 +1,19 @@
-import { describe, expect, it } from "@effect/vitest"
+import { expect, layer } from "@effect/vitest"
 import { maxTargetsPerPublish } from "@postline/domain"
 import { Effect } from "effect"
 import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
-import { answerOf, cliEnv, jsonOf, publishing, runCli, userWithTeam } from "../support/CliProcess.js"
+import { answerOf, cliEnv, FileServer, jsonOf, publishing, publishingOnFileServer, runCli, userWithTeam } from "../support/CliProcess.js"
 import { grantCredits } from "../support/ProcessPublishing.js"
 import { createUserWithToken } from "../support/ServerProcess.js"
 
 const cliReadme = Path.join(Path.dirname(fileURLToPath(import.meta.url)), "../../../cli/README.md")
 
-describe("postline's exit codes", () => {
-  it.scopedLive("exits 4 for an unknown post, 6 without credits, 3 for a refused token, 2 for bad options", () =>
+layer(FileServer.Live, { excludeTestServices: true })("postline's exit codes", (it) => {
+  it.scoped("exits 4 for an unknown post, 6 without credits, 3 for a refused token, 2 for bad options", () =>
     Effect.gen(function*() {
-      const { env, home, receiver, server } = yield* publishing()
+      const { env, home, receiver, server } = yield* publishingOnFileServer
       const { teamId, token } = yield* userWithTeam(env, server, 0)
       const cli = cliEnv(home, server.base, { POSTLINE_TOKEN: token })
       const account = yield* answerOf(["accounts", "connect", "--webhook", receiver.url, "--team", teamId, "--yes"], cli)
@@ -44,9 +44,9 @@ describe("postline's exit codes", () => {
       expect((yield* runCli(["posts"], cli)).code).toBe(2)
     }), 300_000)
 
-  it.scopedLive("exits 2 for every change without a terminal or --yes, doing nothing, and for an OAuth endpoint's 400", () =>
+  it.scoped("exits 2 for every change without a terminal or --yes, doing nothing, and for an OAuth endpoint's 400", () =>
     Effect.gen(function*() {
-      const { env, home, receiver, server } = yield* publishing()
+      const { env, home, receiver, server } = yield* publishingOnFileServer
       const { call, teamId, token } = yield* userWithTeam(env, server, 0)
       const cli = cliEnv(home, server.base, { POSTLINE_TOKEN: token })
       const account = yield* answerOf(["accounts", "connect", "--webhook", receiver.url, "--yes"], cli)
@@ -103,9 +103,9 @@ describe("postline's exit codes", () => {
       expect(statSync(credentials).isFile()).toBe(true)
     }), 300_000)
 
-  it.scopedLive("exits 2 when a publish would go to more accounts than it takes, naming --account, before sending anything", () =>
+  it.scoped("exits 2 when a publish would go to more accounts than it takes, naming --account, before sending anything", () =>
     Effect.gen(function*() {
-      const { env, home, receiver, server } = yield* publishing()
+      const { env, home, receiver, server } = yield* publishingOnFileServer
       const { call, teamId, token } = yield* userWithTeam(env, server, 0)
       const cli = cliEnv(home, server.base, { POSTLINE_TOKEN: token })
       const accountIds: Array<string> = []
@@ -139,7 +139,7 @@ describe("postline's exit codes", () => {
       expect((yield* call("GET", `/v1/teams/${teamId}/posts/${post.id}`)).body.status).toBe("draft")
     }), 300_000)
 
-  it.live("lists the same exit codes in `postline --help` and in apps/cli/README.md", () =>
+  it.effect("lists the same exit codes in `postline --help` and in apps/cli/README.md", () =>
     Effect.gen(function*() {
       const help = yield* runCli(["--help"], { PATH: process.env.PATH ?? "" })
       expect(help.code).toBe(0)
@@ -155,7 +155,7 @@ describe("postline's exit codes", () => {
       expect(readmeRows).toEqual(helpRows)
     }), 120_000)
 
-  it.scopedLive("exits 7 when the server limits the caller's requests", () =>
+  it.scoped("exits 7 when the server limits the caller's requests", () =>
     Effect.gen(function*() {
       // Two requests an hour: the third is refused with a Retry-After longer than the SDK waits for.
       const { env, home, server } = yield* publishing({ RATE_LIMIT_REQUESTS: "2", RATE_LIMIT_WINDOW_SECONDS: "3600" })

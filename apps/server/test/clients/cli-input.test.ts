@@ -1,18 +1,18 @@
-import { describe, expect, it } from "@effect/vitest"
+import { expect, layer } from "@effect/vitest"
 import { maxPostLength } from "@postline/domain"
 import { Effect } from "effect"
 import { truncateSync, writeFileSync } from "node:fs"
 import * as Path from "node:path"
-import { answerOf, cliEnv, jsonOf, publishing, runCli, startCli, userWithTeam, waitUntil } from "../support/CliProcess.js"
+import { answerOf, cliEnv, FileServer, jsonOf, publishingOnFileServer, runCli, startCli, userWithTeam, waitUntil } from "../support/CliProcess.js"
 import { makeMastodonFake } from "../support/MastodonFake.js"
 
 /** The longest file `posts create --file` reads: each character of the longest post 4 bytes of UTF-8, and a CRLF. */
 const maxFileBytes = maxPostLength * 4 + 2
 
-describe("postline reads no more input than it takes", () => {
-  it.scopedLive("posts create --file refuses a file one byte past the longest post unread, and a 200 MB one at once (exit 2)", () =>
+layer(FileServer.Live, { excludeTestServices: true })("postline reads no more input than it takes", (it) => {
+  it.scoped("posts create --file refuses a file one byte past the longest post unread, and a 200 MB one at once (exit 2)", () =>
     Effect.gen(function*() {
-      const { env, home, server } = yield* publishing()
+      const { env, home, server } = yield* publishingOnFileServer
       const { teamId, token } = yield* userWithTeam(env, server, 0)
       const cli = cliEnv(home, server.base, { POSTLINE_TOKEN: token })
 
@@ -50,9 +50,9 @@ describe("postline reads no more input than it takes", () => {
       expect(created).toMatchObject({ teamId, status: "draft", content: "😀".repeat(maxPostLength) })
     }), 300_000)
 
-  it.scopedLive("accounts connect takes the secret from the first line of standard input while its writer keeps it open, and refuses a line that never ends", () =>
+  it.scoped("accounts connect takes the secret from the first line of standard input while its writer keeps it open, and refuses a line that never ends", () =>
     Effect.gen(function*() {
-      const { env, home, server } = yield* publishing()
+      const { env, home, server } = yield* publishingOnFileServer
       const mastodon = yield* makeMastodonFake()
       const { teamId, token } = yield* userWithTeam(env, server, 0)
       const cli = cliEnv(home, server.base, { POSTLINE_TOKEN: token })

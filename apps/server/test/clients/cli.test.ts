@@ -1,19 +1,19 @@
-import { describe, expect, it } from "@effect/vitest"
+import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { writeFileSync } from "node:fs"
 import * as Path from "node:path"
 import sharp from "sharp"
 import { accountWithNothingBought } from "../support/Billing.js"
-import { answerOf, cliEnv, jsonOf, publishing, runCli, userWithTeam } from "../support/CliProcess.js"
+import { answerOf, cliEnv, FileServer, jsonOf, publishingOnFileServer, runCli, userWithTeam } from "../support/CliProcess.js"
 import { makeMastodonFake } from "../support/MastodonFake.js"
 import { createUserWithToken } from "../support/ServerProcess.js"
 
 const uuidShape = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
-describe("postline, publishing to a webhook receiver", () => {
-  it.scopedLive("connects a webhook, uploads an image, drafts a post with it, estimates, publishes (--yes --json) and shows the results", () =>
+layer(FileServer.Live, { excludeTestServices: true })("postline, publishing to a webhook receiver", (it) => {
+  it.scoped("connects a webhook, uploads an image, drafts a post with it, estimates, publishes (--yes --json) and shows the results", () =>
     Effect.gen(function*() {
-      const { env, home, receiver, server } = yield* publishing()
+      const { env, home, receiver, server } = yield* publishingOnFileServer
       const { teamId, token } = yield* userWithTeam(env, server, 5)
       receiver.answerWith((_event, response) =>
         response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ id: "rcv-1", url: "https://receiver.test/p/1" })))
@@ -90,9 +90,9 @@ describe("postline, publishing to a webhook receiver", () => {
       expect(receiver.received).toHaveLength(1)
     }), 300_000)
 
-  it.scopedLive("analytics of a post published to Mastodon (its FAKE: no real instance here): shown, refreshed with --yes for a credit, 402 exit 6; billing and its spend cap as the owner and as a member", () =>
+  it.scoped("analytics of a post published to Mastodon (its FAKE: no real instance here): shown, refreshed with --yes for a credit, 402 exit 6; billing and its spend cap as the owner and as a member", () =>
     Effect.gen(function*() {
-      const { env, home, server } = yield* publishing()
+      const { env, home, server } = yield* publishingOnFileServer
       const mastodon = yield* makeMastodonFake()
       const { call, organizationId, teamId, token } = yield* userWithTeam(env, server, 3)
       const cli = cliEnv(home, server.base, { POSTLINE_TOKEN: token })

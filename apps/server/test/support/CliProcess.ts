@@ -1,6 +1,6 @@
 // The postline CLI as a user runs it: the bundle this test run built, spawned as a process with an environment
 // of its own, on a pipe (no terminal) or in a tmux pane (a terminal a test can type into and read).
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { type ChildProcessWithoutNullStreams, execFile, spawn, spawnSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as Path from "node:path"
@@ -160,15 +160,32 @@ export const userWithTeam = (env: Record<string, string>, server: ServerProcess,
   })
 
 /**
- * A server with webhooks costing a credit each and allowed to this machine, a receiver, and a home for the CLI.
- * The server knows its address (PUBLIC_URL): a webhook gets a post's media as links to it.
+ * A server with webhooks costing a credit each and allowed to this machine. The server knows its address
+ * (PUBLIC_URL): a webhook gets a post's media as links to it.
  */
-export const publishing = (settings: Record<string, string> = {}) =>
+const publishingServer = (settings: Record<string, string> = {}) =>
   Effect.gen(function*() {
-    const receiver = yield* makeWebhookReceiver
     const port = yield* freePort
     const env = publishEnv(yield* freshDatabaseEnv, { PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}`, ...settings })
-    const server = yield* startServer(env)
-    const home = yield* scopedTempDir("postline-cli-home-")
-    return { receiver, env, server, home }
+    return { env, server: yield* startServer(env) }
   })
+
+/**
+ * One server of `publishing` for the tests of a file, which each act as users of their own: a server process
+ * costs seconds of CPU to start, a user a request.
+ */
+export class FileServer extends Context.Tag("test/CliFileServer")<FileServer, Effect.Effect.Success<ReturnType<typeof publishingServer>>>() {
+  static readonly Live = Layer.scoped(this, publishingServer())
+}
+
+/** The file's server (FileServer), with a receiver and a home for the CLI of the test's own. */
+export const publishingOnFileServer = Effect.gen(function*() {
+  const { env, server } = yield* FileServer
+  const receiver = yield* makeWebhookReceiver
+  const home = yield* scopedTempDir("postline-cli-home-")
+  return { receiver, env, server, home }
+})
+
+/** A server of its own with these settings, a receiver, and a home for the CLI. */
+export const publishing = (settings: Record<string, string> = {}) =>
+  Effect.provideServiceEffect(publishingOnFileServer, FileServer, publishingServer(settings))
