@@ -22,8 +22,9 @@ const loopbackUrl = (address: HttpServer.TcpAddress) => {
  * called them: every call is then an API request of that caller like any other, with the same authentication,
  * access rules, rate limits, idempotency, access log and error bodies, and no second way in to keep in step.
  *
- * One client serves every caller (deriving one from the API takes tens of milliseconds): each of its requests
- * carries the token of the MCP client whose tool call is making it, found by the id that the call's fiber carries.
+ * One client serves every caller, derived at the first tool call (it compiles every endpoint's codecs: a third of
+ * a second of a server's start, which most servers would pay for nothing): each of its requests carries the token
+ * of the MCP client whose tool call is making it, found by the id that the call's fiber carries.
  */
 export const LoopbackToolCallerLive = Layer.effect(
   ToolCaller,
@@ -42,10 +43,10 @@ export const LoopbackToolCallerLive = Layer.effect(
         onNone: () => request,
         onSome: (token) => HttpClientRequest.bearerToken(request, token)
       })))
-    const client = yield* HttpApiClient.make(PostlineApi, { baseUrl: loopbackUrl(address) }).pipe(
+    const client = yield* Effect.cached(HttpApiClient.make(PostlineApi, { baseUrl: loopbackUrl(address) }).pipe(
       Effect.provideService(HttpClient.HttpClient, asCaller)
-    )
+    ))
 
-    return ToolCaller.of({ client: Effect.succeed(client) })
+    return ToolCaller.of({ client })
   })
 ).pipe(Layer.provide(FetchHttpClient.layer))
