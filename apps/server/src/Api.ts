@@ -63,7 +63,6 @@ const ApiLive = HttpApiBuilder.api(PostlineApi).pipe(
 export const makeHttpLive = (options: { readonly accessLog: boolean }) =>
   (options.accessLog ? HttpApiBuilder.serve(accessLog) : HttpApiBuilder.serve()).pipe(
     Layer.provide(ErrorBodiesLive),
-    Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
     Layer.provide(DocsLive),
     Layer.provide(DevicePageLive),
     Layer.provide(McpHttpLive),

@@ -3,7 +3,9 @@ import { SqlClient } from "@effect/sql"
 import { HttpServer } from "@effect/platform"
 import { Effect } from "effect"
 import { createHash } from "node:crypto"
+import { readFileSync } from "node:fs"
 import { request } from "node:http"
+import { openApiPath } from "../scripts/openapi.js"
 import { hashSecret } from "../src/Users/Secrets.js"
 import { raw, signUp, TestServer } from "./support/TestServer.js"
 
@@ -298,6 +300,8 @@ layer(TestServer, { excludeTestServices: true })("errors and authentication", (i
         const response = yield* raw({ method: "GET", path: "/openapi.json" })
         expect(response.status).toBe(200)
         expect(response.body.info.version).toBe("0.1.0")
+        // The document served is the one committed, which the clients are generated from.
+        expect(response.body).toEqual(JSON.parse(readFileSync(openApiPath, "utf8")))
         const docs = yield* raw({ method: "GET", path: "/docs" })
         expect(docs.status).toBe(200)
         expect(docs.contentType).toMatch(/^text\/html/)
