@@ -46,6 +46,19 @@ const databaseIndependent = [
  */
 const processMemoryOnly = ["apps/server/test/scheduling-burst.test.ts"]
 
+/**
+ * Tests of one database's own behaviour (the embedded data folder, or a PostgreSQL server that goes away): left out
+ * of the other project, where they would only start a worker to skip themselves. Each also skips itself on the other
+ * database, for a run of one file with TEST_DATABASE set.
+ */
+const embeddedOnly = [
+  "apps/server/test/readme.test.ts",
+  "apps/server/test/data-folder-creation.test.ts",
+  "apps/server/test/data-dir-lock.test.ts",
+  "apps/server/test/embedded-durability.test.ts"
+]
+const postgresOnly = ["apps/server/test/database-outages.test.ts"]
+
 const serverTests = {
   include: ["apps/server/test/**/*.test.ts"],
   globalSetup: ["apps/server/test/support/ServerBundle.setup.ts", "apps/server/test/support/DatabaseTemplate.setup.ts"],
@@ -59,11 +72,11 @@ export default defineWorkspace([
     test: {
       ...serverTests,
       name: "embedded",
-      exclude: [...configDefaults.exclude, ...(withPostgres ? processMemoryOnly : [])],
+      exclude: [...configDefaults.exclude, ...(withPostgres ? [...processMemoryOnly, ...postgresOnly] : [])],
       env: { TEST_DATABASE: "embedded" }
     }
   },
   ...(withPostgres
-    ? [{ test: { ...serverTests, name: "postgres", exclude: [...configDefaults.exclude, ...databaseIndependent], env: { TEST_DATABASE: "postgres" } } }]
+    ? [{ test: { ...serverTests, name: "postgres", exclude: [...configDefaults.exclude, ...databaseIndependent, ...embeddedOnly], env: { TEST_DATABASE: "postgres" } } }]
     : [])
 ])
