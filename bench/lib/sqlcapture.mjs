@@ -63,16 +63,42 @@ const frontendParser = (onStatement) => {
   }
 }
 
-/** Starts a proxy to `target` ({host, port}); `statements` collects what its clients send. */
+const begins = /^\s*(?:BEGIN|START\s+TRANSACTION)\b/i
+const ends = /^\s*(?:COMMIT|ROLLBACK|END)\s*;?\s*$/i
+
+/**
+ * The statements of a window that belong to it: on each connection, what comes before the end of a transaction
+ * whose start came before the window, and what comes after a start whose end comes after it, is work of a poll
+ * running on its own timer (the scheduler's, the webhook deliveries'), not of the request the window holds, which
+ * is answered only once its own transactions have ended.
+ */
+const ownStatements = (window) => {
+  const byConnection = Map.groupBy(window, (statement) => statement.connection)
+  const own = new Set()
+  for (const statements of byConnection.values()) {
+    const firstEnd = statements.findIndex(({ sql }) => ends.test(sql))
+    const firstBegin = statements.findIndex(({ sql }) => begins.test(sql))
+    const from = firstEnd !== -1 && (firstBegin === -1 || firstEnd < firstBegin) ? firstEnd + 1 : 0
+    const lastBegin = statements.findLastIndex(({ sql }) => begins.test(sql))
+    const lastEnd = statements.findLastIndex(({ sql }) => ends.test(sql))
+    const to = lastBegin !== -1 && lastBegin > lastEnd ? lastBegin : statements.length
+    for (const statement of statements.slice(from, to)) own.add(statement)
+  }
+  return window.filter((statement) => own.has(statement)).map(({ sql, values }) => ({ sql, values }))
+}
+
+/** Starts a proxy to `target` ({host, port}); `take` answers what its clients sent since the last `take`. */
 export const startSqlCapture = (target) =>
   new Promise((resolve, reject) => {
     const statements = []
     const sockets = new Set()
+    let connections = 0
     const server = createServer((client) => {
       const upstream = connect(target.port, target.host)
       sockets.add(client)
       sockets.add(upstream)
-      const parse = frontendParser((statement) => statements.push(statement))
+      const connection = connections++
+      const parse = frontendParser((statement) => statements.push({ ...statement, connection }))
       client.on("data", (chunk) => {
         try {
           parse(chunk)
@@ -95,8 +121,7 @@ export const startSqlCapture = (target) =>
     server.listen(0, "127.0.0.1", () =>
       resolve({
         port: server.address().port,
-        statements,
-        take: () => statements.splice(0, statements.length),
+        take: () => ownStatements(statements.splice(0, statements.length)),
         close: () =>
           new Promise((done) => {
             for (const socket of sockets) socket.destroy()
