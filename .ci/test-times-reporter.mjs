@@ -1,7 +1,8 @@
 // A Vitest reporter that writes each test file's figures, per project (database), to the JSON file named by
 // TEST_TIMES_FILE: the seconds its worker took (import, setup, tests and hooks), the CPU seconds its worker and the
 // processes it waited for spent (apps/server/test/support/FileCost.setup.ts), and how many tests it ran.
-// .ci/timings.mjs prints the slowest of them. Use: vitest run --reporter=default --reporter=./.ci/test-times-reporter.mjs
+// It also writes each failed test's error and each error outside a test, which .ci/timings.mjs prints last, after the
+// output of the jobs that ran beside the tests, with the slowest files. Use: vitest run --reporter=default --reporter=./.ci/test-times-reporter.mjs
 import { writeFileSync } from "node:fs"
 import { relative } from "node:path"
 
@@ -10,7 +11,7 @@ export default class TestTimes {
     this.root = vitest.config.root
   }
 
-  onTestRunEnd(testModules) {
+  onTestRunEnd(testModules, unhandledErrors = []) {
     const target = process.env.TEST_TIMES_FILE
     if (!target) return
     const files = testModules.map((module) => {
@@ -26,6 +27,16 @@ export default class TestTimes {
         cpuSeconds: module.meta().cpuSeconds ?? null
       }
     })
-    writeFileSync(target, JSON.stringify({ files }, null, 1))
+    const firstLines = (errors) => (errors ?? []).map((error) => String(error.stack ?? error.message ?? error).split("\n").slice(0, 8).join("\n"))
+    const failures = testModules.flatMap((module) => [
+      ...firstLines(module.errors()).map((error) => ({ project: module.project.name, file: relative(this.root, module.moduleId), test: "(the file)", error })),
+      ...[...module.children.allTests("failed")].map((test) => ({
+        project: module.project.name,
+        file: relative(this.root, module.moduleId),
+        test: test.fullName,
+        error: firstLines(test.result().errors).join("\n")
+      }))
+    ])
+    writeFileSync(target, JSON.stringify({ files, failures, unhandled: firstLines(unhandledErrors) }, null, 1))
   }
 }

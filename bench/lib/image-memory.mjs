@@ -141,7 +141,7 @@ const adminUser = (script, env) =>
     let err = ""
     child.stdout.on("data", (c) => (out += c))
     child.stderr.on("data", (c) => (err += c))
-    child.once("exit", (code) => code === 0 ? resolve(JSON.parse(out)) : reject(new Error(err)))
+    child.once("close", (code) => code === 0 ? resolve(JSON.parse(out)) : reject(new Error(err)))
   })
 
 const upload = async (base, token, teamId, format, bytes) => {

@@ -106,7 +106,7 @@ describe.skipIf(testDatabaseKind !== "postgres")("starting while PostgreSQL does
       const port = yield* freePort
       // Retrying far longer than the test: exiting at all, without a FATAL line, is obeying the signal.
       const stopped = spawnServer({ ...env, ...timeouts, DATABASE_START_RETRY_SECONDS: "600", PORT: String(port), HOST: "127.0.0.1" })
-      expect(yield* waitFor(() => stopped.lines.some((line) => line.includes("not reachable yet")), 10_000)).toBe(true)
+      expect(yield* waitFor(() => stopped.lines.some((line) => line.includes("not reachable yet")), 30_000)).toBe(true)
       const starting = yield* fetchAnswer(`http://127.0.0.1:${port}/health`)
       expect(starting.status).toBe(503)
       expect(starting.body).toEqual({ _tag: "ServiceUnavailable", message: "The server is starting: try again shortly" })

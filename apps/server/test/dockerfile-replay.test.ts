@@ -3,7 +3,7 @@
 // offline, from this machine's pnpm store), and the runtime stage's CMD starts the server, which its HEALTHCHECK
 // must find healthy. A file the build needs and no COPY line copies fails here as it fails `docker build`.
 // It touches no database of the suite's, so it runs in the embedded project only. Slow: it installs.
-import { execFileSync, spawn, spawnSync } from "node:child_process"
+import { spawn } from "node:child_process"
 import { lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync } from "node:fs"
 import { rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
@@ -13,6 +13,7 @@ import { afterAll, describe, expect, it } from "vitest"
 // @ts-expect-error: a plain ESM build script, without types
 import { externalPackages } from "../scripts/build.mjs"
 import { type Instruction, replayDockerfile } from "./support/DockerfileReplay.js"
+import { runCommand } from "./support/RunCommand.js"
 import { freePort, serverDir } from "./support/ServerProcess.js"
 
 const repository = Path.resolve(serverDir, "../..")
@@ -53,7 +54,7 @@ describe.skipIf(process.env.TEST_DATABASE !== "embedded")("the Dockerfile, repla
       dockerfile: read("Dockerfile"),
       dockerignore: read(".dockerignore"),
       work,
-      cache: execFileSync("pnpm", ["store", "path"], { cwd: repository, encoding: "utf8" }).trim(),
+      cache: (await runCommand("pnpm", ["store", "path"], { cwd: repository })).stdout.trim(),
       log: (line) => log.push(line)
     })
     const runtime = [...stages.values()].at(-1)!
@@ -70,15 +71,15 @@ describe.skipIf(process.env.TEST_DATABASE !== "embedded")("the Dockerfile, repla
       const path = Path.join(modules, name)
       if (lstatSync(path).isSymbolicLink()) expect(Path.isAbsolute(readlinkSync(path)), name).toBe(false)
     }
-    const size = spawnSync("du", ["-sm", "--apparent-size", modules], { encoding: "utf8" }).stdout.split("\t")[0]
+    const size = (await runCommand("du", ["-sm", "--apparent-size", modules])).stdout.split("\t")[0]
     console.info(`The runtime stage's node_modules: ${size} MB (${externalPackages.join(", ")} and theirs)`)
     // Each loads from the bundle's folder, native code and WebAssembly included.
     const dist = Path.join(app, "apps/server/dist")
-    const loads = spawnSync(process.execPath, [
+    const loads = await runCommand(process.execPath, [
       "--input-type=module",
       "-e",
       `${externalPackages.map((name: string) => `await import(${JSON.stringify(name)})`).join(";")}; console.log("loaded")`
-    ], { cwd: dist, encoding: "utf8" })
+    ], { cwd: dist })
     expect(loads.stdout + loads.stderr).toBe("loaded\n")
 
     // Started as the image starts it: CMD in WORKDIR, the ENV lines' variables (the data folder the stage's),

@@ -70,7 +70,7 @@ describe("the server process", () => {
             })
             let stdout = ""
             child.stdout.on("data", (chunk: Buffer) => (stdout += chunk))
-            child.once("exit", (code) => resolve({ code, stdout }))
+            child.once("close", (code) => resolve({ code, stdout }))
           })
         )
         expect(run.code).toBe(1)

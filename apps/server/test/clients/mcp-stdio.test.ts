@@ -81,7 +81,7 @@ const spawnMcp = (env: Record<string, string>) =>
       child.stdout.on("data", (chunk: Buffer) => (stdout += chunk))
       child.stderr.on("data", (chunk: Buffer) => (stderr += chunk))
       const exited = new Promise<Exited>((resolve) =>
-        child.once("exit", (code) =>
+        child.once("close", (code) =>
           resolve({ code, messages: stdout.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line)), stderr })
         )
       )

@@ -80,7 +80,7 @@ export const startCli = (args: ReadonlyArray<string>, env: Record<string, string
       let stderr = ""
       child.stdout.on("data", (chunk: Buffer) => (stdout += chunk))
       child.stderr.on("data", (chunk: Buffer) => (stderr += chunk))
-      const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)))
+      const exited = new Promise<number | null>((done) => child.once("close", (code) => done(code)))
       return { child, stdout: () => stdout, stderr: () => stderr, exited }
     }),
     ({ child }) => Effect.sync(() => child.kill("SIGKILL"))

@@ -46,7 +46,8 @@ export const spawnServer = (env: Record<string, string>, options: SpawnOptions =
     env: { PATH: process.env.PATH ?? "", ...env }
   })
   const lines: Array<string> = []
-  const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)))
+  // "close", not "exit": by then every line the process wrote has been read.
+  const exited = new Promise<number | null>((done) => child.once("close", (code) => done(code)))
   let buffered = ""
   child.stdout!.on("data", (chunk: Buffer) => {
     const complete = (buffered + chunk.toString()).split("\n")
@@ -98,7 +99,7 @@ export const createUserWithToken = (env: Record<string, string>) =>
       let stderr = ""
       child.stdout.on("data", (chunk: Buffer) => (stdout += chunk))
       child.stderr.on("data", (chunk: Buffer) => (stderr += chunk))
-      child.once("exit", (code) => code === 0 ? resolve(JSON.parse(stdout)) : reject(new Error(stderr)))
+      child.once("close", (code) => code === 0 ? resolve(JSON.parse(stdout)) : reject(new Error(stderr)))
     })
   )
 
