@@ -110,7 +110,7 @@ describe("pnpm admin", () => {
       expect(duplicate.code).not.toBe(0)
       expect(duplicate.stdout).toBe("")
       expect(duplicate.stderr).toContain("A user with email ALICE@example.com already exists")
-    }), 60_000)
+    }))
 
   it.scoped("sets a password from standard input, stored only as a salted scrypt hash", () =>
     Effect.gen(function*() {
@@ -134,7 +134,7 @@ describe("pnpm admin", () => {
       expect(yield* Effect.promise(() => verifyPassword("correct horse", stored!))).toBe(true)
       expect(yield* Effect.promise(() => verifyPassword("correct horse\n", stored!))).toBe(false)
       expect(yield* Effect.promise(() => verifyPassword("wrong horse", stored!))).toBe(false)
-    }), 60_000)
+    }))
 
   it.scoped("grants credits to an organization and prints its balance as JSON; refuses what is not a grant", () =>
     Effect.gen(function*() {
@@ -161,7 +161,7 @@ describe("pnpm admin", () => {
       const unknown = yield* admin(["credits", "grant", "--organization", "00000000-0000-0000-0000-000000000000", "--amount", "1"], env)
       expect(unknown).toMatchObject({ code: 1, stderr: expect.stringContaining("Organization 00000000-0000-0000-0000-000000000000 not found") })
       expect((yield* admin(["credits", "grant", "--organization", "acme", "--amount", "1"], env)).stderr).toMatch(/UUID/)
-    }), 120_000)
+    }))
 
   it.scoped("explains its usage on a bad command or missing options, and its help, without opening a database", () =>
     Effect.gen(function*() {
@@ -189,7 +189,7 @@ describe("pnpm admin", () => {
       expect(tokenHelp.stdout).toContain("Creates another personal access token")
       for (const run of [unknown, missing, invalid, help, tokenHelp]) expect(run.stderr).not.toContain("Using ")
       expect(existsSync(dataDir)).toBe(false)
-    }), 60_000)
+    }))
 
   it.scoped.skipIf(testDatabaseKind !== "embedded")(
     "logs on standard error: standard output is the JSON alone, when it remakes an interrupted data folder too",
@@ -212,8 +212,7 @@ describe("pnpm admin", () => {
         expect(failed.code).toBe(1)
         expect(failed.stdout).toBe("")
         expect(failed.stderr).toContain(`DATA_DIR ${file} is not a writable folder`)
-      }),
-    60_000
+      })
   )
 
   it.scoped.skipIf(testDatabaseKind !== "embedded")(
@@ -226,8 +225,7 @@ describe("pnpm admin", () => {
         expect(refused).toMatchObject({ code: 1, stdout: "" })
         expect(refused.stderr).toContain(`There is no data folder at ${elsewhere}`)
         expect(existsSync(elsewhere)).toBe(false)
-      }),
-    60_000
+      })
   )
 
   it.scoped.skipIf(testDatabaseKind !== "embedded")(
@@ -244,8 +242,7 @@ describe("pnpm admin", () => {
         yield* Scope.close(holder, Exit.void)
         const accepted = yield* admin(["users", "create", "--email", "bob@example.com", "--name", "Bob"], env)
         expect(accepted.code, accepted.stderr).toBe(0)
-      }),
-    60_000
+      })
   )
 
   it.scopedLive(
@@ -340,8 +337,7 @@ describe("pnpm admin", () => {
         const listed = (yield* callThird("GET", `${accounts}?status=reconnect_required`)).body.data
         expect(listed).toMatchObject([{ id: lost, lastError: { category: "auth", message: unknownKeyMessage } }])
         expect(third.lines.filter((line) => line.includes("have credentials encrypted with key"))).toEqual([])
-      }),
-    180_000
+      })
   )
 
   it.scopedLive(
@@ -418,7 +414,6 @@ describe("pnpm admin", () => {
         if (testDatabaseKind === "embedded") expect(existsSync(Path.join(env.DATA_DIR!, "admin", "postline.sock"))).toBe(false)
         const again = yield* startServer({ ...env, LOG_LEVEL: "INFO" })
         expect(again.lines.some((line) => line.includes("No user yet"))).toBe(false)
-      }),
-    120_000
+      })
   )
 })

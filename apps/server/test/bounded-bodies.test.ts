@@ -121,5 +121,5 @@ describe("the server process under hostile bodies", () => {
       }
       expect((yield* Effect.promise(() => send("POST", "/v1/organizations", `{"name":"Still here"}`))).status).toBe(201)
       expect(server.child.exitCode).toBeNull()
-    }), 60_000)
+    }))
 })

@@ -93,7 +93,7 @@ layer(BlueskyNetwork.layer(), { excludeTestServices: true })("each provider thro
       const refused = yield* call("POST", `/social-accounts/${connected.bluesky.body.id}/verify`)
       expect(refused.status, JSON.stringify(refused.body)).toBe(200)
       expect(refused.body).toMatchObject({ status: "reconnect_required", lastError: { category: "auth" } })
-    }), 120_000)
+    }))
 
   it.scoped("credentials the PDS refuses, or a PDS that cannot be reached, give 400 with the reason", () =>
     Effect.gen(function*() {
@@ -125,5 +125,5 @@ layer(BlueskyNetwork.layer(), { excludeTestServices: true })("each provider thro
         message: expect.stringMatching(/^The bluesky account could not be connected: .*Invalid identifier or password/)
       })
       expect(server.lines.filter((line) => line.includes('"logLevel":"ERROR"') || line.includes("FATAL"))).toEqual([])
-    }), 60_000)
+    }))
 })

@@ -146,8 +146,7 @@ describe("the credentials key", () => {
           message: "CREDENTIALS_KEY is not set. With DATABASE_URL, set it to 32 random bytes in base64 (e.g. the output " +
             "of `openssl rand -base64 32`) and keep it safe: social account credentials are encrypted with it."
         }])
-      }),
-    60_000
+      })
   )
 
   it.scopedLive("a malformed key is refused in one FATAL line, as any other setting, without a stack or the key", () =>
@@ -168,7 +167,7 @@ describe("the credentials key", () => {
         expect(refused.lines.map((line) => JSON.parse(line))).toEqual([{ ...fatalLine, message }])
         expect(refused.lines.join("\n")).not.toContain(malformed)
       }
-    }), 60_000)
+    }))
 
   it.scopedLive.skipIf(testDatabaseKind !== "embedded")(
     "with the embedded database and no key, one is made in the data folder (mode 0600) and said once",
@@ -183,8 +182,7 @@ describe("the credentials key", () => {
         yield* Effect.promise(() => first.exited)
         const again = yield* startServer({ ...env, LOG_LEVEL: "WARN" })
         expect(credentialsKeyLogs(again.lines)).toEqual([])
-      }),
-    60_000
+      })
   )
 
   it.scopedLive(
@@ -264,8 +262,7 @@ describe("the credentials key", () => {
         expect(back.body).toMatchObject({ status: "connected", lastError: null })
         expect(yield* publish(third.call, teamPath, keyGivenBack, "Key given back")).toMatchObject({ status: "published" })
         expect(mastodon.statuses.map((status) => status.text)).toEqual(["Still published", "Reconnected", "Key given back"])
-      }),
-    300_000
+      })
   )
 
   it.scopedLive.skipIf(testDatabaseKind !== "embedded")(
@@ -300,7 +297,6 @@ describe("the credentials key", () => {
         const restored = yield* start({})
         const after = yield* restored.call("GET", `${teamPath}/social-accounts/${account}`)
         expect(after.body).toMatchObject({ status: "connected", lastError: null })
-      }),
-    180_000
+      })
   )
 })

@@ -51,7 +51,7 @@ describe.skipIf(testDatabaseKind !== "embedded")("a new embedded data folder", (
       }
       // The moments must include some within the creation, or this test proves nothing.
       expect(cutShort.length).toBeGreaterThanOrEqual(2)
-    }), 180_000)
+    }))
 
   it.scopedLive("is made from the build's template, migrated already, with secrets of its own", () =>
     Effect.gen(function*() {
@@ -77,7 +77,7 @@ describe.skipIf(testDatabaseKind !== "embedded")("a new embedded data folder", (
       expect(made[0]!.secret).toMatch(/^[0-9a-f]{64}$/)
       expect(made[1]!.secret).toMatch(/^[0-9a-f]{64}$/)
       expect(made[0]!.secret).not.toBe(made[1]!.secret)
-    }), 60_000)
+    }))
 
   it.scopedLive("is not made beside files that are not Postline's", () =>
     Effect.gen(function*() {
@@ -95,5 +95,5 @@ describe.skipIf(testDatabaseKind !== "embedded")("a new embedded data folder", (
         )
       })])
       expect(existsSync(Path.join(dataDir, "notes.txt"))).toBe(true)
-    }), 30_000)
+    }))
 })

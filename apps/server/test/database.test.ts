@@ -85,8 +85,7 @@ it.live.skipIf(testDatabaseKind !== "embedded")(
       yield* Fiber.join(second)
       const rows = yield* sql<{ label: string }>`SELECT label FROM events ORDER BY n`
       expect(rows.map((row) => row.label)).toEqual(["first:begin", "first:end", "second:begin", "second:end"])
-    }).pipe(Effect.provide(layerEmbedded("memory://"))),
-  { timeout: 30_000 }
+    }).pipe(Effect.provide(layerEmbedded("memory://")))
 )
 
 it.live.skipIf(testDatabaseKind !== "embedded")(
@@ -96,6 +95,5 @@ it.live.skipIf(testDatabaseKind !== "embedded")(
       const sql = yield* SqlClient.SqlClient
       const [setting] = yield* sql<{ shared_buffers: string }>`SHOW shared_buffers`
       expect(setting.shared_buffers).toBe("16MB")
-    }).pipe(Effect.provide(layerEmbedded("memory://"))),
-  { timeout: 30_000 }
+    }).pipe(Effect.provide(layerEmbedded("memory://")))
 )

@@ -45,7 +45,7 @@ const exitCodeOf = (command: Array<string>, cwd: string, env: Record<string, str
 describe.skipIf(process.env.TEST_DATABASE !== "embedded")("the Dockerfile, replayed without Docker", () => {
   const work = mkdtempSync(Path.join(tmpdir(), "postline-docker-"))
   // Thousands of installed files: removed without blocking the worker, in the time it takes.
-  afterAll(() => rm(work, { recursive: true, force: true }), 600_000)
+  afterAll(() => rm(work, { recursive: true, force: true }))
 
   it("builds from what its COPY lines copy, installs only the bundle's external packages, and its CMD serves what its HEALTHCHECK checks", async () => {
     const log: Array<string> = []

@@ -6,9 +6,6 @@ import { raw, signUp, TestServer } from "./support/TestServer.js"
 
 const Server = Layer.merge(TestServer, Chromium.Live)
 
-// The page is Scalar's 3.4 MB script: a browser on a busy machine takes seconds to draw it.
-const timeout = 120_000
-
 const expectNoProblems = (problems: PageProblems) =>
   expect(problems).toEqual({ consoleErrors: [], pageErrors: [], requestsElsewhere: [], documentErrorStatuses: [] })
 
@@ -71,7 +68,7 @@ describe.skipIf(!withChromium)("the API reference, /docs, in a browser", () => {
         // Every group of the document was compared, and the document has them all.
         expect(expected.size).toBe(20)
         expectNoProblems(problems)
-      }), timeout)
+      }))
 
     it.scoped("sends \"Test Request\" to this server with the bearer token given under Authentication", () =>
       Effect.gen(function*() {
@@ -100,6 +97,6 @@ describe.skipIf(!withChromium)("the API reference, /docs, in a browser", () => {
         expect(sent.body.data.map((organization: { name: string }) => organization.name)).toEqual(["Tried From The Docs"])
         yield* screenshot(page, "docs-2-test-request", false)
         expectNoProblems(problems)
-      }), timeout)
+      }))
   })
 })

@@ -65,7 +65,7 @@ const formNotUtf8 = { _tag: "BadRequest", message: "The form's percent-encoded b
 
 const describeTarget = (target: Target, how: string) => `${target.path} (${target.contentType}, ${how})`
 
-layer(TestServer, { excludeTestServices: true, timeout: 60_000 })("bodies at the edge", (it) => {
+layer(TestServer, { excludeTestServices: true })("bodies at the edge", (it) => {
   it.effect("over 1 MiB: the same 400 on every route, with or without a Content-Length, and the connection closed", () =>
     Effect.gen(function*() {
       const { token } = yield* signUp()

@@ -57,7 +57,7 @@ const refusedByTheParser: ReadonlyArray<readonly [string, ReadonlyArray<string |
   ["a body shorter than its Content-Length", [head("POST /v1/auth/token HTTP/1.1", form, "Content-Length: 100") + "grant_type="], 408, "RequestTimeout"]
 ]
 
-layer(EdgeServerLive, { excludeTestServices: true, timeout: 60_000 })("the edge of the server process", (it) => {
+layer(EdgeServerLive, { excludeTestServices: true })("the edge of the server process", (it) => {
   it.effect("answers what Node's parser refuses with { _tag, message } and closes cleanly", () =>
     Effect.gen(function*() {
       const server = yield* EdgeServer

@@ -38,14 +38,14 @@ describe.skipIf(testDatabaseKind !== "embedded")("the embedded database's commit
       const { calls, setting } = yield* fsyncsOfOneCommit(true)
       expect(setting).toBe("on")
       expect(calls).toBeGreaterThanOrEqual(1)
-    }), 60_000)
+    }))
 
   it.scopedLive("do not, with EMBEDDED_FSYNC=false", () =>
     Effect.gen(function*() {
       const { calls, setting } = yield* fsyncsOfOneCommit(false)
       expect(setting).toBe("off")
       expect(calls).toBe(0)
-    }), 60_000)
+    }))
 
   it.scopedLive("of a new data folder: every file of it reaches the disk before it counts as made", () =>
     Effect.gen(function*() {
@@ -56,5 +56,5 @@ describe.skipIf(testDatabaseKind !== "embedded")("the embedded database's commit
         Effect.ensuring(Effect.sync(() => spy.mockRestore()))
       )
       expect(synced).toBeGreaterThanOrEqual(filesUnder(dataDir).length)
-    }), 60_000)
+    }))
 })

@@ -49,5 +49,5 @@ describe("a server killed with SIGKILL under write load", () => {
         return lost
       })
       expect(missing).toEqual([])
-    }), 90_000)
+    }))
 })

@@ -95,7 +95,7 @@ describe("the server's lazily loaded chunks, as built", () => {
       const loaded = module.fromNamespace(await namespaceOf(module.specifier))
       expect(Either.isRight(loaded), `${module.specifier}: ${Either.isLeft(loaded) ? loaded.left.message : ""}`).toBe(true)
     }
-  }, 60_000)
+  })
 
   it("a chunk without the exports its caller declares is refused, naming them", async () => {
     const refused = AtProtoModule.fromNamespace(await namespaceOf("./DocsPage.js"))
@@ -106,5 +106,5 @@ describe("the server's lazily loaded chunks, as built", () => {
           "(a function, found undefined); its namespace exports makeDocsPage"
       })
     ))
-  }, 60_000)
+  })
 })

@@ -296,7 +296,7 @@ layer(serverWith({ PUBLIC_URL: publicUrl, SCHEDULE_MIN_LEAD_SECONDS: "1", SCHEDU
         expect((yield* scheduleSoon(post.body.id, [hook.id], 1.5)).answer.status).toBe(200)
         const made = (yield* call("GET", `/posts/${post.body.id}/links`)).body.data.map((link: any) => link.code)
         expect(made).toHaveLength(1)
-        const until = Date.now() + 20_000
+        const until = Date.now() + 120_000
         while (receiver.received.length === 0 && Date.now() < until) yield* Effect.sleep("100 millis")
         expect(textsOf(receiver)).toEqual([`Later: ${publicUrl}/l/${made[0]}`])
       }))

@@ -57,7 +57,7 @@ class Setup extends Context.Tag("Setup")<Setup, McpServerSetup>() {}
 
 const SetupLive = Layer.scoped(Setup, mcpServerSetup)
 
-layer(SetupLive, { excludeTestServices: true, timeout: 120_000 })("MCP over streamable HTTP at /mcp", (it) => {
+layer(SetupLive, { excludeTestServices: true })("MCP over streamable HTTP at /mcp", (it) => {
   it.scoped("no bearer token, or a wrong one: 401 JSON with a Bearer challenge, and the SDK's client cannot connect", () =>
     Effect.gen(function*() {
       const { server } = yield* Setup

@@ -289,10 +289,10 @@ for (const kind of testStorageKinds) {
 
         // Within a sweep or two, only the open upload's object is left: what the team holds under its upload prefix is
         // bounded by its open uploads' declared sizes, which count against its quota.
-        const left = yield* eventually(uploadObjectsOf(teamId), ({ keys }) => keys.length === 1, 20)
+        const left = yield* eventually(uploadObjectsOf(teamId), ({ keys }) => keys.length === 1)
         expect(left).toEqual({ keys: [openKey], bytes: png.length })
         expect((yield* complete(token, teamId, open)).status).toBe(200)
-      }), 60_000)
+      }))
 
     it.effect("a PUT interrupted by a process that died: 409 while its claim holds, then sent again and completed", () =>
       Effect.gen(function*() {
@@ -306,9 +306,9 @@ for (const kind of testStorageKinds) {
         if (kind === "filesystem") expect(yield* putUpload(url, png, headers)).toMatchObject({ status: 409, body: { _tag: "Conflict" } })
 
         // Once the claim lapses: on this server's URL the PUT is taken again; the bucket's took it all along.
-        const sent = yield* eventually(putUpload(url, png, headers), ({ status }) => status !== 409, 20)
+        const sent = yield* eventually(putUpload(url, png, headers), ({ status }) => status !== 409)
         expect(sent.status).toBe(stored)
-        const completed = yield* eventually(complete(token, teamId, uploadId), ({ status }) => status !== 409, 20)
+        const completed = yield* eventually(complete(token, teamId, uploadId), ({ status }) => status !== 409)
         expect(completed.status, JSON.stringify(completed.body)).toBe(201)
       }))
 
@@ -324,9 +324,9 @@ for (const kind of testStorageKinds) {
         expect(yield* complete(token, teamId, completed)).toMatchObject({ status: 409, body: { _tag: "Conflict", message: expect.stringContaining("being completed") } })
         expect(yield* cancel(token, teamId, cancelled)).toMatchObject({ status: 409, body: { _tag: "Conflict" } })
 
-        const again = yield* eventually(complete(token, teamId, completed), ({ status }) => status !== 409, 20)
+        const again = yield* eventually(complete(token, teamId, completed), ({ status }) => status !== 409)
         expect(again.status, JSON.stringify(again.body)).toBe(201)
-        const gone = yield* eventually(cancel(token, teamId, cancelled), ({ status }) => status !== 409, 20)
+        const gone = yield* eventually(cancel(token, teamId, cancelled), ({ status }) => status !== 409)
         expect(gone.status).toBe(204)
         // Cancelled: no longer open (its declared size no longer counts), its object gone, and done with for good.
         expect((yield* rowsOf(teamId)).uploads).toEqual([])
@@ -414,7 +414,7 @@ for (const kind of testStorageKinds) {
         const { base, endless, endlessTotal } = yield* importSource
         const refused = yield* importFrom(token, teamId, { url: `${base}/endless.png` })
         expect(refused).toMatchObject({ status: 413, body: { _tag: "PayloadTooLarge", message: `The image is larger than ${limits.image} bytes` } })
-        yield* eventually(Effect.sync(() => endless.closed), (closed) => closed, 10)
+        yield* eventually(Effect.sync(() => endless.closed), (closed) => closed)
         // What the sockets' buffers took beyond the limit, far from all of it.
         expect(endless.sent).toBeLessThan(endlessTotal / 4)
 

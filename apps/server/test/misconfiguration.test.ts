@@ -52,7 +52,7 @@ describe("a misconfigured server says what to do in one line, and exits at once"
       const run = yield* refusedStart({ ...(yield* freshDatabaseEnv), LOG_LEVEL: "LOUD" })
       expectRefused(run, `LOG_LEVEL "LOUD" is not one of ALL, TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF`)
       expect(run.logs).toHaveLength(1)
-    }), 30_000)
+    }))
 
   it.scopedLive("PORT in use", () =>
     Effect.gen(function*() {
@@ -64,7 +64,7 @@ describe("a misconfigured server says what to do in one line, and exits at once"
       )
       const run = yield* refusedStart({ ...(yield* freshDatabaseEnv), PORT: String(port) })
       expectRefused(run, `PORT ${port} is in use: stop the other process or set PORT`)
-    }), 30_000)
+    }))
 
   describe.skipIf(testDatabaseKind !== "postgres")("on PostgreSQL", () => {
     it.scopedLive("DATABASE_URL that is no PostgreSQL URL, never quoted (it may hold the password)", () =>
@@ -74,7 +74,7 @@ describe("a misconfigured server says what to do in one line, and exits at once"
           expectRefused(run, "DATABASE_URL is not a valid PostgreSQL URL", "postgres://USER:PASSWORD@HOST:5432/DATABASE")
           expect(run.lines.join("\n")).not.toContain("s3cret-pw")
         }
-      }), 60_000)
+      }))
 
     it.scopedLive("a database that does not exist: not retried for a minute", () =>
       Effect.gen(function*() {
@@ -87,7 +87,7 @@ describe("a misconfigured server says what to do in one line, and exits at once"
             "create it (createdb postline_does_not_exist) or fix DATABASE_URL"
         )
         expect(run.logs.filter((log) => log.message === "The database is not reachable yet")).toEqual([])
-      }), 30_000)
+      }))
 
     it.scopedLive("a user PostgreSQL does not accept: not retried either", () =>
       Effect.gen(function*() {
@@ -97,7 +97,7 @@ describe("a misconfigured server says what to do in one line, and exits at once"
         const run = yield* refusedStart(postgresEnv(url.toString()))
         expectRefused(run, `PostgreSQL on ${url.hostname}:${url.port || 5432} refused the login`, "postline_no_such_role", "DATABASE_URL")
         expect(run.lines.join("\n")).not.toContain("s3cret-pw")
-      }), 30_000)
+      }))
   })
 
   describe.skipIf(testDatabaseKind !== "embedded")("with the embedded database", () => {
@@ -110,7 +110,7 @@ describe("a misconfigured server says what to do in one line, and exits at once"
           const run = yield* refusedStart({ DATA_DIR: dataDir })
           expectRefused(run, `DATA_DIR ${dataDir} is not a writable folder: ${file} is a file, not a folder`, "set DATA_DIR")
         }
-      }), 60_000)
+      }))
 
     // root writes whatever the mode says: the case needs an ordinary user.
     it.scopedLive.skipIf(isRoot)("DATA_DIR that this process may not write in", () =>
@@ -121,7 +121,7 @@ describe("a misconfigured server says what to do in one line, and exits at once"
         yield* Effect.addFinalizer(() => Effect.sync(() => chmodSync(readOnly, 0o700)))
         const run = yield* refusedStart({ DATA_DIR: readOnly })
         expectRefused(run, `DATA_DIR ${readOnly} is not a writable folder`, `may not create or write in ${readOnly};`, "set DATA_DIR")
-      }), 30_000)
+      }))
   })
 })
 
@@ -141,7 +141,7 @@ describe("billing's settings, checked at start", () => {
         "BILLING_RECHARGE_POLL_MS",
         "whole number of milliseconds from 10 to 3600000"
       )
-    }), 60_000)
+    }))
 })
 
 describe("the outbound guard", () => {
@@ -164,7 +164,7 @@ describe("the outbound guard", () => {
         expect(refused.body.message, url).toContain(why)
         expect(refused.body.message, url).toContain("OUTBOUND_ALLOW_PRIVATE=true")
       }
-    }), 60_000)
+    }))
 })
 
 describe("the start and stop lines", () => {
@@ -207,5 +207,5 @@ describe("the start and stop lines", () => {
       expect(logs.at(-1)).toMatchObject({ logLevel: "INFO", message: "Postline has stopped" })
       expect(logs.filter((log) => log.logLevel === "FATAL")).toEqual([])
       expect(server.lines.join("\n")).not.toContain("s3cret-pw")
-    }), 60_000)
+    }))
 })

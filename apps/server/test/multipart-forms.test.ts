@@ -64,7 +64,7 @@ const spooledFiles = (dir: string): Array<string> =>
     .filter((entry) => entry.isFile() && entry.name === "upload")
     .map((entry) => entry.name)
 
-layer(FormServerLive, { excludeTestServices: true, timeout: 120_000 })("multipart forms on the built server", (it) => {
+layer(FormServerLive, { excludeTestServices: true })("multipart forms on the built server", (it) => {
   it.effect("a form whose body ends without its closing boundary: 400 once the body has ended, nothing left spooled", () =>
     Effect.gen(function*() {
       const { server, tmpDir } = yield* FormServer
@@ -91,7 +91,7 @@ layer(FormServerLive, { excludeTestServices: true, timeout: 120_000 })("multipar
       const closed = yield* sendForm(Buffer.concat([filePart(`filename="a.png"`, png), closing]))
       expect(closed.status).toBe(201)
       expect(server.child.exitCode).toBeNull()
-    }), 120_000)
+    }))
 
   it.effect("file names beyond Latin-1, raw UTF-8 or RFC 5987 filename*: the asset keeps its name", () =>
     Effect.gen(function*() {

@@ -73,5 +73,5 @@ layer(DiscoveryServer, { excludeTestServices: true })("OAuth discovery", (it) =>
       expect(flow.after).toBe(401)
       // Revoking the access token ended the whole login, its refresh token with it.
       expect(flow.reused).toMatchObject({ error: "invalid_grant" })
-    }), 30_000)
+    }))
 })

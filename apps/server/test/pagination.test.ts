@@ -42,7 +42,7 @@ const seedOrganizations = (userId: string, count: number) =>
 
 const listPath = (query: Record<string, string>) => `/v1/organizations?${new URLSearchParams(query)}`
 
-layer(TestServer, { excludeTestServices: true, timeout: 120_000 })("pagination", (it) => {
+layer(TestServer, { excludeTestServices: true })("pagination", (it) => {
   it.effect("pages through 250 organizations forwards and backwards with every sort", () =>
     Effect.gen(function*() {
       const alice = yield* signUp()

@@ -308,7 +308,7 @@ layer(RaceServer, { excludeTestServices: true })("post lifecycle races", (it) =>
         expect.soft(operations.map((operation, index) => [operation, statuses[index]]))
           .toEqual(operations.map((operation) => [operation, settledStatus(step(startOf[state], operation).next)]))
         yield* team.expectConsistent(Object.fromEntries(operations.map((operation, index) => [operation, posts[index].postId])))
-      }), 60_000)
+      }))
   }
 
   for (const state of ["draft", "scheduled", "publishing", "published", "failed", "rescheduled"] as const) {
@@ -362,6 +362,6 @@ layer(RaceServer, { excludeTestServices: true })("post lifecycle races", (it) =>
           }
         }
         yield* team.expectConsistent(Object.fromEntries(posts.map((post, index) => [`post${index + 1}`, post.postId])))
-      }), 60_000)
+      }))
   }
 })

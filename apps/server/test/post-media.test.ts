@@ -115,7 +115,7 @@ layer(Server, { excludeTestServices: true })("posts carry media", (it) => {
         expect(fetched.status).toBe(200)
         expect(fetched.bytes.length).toBe(assets.find((asset) => asset.id === medium.assetId)!.size)
       }
-    }), { timeout: 60_000 })
+    }))
 
   it.scoped("media a provider refuses fail that account before anything is sent: 5 images to Bluesky; estimate holds nothing for it", () =>
     Effect.gen(function*() {
@@ -135,7 +135,7 @@ layer(Server, { excludeTestServices: true })("posts carry media", (it) => {
         error: { category: "invalid_content", message: expect.stringContaining("4"), retryable: false }
       })
       expect(answer.body.results[1].status).toBe("published")
-    }), { timeout: 60_000 })
+    }))
 
   it.scoped("an asset a scheduled or published post carries cannot be deleted (409); one only drafts carry can, and leaves them", () =>
     Effect.gen(function*() {
@@ -161,7 +161,7 @@ layer(Server, { excludeTestServices: true })("posts carry media", (it) => {
       const deleted = yield* call("DELETE", `/assets/${assets[2].id}`)
       expect(deleted.status).toBe(200)
       expect((yield* call("GET", `/posts/${draft.id}`)).body.media).toEqual([{ assetId: assets[0].id, altText: null }])
-    }), { timeout: 60_000 })
+    }))
 
   it.scoped("an asset's delete racing a post-now that carries it: either the delete is refused and the post sends the asset, or the post goes without it", () =>
     Effect.gen(function*() {
@@ -182,7 +182,7 @@ layer(Server, { excludeTestServices: true })("posts carry media", (it) => {
           expect(sent.map((medium) => medium.assetId)).toEqual([asset.id])
         }
       }
-    }), { timeout: 60_000 })
+    }))
 
   it.scoped("a scheduled post sends its media when it comes due: the webhook's signed event lists them", () =>
     Effect.gen(function*() {
@@ -196,7 +196,7 @@ layer(Server, { excludeTestServices: true })("posts carry media", (it) => {
       expect(done.body.status).toBe("published")
       const payload = receiver.verify(receiver.received.at(-1)!, hook.signingSecret!) as { data: { media: Array<{ assetId: string }> } }
       expect(payload.data.media.map((medium) => medium.assetId)).toEqual([assets[1].id, assets[0].id])
-    }), { timeout: 60_000 })
+    }))
 })
 
 const WithoutPublicUrl = makeTestServer(Logger.minimumLogLevel(LogLevel.Warning))

@@ -43,7 +43,7 @@ describe("the server process", () => {
         message: "Sent HTTP response",
         annotations: expect.objectContaining({ "http.status": 401, "http.url": "/v1/organizations" })
       }))
-    }), 60_000)
+    }))
 
   it.scopedLive("logs no access lines above INFO", () =>
     Effect.gen(function*() {
@@ -52,7 +52,7 @@ describe("the server process", () => {
       server.child.kill("SIGINT")
       expect(yield* Effect.promise(() => server.exited)).toBe(0)
       expect(server.lines.filter((line) => line.includes("Sent HTTP response"))).toEqual([])
-    }), 60_000)
+    }))
 
   it.scopedLive.skipIf(testDatabaseKind !== "embedded")(
     "exits with 1 and one clear log line when the data folder is held",
@@ -81,8 +81,7 @@ describe("the server process", () => {
             logLevel: "FATAL"
           })
         ])
-      }),
-    60_000
+      })
   )
 
   it.scopedLive.skipIf(testDatabaseKind !== "postgres")(
@@ -94,7 +93,6 @@ describe("the server process", () => {
         for (const server of servers) {
           expect((yield* Effect.promise(() => fetch(`${server.base}/health`))).status).toBe(200)
         }
-      }),
-    90_000
+      })
   )
 })

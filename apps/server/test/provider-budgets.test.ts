@@ -90,7 +90,7 @@ layer(Layer.merge(BudgetServer, BlueskyNetwork.layer()), { excludeTestServices: 
         Effect.promise(() => network.getRecord(post.targets[0].externalId)).pipe(Effect.map((record) => record.text)))
       expect(texts).toEqual(["Burst 1", "Burst 2", "Burst 3"])
       expect(yield* credit).toEqual({ balance: 6, reserved: 0, available: 6 })
-    }), 60_000)
+    }))
 
   it.scoped("a Mastodon account's second post in the window waits for the first to age out, and is sent once", () =>
     Effect.gen(function*() {
@@ -109,7 +109,7 @@ layer(Layer.merge(BudgetServer, BlueskyNetwork.layer()), { excludeTestServices: 
       const [firstStart, secondStart] = yield* attemptStarts(toot.id)
       expect(secondStart - firstStart).toBeGreaterThanOrEqual(windowSeconds * 1000)
       expect(mastodon.statuses.map((status) => status.text).sort()).toEqual(["Toot 1", "Toot 2"])
-    }), 30_000)
+    }))
 })
 
 describe("PROVIDER_BUDGETS", () => {

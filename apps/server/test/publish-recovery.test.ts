@@ -37,8 +37,7 @@ describe("a post-now whose process dies (SIGKILL) during its sends", () => {
         callsAs(first, token)("GET", `/v1/teams/${teamId}/posts/${postId}`),
         (answer) =>
           receiver.received.length === 3 &&
-          answer.body.targets.filter((target: { status: string }) => target.status === "published").length === 2,
-        10
+          answer.body.targets.filter((target: { status: string }) => target.status === "published").length === 2
       )
       expect(receiver.received.map(accountOf).sort()).toEqual([...accountIds].sort())
       expect(before.body.status).toBe("publishing")
@@ -63,8 +62,8 @@ describe("a post-now whose process dies (SIGKILL) during its sends", () => {
         call("GET", `/v1/teams/${teamId}/posts/${postId}`),
         (answer) => answer.body.status !== "publishing",
         // The only process on its data folder finishes what the dead one left at once, without waiting out the
-        // send's time (which ends at least recoverySeconds - 5 s after this restart).
-        testDatabaseKind === "embedded" ? 60 : recoverySeconds * 2 + 10
+        // send's time (which ends at least recoverySeconds - 5 s after this restart): well before, on a busy machine.
+        testDatabaseKind === "embedded" ? recoverySeconds / 2 : recoverySeconds + 180
       )
       expect(after.body.status).toBe("published")
       expect(after.body.targets).toHaveLength(3)
@@ -94,7 +93,7 @@ describe("a post-now whose process dies (SIGKILL) during its sends", () => {
       expect(again).toMatchObject({ status: 200, replayed: "true", text: replayed.text })
       expect(receiver.received).toHaveLength(4)
       expect(yield* creditsOf(call, organizationId)).toEqual(credits)
-    }), 120_000)
+    }))
 })
 
 describe("PUBLISH_TIMEOUT_SECONDS", () => {
@@ -142,7 +141,7 @@ describe("PUBLISH_TIMEOUT_SECONDS", () => {
       const after = yield* readUntil(
         call("GET", `/v1/teams/${teamId}/posts/${postId}`),
         (answer) => answer.body.status !== "publishing",
-        recoverySeconds * 2 + 5
+        recoverySeconds + 180
       )
       expect(after.body).toMatchObject({
         status: "published",
@@ -154,7 +153,7 @@ describe("PUBLISH_TIMEOUT_SECONDS", () => {
       const credits = yield* creditsOf(call, organizationId)
       expect(credits).toMatchObject({ balance: initial - 1, reserved: 0, sums: { grant: initial, reserve: 1, spend: 1 } })
       expect(credits.sums.release).toBeUndefined()
-    }), 120_000)
+    }))
 
   it.scopedLive("bounds a post-now to 16 hanging receivers by one timeout, all of them pending", () =>
     Effect.gen(function*() {
@@ -172,13 +171,13 @@ describe("PUBLISH_TIMEOUT_SECONDS", () => {
       const started = Date.now()
       const sent = yield* call("POST", `/v1/teams/${teamId}/posts/${postId}/post-now`, { socialAccountIds: accountIds })
       expect(Date.now() - started).toBeGreaterThanOrEqual(timeoutSeconds * 1000 - 100)
-      yield* readUntil(Effect.sync(() => receivedWhenCut.length), (cut) => cut === 16, 10)
+      yield* readUntil(Effect.sync(() => receivedWhenCut.length), (cut) => cut === 16)
       expect(receivedWhenCut).toEqual(accountIds.map(() => 16))
       expect(sent.status).toBe(200)
       expect(sent.body.results).toEqual(accountIds.map((socialAccountId) => expect.objectContaining({ socialAccountId, status: "pending" })))
       expect(receiver.received).toHaveLength(16)
       expect(yield* creditsOf(call, organizationId)).toMatchObject({ balance: 20, reserved: 16 })
-    }), 90_000)
+    }))
 })
 
 describe("a send that never gets an answer", () => {
@@ -203,7 +202,7 @@ describe("a send that never gets an answer", () => {
       const after = yield* readUntil(
         call("GET", `/v1/teams/${teamId}/posts/${postId}`),
         (answer) => answer.body.status !== "publishing",
-        recoverySeconds * 2 + timeoutSeconds + 5
+        recoverySeconds + timeoutSeconds + 180
       )
       expect(after.body).toMatchObject({
         status: "failed",
@@ -219,5 +218,5 @@ describe("a send that never gets an answer", () => {
       expect(credits).toMatchObject({ balance: initial, reserved: 0, sums: { grant: initial, reserve: 1, release: 1 } })
       expect(credits.sums.spend).toBeUndefined()
       expect(credits.perAccount[silent]).toEqual({ reserve: 1, release: 1 })
-    }), 90_000)
+    }))
 })

@@ -184,13 +184,13 @@ describe.skipIf(process.env.TEST_DATABASE !== "embedded")("the README's walkthro
     const blockLength = readme.split("\n").slice(blocks[0]!.line).indexOf("```")
     expect(blockLength).toBeLessThan(15)
     return checkWalkthrough(blocks)
-  }, 180_000)
+  })
 
   it("runs as written, and every command answers as its comment says", () => {
     const blocks = walkthroughBlocks(readme)
     expect(blocks.length).toBeGreaterThan(5)
     return checkWalkthrough(blocks)
-  }, 180_000)
+  })
 })
 
 describe.skipIf(process.env.TEST_DATABASE !== "embedded")("output comments", () => {

@@ -43,8 +43,6 @@ const RecoveryServer = makeTestServer(Logger.minimumLogLevel(LogLevel.Error)).pi
   ))
 )
 
-// Long enough for a send in doubt, its takeover, a backoff and one more attempt, on a busy machine.
-const endedWithin = 60
 
 layer(RecoveryServer, { excludeTestServices: true })("a target the recovery sends again", (it) => {
   /** A post scheduled to one webhook account whose receiver answers by `steps`; its end, and its attempts in order. */
@@ -58,8 +56,7 @@ layer(RecoveryServer, { excludeTestServices: true })("a target the recovery send
       expect((yield* scheduleSoon(post.id, [hook.id], 2)).answer.status).toBe(200)
       const ended = yield* eventually(
         call("GET", `/posts/${post.id}`),
-        (answer) => answer.body.status === "published" || answer.body.status === "failed",
-        endedWithin
+        (answer) => answer.body.status === "published" || answer.body.status === "failed"
       )
       const attempts = (yield* call("GET", `/posts/${post.id}/attempts?sortOrder=asc`)).body.data
       return { receiver, hook, ended: ended.body, attempts: attempts.map((attempt: any) => [attempt.attempt, attempt.outcome, attempt.category]) }
@@ -72,14 +69,14 @@ layer(RecoveryServer, { excludeTestServices: true })("a target the recovery send
       expect(attempts).toEqual([[1, "in_doubt", "transient"], [2, "failed", "transient"], [3, "published", null]])
       // One publish, as a receiver that de-duplicates sees it: every call under the same webhook-id.
       expect(new Set(deliveries(receiver.received, hook.id)).size).toBe(1)
-    }), endedWithin * 1000 + 30_000)
+    }))
 
   it.scoped("scheduled, no answer then 429 then 200: tried again after the wait asked, and published", () =>
     Effect.gen(function*() {
       const { attempts, ended, hook } = yield* scheduledThrough(["hang", 429, 200])
       expect(ended).toMatchObject({ status: "published", targets: [{ socialAccountId: hook.id, status: "published", error: null }] })
       expect(attempts).toEqual([[1, "in_doubt", "transient"], [2, "failed", "rate_limited"], [3, "published", null]])
-    }), endedWithin * 1000 + 30_000)
+    }))
 
   it.scoped("scheduled, no answer then 503 until SCHEDULE_MAX_ATTEMPTS: given up on, not retryable", () =>
     Effect.gen(function*() {
@@ -94,7 +91,7 @@ layer(RecoveryServer, { excludeTestServices: true })("a target the recovery send
       })
       expect(attempts).toEqual([[1, "in_doubt", "transient"], [2, "failed", "transient"], [3, "failed", "transient"]])
       expect(receiver.received).toHaveLength(maxAttempts)
-    }), endedWithin * 1000 + 30_000)
+    }))
 
   it.scoped("a post-now's target keeps post-now's rule: no answer then 503 ends it failed at once, retryable", () =>
     Effect.gen(function*() {
@@ -104,7 +101,7 @@ layer(RecoveryServer, { excludeTestServices: true })("a target the recovery send
       const hook = yield* connect({ provider: "webhook", url: receiver.url })
       const post = yield* draft("Sent now")
       expect((yield* postNow(post.id, [hook.id])).body.results).toMatchObject([{ status: "pending" }])
-      const ended = yield* eventually(call("GET", `/posts/${post.id}`), (answer) => answer.body.status !== "publishing", endedWithin)
+      const ended = yield* eventually(call("GET", `/posts/${post.id}`), (answer) => answer.body.status !== "publishing")
       expect(ended.body.targets).toMatchObject([{
         socialAccountId: hook.id,
         status: "failed",
@@ -113,7 +110,7 @@ layer(RecoveryServer, { excludeTestServices: true })("a target the recovery send
       const attempts = (yield* call("GET", `/posts/${post.id}/attempts?sortOrder=asc`)).body.data
       expect(attempts.map((attempt: any) => [attempt.attempt, attempt.outcome])).toEqual([[1, "in_doubt"], [2, "failed"]])
       expect(receiver.received).toHaveLength(2)
-    }), endedWithin * 1000 + 30_000)
+    }))
 })
 
 /** Schedules `postId` about two seconds ahead, asking again for later when a busy machine made that too soon. */
@@ -150,7 +147,7 @@ describe("a scheduled send in flight in a process killed with SIGKILL", () => {
         const { accountIds: [account], organizationId, postId, teamId, token } = yield* publishingSetup(env, receiver.url, 1, initial)
         const first = yield* startServer(env)
         expect((yield* scheduleSoon(callsAs(first, token), teamId, postId, [account])).status).toBe(200)
-        yield* readUntil(Effect.sync(() => receiver.received.length), (calls) => calls === 1, 30)
+        yield* readUntil(Effect.sync(() => receiver.received.length), (calls) => calls === 1)
         expect(receiver.received.map(accountOf)).toEqual([account])
 
         // On PostgreSQL another process runs beside the first when it dies; the embedded database is opened by
@@ -168,8 +165,7 @@ describe("a scheduled send in flight in a process killed with SIGKILL", () => {
         const call = callsAs(second, token)
         const ended = yield* readUntil(
           call("GET", `/v1/teams/${teamId}/posts/${postId}`),
-          (answer) => answer.body.status === "published" || answer.body.status === "failed",
-          90
+          (answer) => answer.body.status === "published" || answer.body.status === "failed"
         )
         expect(ended.body).toMatchObject({ status: "published", targets: [{ socialAccountId: account, status: "published", error: null, creditsSpent: 1 }] })
         const attempts = (yield* call("GET", `/v1/teams/${teamId}/posts/${postId}/attempts?sortOrder=asc`)).body.data
@@ -184,7 +180,6 @@ describe("a scheduled send in flight in a process killed with SIGKILL", () => {
         const credits = yield* creditsOf(call, organizationId)
         expect(credits).toMatchObject({ balance: initial - 1, reserved: 0, sums: { grant: initial, reserve: 1, spend: 1 } })
         expect(credits.sums.release).toBeUndefined()
-      }),
-    180_000
+      })
   )
 })

@@ -53,7 +53,7 @@ const dueNow = (teamId: string, socialAccountId: string, count: number) =>
 /** How many sends the server under test has under way at most: `SCHEDULER_CONCURRENCY`'s default. */
 const concurrency = 16
 
-layer(BurstServer, { excludeTestServices: true, timeout: 600_000 })("a burst of due posts", (it) => {
+layer(BurstServer, { excludeTestServices: true })("a burst of due posts", (it) => {
   it.scoped("is sent in bounded memory: the live heap holds no more for 2,000 due posts than for 200", () =>
     Effect.gen(function*() {
       // The receiver holds each delivery's answer while `holding`, so that a snapshot finds the server with all its
@@ -127,5 +127,5 @@ layer(BurstServer, { excludeTestServices: true, timeout: 600_000 })("a burst of 
       const scheduled = yield* call("GET", "/posts?status=scheduled")
       expect(scheduled.body.total).toBe(0)
     // Its figures are memory, not time: a busy machine (the suite runs files side by side) only makes it slower.
-    }), 600_000)
+    }))
 })

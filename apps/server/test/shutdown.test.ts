@@ -44,5 +44,5 @@ describe("stopping on SIGTERM", () => {
       })
       expect(yield* Effect.promise(() => inFlight.closed)).toEqual({ reset: false })
       expect(yield* Effect.promise(() => server.exited)).toBe(0)
-    }), 90_000)
+    }))
 })

@@ -61,5 +61,5 @@ describe("the server process with OTEL_EXPORTER_OTLP_ENDPOINT", () => {
         key: "service.name",
         value: { stringValue: "postline" }
       })
-    }), 60_000)
+    }))
 })

@@ -103,7 +103,7 @@ describe("a webhook's media, from the built server", () => {
         // The file served is the rewritten copy, not the upload: the asset's own hash (of the upload) differs.
         expect(downloaded).not.toBe(asset.sha256)
       }
-    }), 120_000)
+    }))
 })
 
 // An image stored before the stored copies' hashes were kept: its hash is read from storage when a post sends it.
@@ -133,5 +133,5 @@ layer(Server, { excludeTestServices: true })("a webhook's media stored before th
       expect(medium.sha256).toBe(sha256(new Uint8Array(served)))
       const [kept] = yield* sql<{ storedSha256: string }>`SELECT stored_sha256 AS "storedSha256" FROM assets WHERE id = ${asset.id}`
       expect(kept.storedSha256).toBe(medium.sha256)
-    }), { timeout: 60_000 })
+    }))
 })

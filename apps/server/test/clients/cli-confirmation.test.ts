@@ -88,7 +88,7 @@ describe.skipIf(tmuxMissing && !process.env.CI)("postline's confirmation on a te
       )
       expect(stoppedPane).not.toContain("Proceed?")
       expect(mastodon.requests.filter(({ path }) => path.startsWith("/api/v1/statuses?"))).toHaveLength(1)
-    }), 300_000)
+    }))
 
   it.scopedLive("names each of two webhooks on one host and quotes the post's text in a publish's confirmation", () =>
     Effect.gen(function*() {
@@ -134,5 +134,5 @@ describe.skipIf(tmuxMissing && !process.env.CI)("postline's confirmation on a te
       )
       expect(refusedPane).not.toContain("Proceed?")
       expect(receiver.received).toHaveLength(0)
-    }), 300_000)
+    }))
 })

@@ -42,7 +42,7 @@ layer(FileServer.Live, { excludeTestServices: true })("postline's exit codes", (
       expect(jsonOf(badId)).toEqual({ error: { _tag: "ValidationError", message: "<postId> must be a UUID (8-4-4-4-12 hexadecimal digits)" } })
       expect((yield* runCli(["posts", "list", "--bogus"], cli)).code).toBe(2)
       expect((yield* runCli(["posts"], cli)).code).toBe(2)
-    }), 300_000)
+    }))
 
   it.scoped("exits 2 for every change without a terminal or --yes, doing nothing, and for an OAuth endpoint's 400", () =>
     Effect.gen(function*() {
@@ -101,7 +101,7 @@ layer(FileServer.Live, { excludeTestServices: true })("postline's exit codes", (
       expect(refusedLogout.code).toBe(2)
       expect(jsonOf(refusedLogout)).toEqual({ error: { _tag: "OAuthError", message: expect.stringContaining("API keys") } })
       expect(statSync(credentials).isFile()).toBe(true)
-    }), 300_000)
+    }))
 
   it.scoped("exits 2 when a publish would go to more accounts than it takes, naming --account, before sending anything", () =>
     Effect.gen(function*() {
@@ -137,7 +137,7 @@ layer(FileServer.Live, { excludeTestServices: true })("postline's exit codes", (
       expect(given.stderr).toBe("")
       expect(receiver.received).toHaveLength(0)
       expect((yield* call("GET", `/v1/teams/${teamId}/posts/${post.id}`)).body.status).toBe("draft")
-    }), 300_000)
+    }))
 
   it.effect("lists the same exit codes in `postline --help` and in apps/cli/README.md", () =>
     Effect.gen(function*() {
@@ -153,7 +153,7 @@ layer(FileServer.Live, { excludeTestServices: true })("postline's exit codes", (
         .map((match) => [match[1], match[2], match[3]])
       expect(helpRows.map(([code]) => code)).toEqual(["0", "2", "3", "4", "5", "6", "7", "1"])
       expect(readmeRows).toEqual(helpRows)
-    }), 120_000)
+    }))
 
   it.scoped("exits 7 when the server limits the caller's requests", () =>
     Effect.gen(function*() {
@@ -166,5 +166,5 @@ layer(FileServer.Live, { excludeTestServices: true })("postline's exit codes", (
       const limited = yield* runCli(["whoami", "--json"], cli)
       expect(limited.code).toBe(7)
       expect(jsonOf(limited)).toEqual({ error: { _tag: "TooManyRequests", message: expect.any(String) } })
-    }), 300_000)
+    }))
 })

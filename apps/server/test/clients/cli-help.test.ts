@@ -75,7 +75,7 @@ describe("postline's help and its words for an unreachable server", () => {
       expect(refused.code).toBe(2)
       expect(refused.stderr).toContain("--text")
       expect(refused.stderr.includes("\u001b[")).toBe(false)
-    }), 600_000)
+    }))
 
   it.scopedLive("names the server it could not reach, where its address came from, and how to name another", () =>
     Effect.gen(function*() {
@@ -107,5 +107,5 @@ describe("postline's help and its words for an unreachable server", () => {
       const login = yield* runCli(["login", "--url", closed], env)
       expect(login.code).toBe(1)
       expect(login.stderr).toContain(`Error (ServerUnreachable): Could not reach the Postline server at ${closed} (given with --url)`)
-    }), 120_000)
+    }))
 })

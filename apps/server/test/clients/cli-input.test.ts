@@ -48,7 +48,7 @@ layer(FileServer.Live, { excludeTestServices: true })("postline reads no more in
       writeFileSync(longest, `${"😀".repeat(maxPostLength)}\r\n`)
       const created = yield* answerOf(["posts", "create", "--file", longest, "--yes"], cli)
       expect(created).toMatchObject({ teamId, status: "draft", content: "😀".repeat(maxPostLength) })
-    }), 300_000)
+    }))
 
   it.scoped("accounts connect takes the secret from the first line of standard input while its writer keeps it open, and refuses a line that never ends", () =>
     Effect.gen(function*() {
@@ -60,7 +60,7 @@ layer(FileServer.Live, { excludeTestServices: true })("postline reads no more in
       const connect = yield* startCli(["accounts", "connect", "--mastodon", mastodon.url, "--yes", "--json"], cli)
       // The token, then more that is not read, and the pipe stays open: no end of input to wait for.
       connect.child.stdin.write(`${mastodon.token}\nnot the token\n`)
-      const code = yield* waitUntil("the connection", () => connect.child.exitCode, (exitCode) => exitCode !== null, 60)
+      const code = yield* waitUntil("the connection", () => connect.child.exitCode, (exitCode) => exitCode !== null)
       expect(code, connect.stderr()).toBe(0)
       expect(JSON.parse(connect.stdout())).toMatchObject({ teamId, provider: "mastodon", status: "connected" })
       const verified = mastodon.requests.find((request) => request.path === "/api/v1/accounts/verify_credentials")
@@ -69,10 +69,10 @@ layer(FileServer.Live, { excludeTestServices: true })("postline reads no more in
       // A first line past 4096 bytes without its break is refused as it arrives, the pipe still open.
       const endless = yield* startCli(["accounts", "connect", "--mastodon", mastodon.url, "--yes", "--json"], cli)
       endless.child.stdin.write("x".repeat(5000))
-      const refused = yield* waitUntil("the refusal", () => endless.child.exitCode, (exitCode) => exitCode !== null, 60)
+      const refused = yield* waitUntil("the refusal", () => endless.child.exitCode, (exitCode) => exitCode !== null)
       expect(refused, endless.stderr()).toBe(2)
       expect(JSON.parse(endless.stdout())).toEqual({
         error: { _tag: "UsageError", message: "Access token: the first line of standard input is longer than 4096 bytes" }
       })
-    }), 300_000)
+    }))
 })

@@ -82,5 +82,5 @@ describe("postline login", () => {
       expect(afterJson.code).toBe(3)
       expect(jsonOf(afterJson)).toEqual({ error: { _tag: "NotConfigured", message: expect.stringContaining("postline login") } })
       expect(jsonOf(yield* runCli(["logout", "--json"], cli))).toEqual({ baseUrl: null, loggedOut: false })
-    }), 300_000)
+    }))
 })

@@ -60,7 +60,7 @@ describe("postline post-now, still running on the server when the SDK stops wait
         "The server is still publishing it and may yet succeed: to learn its answer without publishing twice, " +
           `repeat the command later with --idempotency-key ${key}\n`
       )
-    }), 90_000)
+    }))
 
   it.scopedLive("takes --wait as whole seconds from 1 to 3600, and refuses anything else before calling the server", () =>
     Effect.gen(function*() {

@@ -88,7 +88,7 @@ layer(FileServer.Live, { excludeTestServices: true })("postline, publishing to a
       expect(again.code).toBe(5)
       expect(jsonOf(again)).toEqual({ error: { _tag: "Conflict", message: expect.stringContaining("already published") } })
       expect(receiver.received).toHaveLength(1)
-    }), 300_000)
+    }))
 
   it.scoped("analytics of a post published to Mastodon (its FAKE: no real instance here): shown, refreshed with --yes for a credit, 402 exit 6; billing and its spend cap as the owner and as a member", () =>
     Effect.gen(function*() {
@@ -225,5 +225,5 @@ layer(FileServer.Live, { excludeTestServices: true })("postline, publishing to a
         expect(refused.code, args.join(" ")).toBe(4)
         expect(jsonOf(refused)).toEqual({ error: { _tag: "NotFound", message } })
       }
-    }), 300_000)
+    }))
 })

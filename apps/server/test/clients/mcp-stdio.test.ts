@@ -111,7 +111,7 @@ const initialize = [
 const toolCall = (id: number, name: string, args: Record<string, unknown>) =>
   ({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } })
 
-layer(SetupLive, { excludeTestServices: true, timeout: 120_000 })("postline mcp over stdio", (it) => {
+layer(SetupLive, { excludeTestServices: true })("postline mcp over stdio", (it) => {
   it.scoped("lists the 22 tools and introduces itself as postline", () =>
     Effect.gen(function*() {
       const { env, mcpEnv, server } = yield* Setup
@@ -169,7 +169,7 @@ layer(SetupLive, { excludeTestServices: true, timeout: 120_000 })("postline mcp 
       const silentHost = yield* makeLocalServer(() => void (asked = true))
       const mcp = yield* spawnMcp(mcpEnv(stopping.apiKey))
       mcp.send([...initialize, toolCall(2, "import_asset_from_url", { teamId: stopping.teamId, url: `${silentHost}/slow.png` })])
-      expect(yield* readUntil(Effect.sync(() => asked), (seen) => seen, 30)).toBe(true)
+      expect(yield* readUntil(Effect.sync(() => asked), (seen) => seen)).toBe(true)
       mcp.child.kill("SIGTERM")
       const exited = yield* untilExit(mcp.exited)
       expect(exited.messages.map((message) => message.id)).toEqual([1, 2])

@@ -192,7 +192,7 @@ describe.skipIf(testDatabaseKind !== "embedded")("the packed @postline/domain an
         organizationId: created.id,
         post: { teamId: expect.any(String), content: "From the packed SDK", status: "draft" }
       })
-    }), 600_000)
+    }))
 
   it.scopedLive("the command line installs as its README says: a copy of the bundle, not a link into the clone", () =>
     Effect.gen(function*() {
@@ -212,5 +212,5 @@ describe.skipIf(testDatabaseKind !== "embedded")("the packed @postline/domain an
       const ran = yield* exec(Path.join(home, "global/bin/postline"), ["--version"], home, env)
       expect(ran.code, ran.output).toBe(0)
       expect(ran.output).toContain(version)
-    }), 300_000)
+    }))
 })

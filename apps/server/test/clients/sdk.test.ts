@@ -533,7 +533,7 @@ describe("@postline/sdk", () => {
         }).pipe(Effect.provide(Layer.merge(NodeHttpClient.layer, TokenStore.layerNode({ env: { XDG_CONFIG_HOME: xdg } })))))
         expect(denied).toMatchObject({ _tag: "DeviceLoginFailed", error: "access_denied" })
         expect(secret(Option.getOrThrow(yield* readStore(xdg)).refreshToken)).toBe(secret(login.refreshToken))
-      }), 120_000)
+      }))
 
     it.scoped("logout revokes the stored login at /v1/auth/revoke and clears the store", () =>
       Effect.gen(function*() {
@@ -550,7 +550,7 @@ describe("@postline/sdk", () => {
         const after = yield* Effect.flip(postline.client.organizations.listOrganizations({ urlParams: {} }))
         expect(after._tag).toBe("Unauthorized")
         expect((yield* Effect.flip(build(Postline.layerNode({ env: { XDG_CONFIG_HOME: xdg } }))))._tag).toBe("NotConfigured")
-      }), 120_000)
+      }))
   })
 
   layer(sharedServer({ DEVICE_POLL_INTERVAL_SECONDS: "1", ACCESS_TOKEN_LIFETIME_SECONDS: "2" }), { excludeTestServices: true })(
@@ -601,7 +601,7 @@ describe("@postline/sdk", () => {
           const ended = yield* Effect.flip(second.client.organizations.listOrganizations({ urlParams: {} }))
           expect(ended._tag).toBe("Unauthorized")
           expect(ended.message).toContain("postline login")
-        }), 120_000)
+        }))
 
       it.scoped("two services sharing the store refresh a due login one at a time: all go on, the login stays, the store holds its newest pair", () =>
         Effect.gen(function*() {
@@ -631,7 +631,7 @@ describe("@postline/sdk", () => {
           const organization = yield* later.client.organizations.createOrganization({ payload: { name: "Still logged in" } })
           expect(organization.name).toBe("Still logged in")
           expect(secret(Option.getOrThrow(yield* readStore(xdg)).refreshToken)).not.toBe(secret(stored.refreshToken))
-        }), 120_000)
+        }))
 
       it.scoped("logout() needs no service: a due login is revoked and cleared, one the server has ended is cleared, none is nothing to do", () =>
         Effect.gen(function*() {
@@ -655,7 +655,7 @@ describe("@postline/sdk", () => {
           expect(yield* readStore(xdg)).toEqual(Option.none())
           yield* logoutHere
           expect(readdirSync(Path.join(xdg, "postline"))).toEqual([])
-        }), 120_000)
+        }))
     }
   )
 
@@ -749,7 +749,7 @@ describe("@postline/sdk", () => {
         expect(limitedForLong._tag).toBe("TooManyRequests")
         expect(proxy.requests).toHaveLength(1)
         proxy.setPlan(() => forward)
-      }), 240_000)
+      }))
 
     it.scopedLive("a slow publish: a keyed try waits `keyedTimeout`; a publish still running is asked again beyond maxAttempts for `inDoubtFor`, then PublishInDoubt, and the same key later has its answer", () =>
       Effect.gen(function*() {
@@ -829,6 +829,6 @@ describe("@postline/sdk", () => {
         expect(repeated.response.outcome).toBe("none_failed")
         expect(postNows().at(-1)!.server).toEqual({ status: 200, replayed: "true" })
         expect(deliveriesOf(doubtful)).toHaveLength(1)
-      }), 240_000)
+      }))
   })
 })

@@ -87,7 +87,7 @@ export const startCli = (args: ReadonlyArray<string>, env: Record<string, string
   )
 
 /** Reads `read` every 100 ms until `done` holds; fails, with the last value read, after `seconds`. */
-export const waitUntil = <A>(what: string, read: () => A, done: (value: A) => boolean, seconds = 30) =>
+export const waitUntil = <A>(what: string, read: () => A, done: (value: A) => boolean, seconds = 180) =>
   Effect.gen(function*() {
     const deadline = Date.now() + seconds * 1000
     for (;;) {

@@ -4,8 +4,8 @@ import { execFile } from "node:child_process"
 import type { ReceivedEvent } from "./Publishing.js"
 import { bundled, callsAs, createUserWithToken, type ProcessResponse, serverDir, startServer } from "./ServerProcess.js"
 
-/** Reads `read` every 250 ms until `done` holds or `seconds` pass; answers the last value read. */
-export const readUntil = <A>(read: Effect.Effect<A>, done: (value: A) => boolean, seconds: number) =>
+/** Reads `read` every 250 ms until `done` holds or `seconds` pass (a bound for what never comes); answers the last value read. */
+export const readUntil = <A>(read: Effect.Effect<A>, done: (value: A) => boolean, seconds = 180) =>
   Effect.gen(function*() {
     const deadline = Date.now() + seconds * 1000
     for (;;) {
