@@ -7,7 +7,7 @@ import { download, noisyPng, upload } from "./support/Media.js"
 import { LocalProviders } from "./support/Providers.js"
 import { makeWebhookReceiver, publishingTeam } from "./support/Publishing.js"
 import { makeTestServer } from "./support/TestServer.js"
-import { eventually, inSeconds } from "./support/Waiting.js"
+import { eventually } from "./support/Waiting.js"
 import { freshTestStorage } from "./support/TestStorage.js"
 
 const publicUrl = "https://postline.example"
@@ -187,10 +187,10 @@ layer(Server, { excludeTestServices: true })("posts carry media", (it) => {
   it.scoped("a scheduled post sends its media when it comes due: the webhook's signed event lists them", () =>
     Effect.gen(function*() {
       const receiver = yield* makeWebhookReceiver
-      const { assets, call, connect } = yield* teamWithImages(2)
+      const { assets, call, connect, scheduleSoon } = yield* teamWithImages(2)
       const hook = yield* connect({ provider: "webhook", url: `${receiver.url}/hooks` })
       const post = (yield* call("POST", "/posts", { content: "Later", media: [{ assetId: assets[1].id }, { assetId: assets[0].id }] })).body
-      const scheduling = yield* call("POST", `/posts/${post.id}/schedule`, { socialAccountIds: [hook.id], scheduledAt: inSeconds(2) })
+      const scheduling = (yield* scheduleSoon(post.id, [hook.id], 2)).answer
       expect(scheduling.status, JSON.stringify(scheduling.body)).toBe(200)
       const done = yield* eventually(call("GET", `/posts/${post.id}`), (response) => response.body.status === "published")
       expect(done.body.status).toBe("published")

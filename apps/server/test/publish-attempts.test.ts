@@ -6,7 +6,7 @@ import { publishEnv, readUntil } from "./support/ProcessPublishing.js"
 import { callsAs, createUserWithToken, startServer } from "./support/ServerProcess.js"
 import { freshDatabaseEnv } from "./support/TestDatabase.js"
 import { makeTestServer, raw, signUp } from "./support/TestServer.js"
-import { eventually, inSeconds } from "./support/Waiting.js"
+import { eventually } from "./support/Waiting.js"
 
 const attemptFields = ["attempt", "category", "externalId", "finishedAt", "id", "outcome", "provider", "socialAccountId", "startedAt", "summary"]
 
@@ -250,10 +250,10 @@ layer(AttemptsServer, { excludeTestServices: true })("publish attempts", (it) =>
         // First a wait of 3 seconds asked, then a failure: two attempts, the last of them.
         receiver.answerWith((_event, response) =>
           receiver.received.length === 1 ? response.writeHead(429, { "retry-after": "3" }).end() : response.writeHead(503).end())
-        const { call, connect, draft } = yield* publishingTeam()
+        const { call, connect, draft, scheduleSoon } = yield* publishingTeam()
         const hook = yield* connect({ provider: "webhook", url: receiver.url })
         const post = yield* draft("Tried twice, then given up")
-        expect((yield* call("POST", `/posts/${post.id}/schedule`, { socialAccountIds: [hook.id], scheduledAt: inSeconds(2) })).status).toBe(200)
+        expect((yield* scheduleSoon(post.id, [hook.id], 2)).answer.status).toBe(200)
 
         const waiting = yield* eventually(call("GET", `/posts/${post.id}`), (response) => response.body.targets[0]?.error !== null && response.body.targets[0]?.error !== undefined)
         expect(waiting.body.targets[0]).toMatchObject({ status: "pending", error: { category: "rate_limited", retryable: true } })

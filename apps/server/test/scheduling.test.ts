@@ -262,14 +262,14 @@ layer(PatientServer, { excludeTestServices: true })("scheduling with a cap on Re
   it.scoped("a Retry-After of ages waits the cap; past the attempts the account fails for good, its credit given back", () =>
     Effect.gen(function*() {
       const receiver = yield* makeWebhookReceiver
-      const { admin, call, connect, credit, draft, organization } = yield* publishingTeam(3)
+      const { admin, call, connect, credit, draft, organization, scheduleSoon } = yield* publishingTeam(3)
       const hook = yield* connect({ provider: "webhook", url: receiver.url })
       // Far beyond any sane wait: 10^20 seconds, then the last day of the year 9999.
       const asked = ["100000000000000000000", "Fri, 31 Dec 9999 23:59:59 GMT"]
       receiver.answerWith((_event, response) =>
         response.writeHead(429, { "retry-after": asked[Math.min(receiver.received.length - 1, 1)] }).end())
       const post = yield* draft("Rate limited forever")
-      yield* call("POST", `/posts/${post.id}/schedule`, { socialAccountIds: [hook.id], scheduledAt: inSeconds(2) })
+      expect((yield* scheduleSoon(post.id, [hook.id], 2)).answer.status).toBe(200)
       const failed = yield* eventually(call("GET", `/posts/${post.id}`), (response) => response.body.status === "failed")
       expect(failed.body.targets[0]).toMatchObject({
         status: "failed",

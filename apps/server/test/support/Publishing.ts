@@ -7,6 +7,10 @@ import { raw, signUp } from "./TestServer.js"
 import { inSeconds } from "./Waiting.js"
 
 /** An admin's organization with `credits`, a team of it, and calls on its posts and accounts. */
+/** The server's answer to a schedule whose time came too near before the request arrived. */
+const tooSoon = (answer: { readonly status: number; readonly body: any }) =>
+  answer.status === 400 && String(answer.body.message).startsWith("scheduledAt must be at least")
+
 export const publishingTeam = (credits = 0) =>
   Effect.gen(function*() {
     const admin = yield* signUp("Ada Admin")
@@ -33,9 +37,26 @@ export const publishingTeam = (credits = 0) =>
         for (let tries = 1;; tries++) {
           const scheduledAt = inSeconds(seconds)
           const answer = yield* call("POST", `/posts/${postId}/schedule`, { socialAccountIds, scheduledAt })
-          const refused = answer.status === 400 && String(answer.body.message).startsWith("scheduledAt must be at least")
+          const refused = tooSoon(answer)
           // Ten refusals are not a busy machine: the last answer goes to the test's assertions.
           if (!refused || tries === 10) return { answer, scheduledAt }
+        }
+      })
+    /**
+     * Schedules posts for one instant `seconds` ahead. When a busy machine makes a request arrive too late for it,
+     * all are asked again for an instant twice as far ahead, those already scheduled moved there.
+     */
+    const scheduleTogether = (schedules: ReadonlyArray<{ readonly postId: string; readonly socialAccountIds: ReadonlyArray<string> }>, seconds: number) =>
+      Effect.gen(function*() {
+        for (let lead = seconds;; lead *= 2) {
+          const scheduledAt = inSeconds(lead)
+          const answers = []
+          for (const { postId, socialAccountIds } of schedules) {
+            const answer = yield* call("POST", `/posts/${postId}/schedule`, { socialAccountIds, scheduledAt })
+            answers.push(answer)
+            if (tooSoon(answer)) break
+          }
+          if (!answers.some(tooSoon) || lead >= seconds * 16) return { answers, scheduledAt }
         }
       })
     const draft = (content: string, socialAccountIds?: ReadonlyArray<string>) =>
@@ -49,7 +70,7 @@ export const publishingTeam = (credits = 0) =>
       raw({ method: "GET", path: `/v1/organizations/${organization.id}/credits`, token: admin.token }),
       (response) => response.body as { balance: number; reserved: number; available: number }
     )
-    return { admin, organization, team, call, connect, draft, postNow, credit, scheduleSoon }
+    return { admin, organization, team, call, connect, draft, postNow, credit, scheduleSoon, scheduleTogether }
   })
 
 export interface ReceivedEvent {
