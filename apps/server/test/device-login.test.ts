@@ -1,6 +1,5 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { ConfigProvider, Duration, Effect, Either, HashMap, identity, Layer, Logger, TestClock } from "effect"
 import { createHash } from "node:crypto"
@@ -25,7 +24,7 @@ import {
   requestCode,
   userWithPassword
 } from "./support/DeviceLogin.js"
-import { raw, type RawResponse, signUp, TestCipher, TestServer } from "./support/TestServer.js"
+import { InProcessHttpServer, raw, type RawResponse, signUp, TestCipher, TestServer } from "./support/TestServer.js"
 
 const userCodeShape = /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/
 
@@ -773,7 +772,7 @@ const capturingLogger = Logger.replace(
 )
 
 const PublicServer = makeHttpLive({ accessLog: true }).pipe(
-  Layer.provideMerge(NodeHttpServer.layerTest),
+  Layer.provideMerge(InProcessHttpServer),
   Layer.provideMerge(UsersRepo.Default),
   Layer.provide(SchedulerLive.pipe(Layer.provide(Layer.succeed(SoleProcess, true)))),
   Layer.provide([LocalProviders, TestCipher, freshTestStorage("filesystem")]),

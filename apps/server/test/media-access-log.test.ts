@@ -1,5 +1,4 @@
 import { expect, layer } from "@effect/vitest"
-import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, HashMap, Layer, Logger } from "effect"
 import { makeHttpLive } from "../src/Api.js"
 import { SoleProcess } from "../src/Database/SoleProcess.js"
@@ -8,7 +7,7 @@ import { UsersRepo } from "../src/Users/Repo.js"
 import { download, noisyPng, upload } from "./support/Media.js"
 import { LocalProviders } from "./support/Providers.js"
 import { TestDatabase } from "./support/TestDatabase.js"
-import { raw, signUp, TestCipher } from "./support/TestServer.js"
+import { InProcessHttpServer, raw, signUp, TestCipher } from "./support/TestServer.js"
 import { freshTestStorage } from "./support/TestStorage.js"
 
 // What the server logs, the access log included.
@@ -34,7 +33,7 @@ const accessLines = (path: string, count: number) =>
   )
 
 const LoggingServer = makeHttpLive({ accessLog: true }).pipe(
-  Layer.provideMerge(NodeHttpServer.layerTest),
+  Layer.provideMerge(InProcessHttpServer),
   Layer.provideMerge(UsersRepo.Default),
   Layer.provide(SchedulerLive.pipe(Layer.provide(Layer.succeed(SoleProcess, true)))),
   Layer.provide([LocalProviders, TestCipher, freshTestStorage("filesystem")]),

@@ -1,8 +1,9 @@
 import { HttpApiClient, HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
+import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
 import { PostlineApi } from "@postline/domain"
 import { Effect, Layer, Logger, LogLevel, Redacted } from "effect"
 import { randomBytes, randomUUID } from "node:crypto"
+import { createServer } from "node:http"
 import { makeHttpLive } from "../../src/Api.js"
 import { CredentialsCipher } from "../../src/Providers/CredentialsCipher.js"
 import type { SocialProviders } from "../../src/Providers/Registry.js"
@@ -21,6 +22,17 @@ export const TestCipher = Layer.suspend(() =>
 )
 
 /**
+ * NodeHttpServer.layerTest, but the server keeps an idle connection open for ten minutes instead of Node's five
+ * seconds. On a loaded machine `fetch` (undici) reused a kept-alive connection just as the server closed it, and the
+ * request met ECONNRESET; now only the client closes idle connections, which it knows before reusing one.
+ */
+export const InProcessHttpServer = HttpServer.layerTestClient.pipe(
+  Layer.provide(NodeHttpClient.layerWithoutAgent),
+  Layer.provide(NodeHttpClient.makeAgentLayer({ keepAlive: false })),
+  Layer.provideMerge(NodeHttpServer.layer(() => createServer({ keepAliveTimeout: 600_000 }), { port: 0 }))
+)
+
+/**
  * The real HTTP stack, in-process, over a fresh database and a fresh media folder (or the storage given),
  * logging through `logging`; the social providers may reach this machine (their fakes listen on it) unless
  * others are given.
@@ -31,7 +43,7 @@ export const makeTestServer = (
   storage: Layer.Layer<MediaStorage> = freshTestStorage("filesystem")
 ) =>
   makeHttpLive({ accessLog: false }).pipe(
-    Layer.provideMerge(NodeHttpServer.layerTest),
+    Layer.provideMerge(InProcessHttpServer),
     Layer.provideMerge(UsersRepo.Default),
     // The scheduler runs in this process, as on the embedded database.
     Layer.provideMerge(SchedulerLive.pipe(Layer.provide(Layer.succeed(SoleProcess, true)))),
