@@ -32,7 +32,7 @@ layer(FileServer.Live, { excludeTestServices: true })("postline reads no more in
       const huge = Path.join(home, "huge.txt")
       writeFileSync(huge, "")
       truncateSync(huge, 200 * 1024 * 1024)
-      const hugeRefused = yield* runCli(["posts", "create", "--file", huge, "--yes"], cli, 30)
+      const hugeRefused = yield* runCli(["posts", "create", "--file", huge, "--yes"], cli)
       expect(hugeRefused.code, hugeRefused.stderr).toBe(2)
       expect(hugeRefused.stderr).toContain(`--file: ${huge} is longer than ${maxFileBytes} bytes`)
 

@@ -34,7 +34,7 @@ export interface CliResult {
  * Runs `postline <args>` to its end, its standard input an empty pipe (not a terminal). Killed after `seconds`,
  * so that a CLI that waits for ever fails the test instead of hanging it.
  */
-export const runCli = (args: ReadonlyArray<string>, env: Record<string, string>, seconds = 60) =>
+export const runCli = (args: ReadonlyArray<string>, env: Record<string, string>, seconds = 300) =>
   Effect.promise(() =>
     new Promise<CliResult>((resolve) => {
       const child = execFile(
