@@ -111,19 +111,21 @@ layer(BurstServer, { excludeTestServices: true })("a burst of due posts", (it) =
       yield* burst(200)
       yield* burst(2_000)
       const small = [yield* burst(200), yield* burst(200), yield* burst(200)]
-      const large = yield* burst(2_000)
+      const large = [yield* burst(2_000), yield* burst(2_000)]
       // Memory that grew with the number due (the due rows read at once, a sleeping execution per post) would be
       // there while all sends are under way: megabytes for 1,800 more posts, where a snapshot's noise is tens of KB
       // and a module loaded once about 100 KB. Memory that grew with the number sent (a listener or a timer kept per
-      // send, about a kilobyte each) would be there after.
+      // send, about a kilobyte each) would be there after, in every large burst; the background's own work (an
+      // analytics pass, a recovery sweep) caught under way by a snapshot on a busy machine is in one at most.
       const most = (key: "inFlight" | "after") => Math.max(0, ...small.map((figures) => figures[key]))
-      expect(large.inFlight).toBeLessThanOrEqual(most("inFlight") * 1.1 + 256 * 1024)
-      expect(large.after).toBeLessThanOrEqual(most("after") * 1.1 + 256 * 1024)
+      const least = (key: "inFlight" | "after") => Math.min(...large.map((figures) => figures[key]))
+      expect(least("inFlight")).toBeLessThanOrEqual(most("inFlight") * 1.1 + 256 * 1024)
+      expect(least("after")).toBeLessThanOrEqual(most("after") * 1.1 + 256 * 1024)
 
       // Every post was published once, as recorded once its delivery's answer is in.
       const [{ attempts, published: total }] = yield* sql<{ attempts: number; published: number }>`SELECT
           count(*)::int AS attempts, count(*) FILTER (WHERE result = 'published')::int AS published FROM publish_attempts`
-      expect({ attempts, published: total, deliveries }).toEqual({ attempts: 4_800, published: 4_800, deliveries: 4_800 })
+      expect({ attempts, published: total, deliveries }).toEqual({ attempts: 6_800, published: 6_800, deliveries: 6_800 })
       const scheduled = yield* call("GET", "/posts?status=scheduled")
       expect(scheduled.body.total).toBe(0)
     // Its figures are memory, not time: a busy machine (the suite runs files side by side) only makes it slower.
