@@ -24,13 +24,20 @@ export const TestCipher = Layer.suspend(() =>
 /**
  * NodeHttpServer.layerTest, but the server keeps an idle connection open for ten minutes instead of Node's five
  * seconds. On a loaded machine `fetch` (undici) reused a kept-alive connection just as the server closed it, and the
- * request met ECONNRESET; now only the client closes idle connections, which it knows before reusing one.
+ * request met ECONNRESET; now only the client closes idle connections, which it knows before reusing one. When the
+ * tests are done, every connection is ended before the server closes: a close waits for those still open, and one
+ * Node did not count as idle held a file's end for those ten minutes.
  */
-export const InProcessHttpServer = HttpServer.layerTestClient.pipe(
-  Layer.provide(NodeHttpClient.layerWithoutAgent),
-  Layer.provide(NodeHttpClient.makeAgentLayer({ keepAlive: false })),
-  Layer.provideMerge(NodeHttpServer.layer(() => createServer({ keepAliveTimeout: 600_000 }), { port: 0 }))
-)
+export const InProcessHttpServer = Layer.unwrapEffect(Effect.sync(() => {
+  const server = createServer({ keepAliveTimeout: 600_000 })
+  const endConnectionsFirst = Layer.scopedDiscard(Effect.addFinalizer(() => Effect.sync(() => server.closeAllConnections())))
+  return endConnectionsFirst.pipe(
+    Layer.provideMerge(HttpServer.layerTestClient),
+    Layer.provide(NodeHttpClient.layerWithoutAgent),
+    Layer.provide(NodeHttpClient.makeAgentLayer({ keepAlive: false })),
+    Layer.provideMerge(NodeHttpServer.layer(() => server, { port: 0 }))
+  )
+}))
 
 /**
  * The real HTTP stack, in-process, over a fresh database and a fresh media folder (or the storage given),
