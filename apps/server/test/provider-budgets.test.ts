@@ -103,7 +103,11 @@ layer(Layer.merge(BudgetServer, BlueskyNetwork.layer()), { excludeTestServices: 
       expect(answers.map((answer) => answer.status)).toEqual([200, 200])
       const statusOf = (id: string) => Effect.map(call("GET", `/posts/${id}`), (response) => response.body)
       yield* eventually(Effect.sync(() => mastodon.statuses.length), (count) => count === 1)
-      const waiting = yield* Effect.forEach([first, second], (post) => statusOf(post.id))
+      // The first is "published" once the server has recorded Mastodon's answer, a moment after the fake has it.
+      const waiting = yield* eventually(
+        Effect.forEach([first, second], (post) => statusOf(post.id)),
+        (posts) => posts.some((post) => post.status === "published")
+      )
       expect(waiting.map((post) => post.status).sort()).toEqual(["published", "scheduled"])
       expect(waiting.find((post) => post.status === "scheduled").waitingUntil).toEqual(expect.any(String))
       yield* eventually(Effect.sync(() => mastodon.statuses.length), (count) => count === 2)
