@@ -1,4 +1,4 @@
-import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Either, Layer, Logger, LogLevel } from "effect"
 import { AdminServerLive } from "./Admin/Server.js"
 import { BillingSettings } from "./Billing/Settings.js"
@@ -19,6 +19,7 @@ import { SchedulerLive } from "./Publishing/Scheduler.js"
 import { CredentialsKeysCheckLive } from "./SocialAccounts/CredentialsKeysCheck.js"
 import { logStartFailure, StartupError } from "./StartupError.js"
 import { logStopped, withStartStopLog } from "./StartupLog.js"
+import { runMain } from "./RunMain.js"
 import { withTracing } from "./Tracing.js"
 
 const lifecycle = makeServerLifecycle()
@@ -84,5 +85,5 @@ Effect.gen(function*() {
   )
 }).pipe(
   Effect.provide(JsonLogger),
-  NodeRuntime.runMain({ disablePrettyLogger: true, disableErrorReporting: true })
+  runMain({ disablePrettyLogger: true, disableErrorReporting: true })
 )

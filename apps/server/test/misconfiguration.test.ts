@@ -3,6 +3,7 @@ import { Effect, Option } from "effect"
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
 import { callsAs, createUserWithToken, freePort, serverDir, spawnServer, startServer } from "./support/ServerProcess.js"
 import { freshDatabaseEnv, postgresAdminUrl, postgresEnv, scopedTempDir, testDatabaseKind } from "./support/TestDatabase.js"
 
@@ -17,6 +18,13 @@ const logLines = (lines: ReadonlyArray<string>): Array<LogLine> =>
   lines.filter((line) => line.startsWith("{")).map((line) => JSON.parse(line))
 
 /**
+ * Preloads fixtures/exit-spy.cjs, which says on stderr when the process is ended by `process.exit`: the server ends
+ * by having nothing left to run (src/RunMain.ts), since Node's `process.exit` now and then hangs for good.
+ */
+const exitSpy = { NODE_OPTIONS: `--require ${fileURLToPath(new URL("./fixtures/exit-spy.cjs", import.meta.url))}` }
+const exitCalls = (lines: ReadonlyArray<string>) => lines.filter((line) => line.includes("process.exit("))
+
+/**
  * A server that should refuse to start: its exit code, how long it ran, and its log. Killed after five minutes, which
  * only ends what hangs: a retry shows in the log (expectRefused), however long a busy machine takes to start.
  */
@@ -24,7 +32,7 @@ const refusedStart = (env: Record<string, string>) =>
   Effect.gen(function*() {
     const port = yield* freePort
     const started = performance.now()
-    const server = spawnServer({ HOST: "127.0.0.1", PORT: String(port), ...env })
+    const server = spawnServer({ HOST: "127.0.0.1", PORT: String(port), ...env, ...exitSpy })
     const exitCode = new Promise<number | null>((done) => server.child.once("exit", (code) => done(code)))
     yield* Effect.addFinalizer(() => Effect.sync(() => server.child.kill("SIGKILL")))
     const code = Option.getOrUndefined(yield* Effect.promise(() => exitCode).pipe(Effect.timeoutOption("5 minutes")))
@@ -42,6 +50,7 @@ const refusedStart = (env: Record<string, string>) =>
  */
 const expectRefused = (run: Effect.Effect.Success<ReturnType<typeof refusedStart>>, ...words: ReadonlyArray<string>) => {
   expect(run.code, run.lines.join("\n")).toBe(1)
+  expect(exitCalls(run.lines)).toEqual([])
   expect(run.logs.filter((log) => log.message === "The database is not reachable yet")).toEqual([])
   expect(run.lines.filter((line) => line.startsWith("stderr:"))).toEqual([])
   expect(run.logs.filter((log) => log.logLevel === "FATAL")).toHaveLength(1)
@@ -182,7 +191,7 @@ describe("the start and stop lines", () => {
       // PostgreSQL here trusts every local login: a password in the URL is accepted, and must show nowhere.
       const withPassword = fresh.DATABASE_URL?.replace("postgres@", "postgres:s3cret-pw@")
       const database = withPassword ? { ...fresh, DATABASE_URL: withPassword } : fresh
-      const server = yield* startServer({ ...database, LOG_LEVEL: "INFO" })
+      const server = yield* startServer({ ...database, LOG_LEVEL: "INFO", ...exitSpy })
       const address = new URL(server.base).host
       const { version } = JSON.parse(readFileSync(Path.join(serverDir, "package.json"), "utf8"))
       const where = testDatabaseKind === "postgres"
@@ -207,6 +216,7 @@ describe("the start and stop lines", () => {
 
       server.child.kill("SIGTERM")
       expect(yield* Effect.promise(() => server.exited)).toBe(0)
+      expect(exitCalls(server.lines)).toEqual([])
       const logs = logLines(server.lines)
       const startedAt = logs.findIndex((log) => typeof log.message === "string" && log.message.includes("is listening on"))
       const stopping = logs.findIndex((log) => log.message === "Postline is stopping: finishing the requests in flight")
