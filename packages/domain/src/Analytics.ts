@@ -4,7 +4,7 @@ import { ServiceUnavailable } from "./Errors.js"
 import { integer, invalidUnless, optional, strict, Timestamp } from "./Fields.js"
 import { PostId, SocialAccountId, TeamId } from "./Ids.js"
 import { instantArbitrary, instantWithOffsetPattern, isInstantWithOffset } from "./Instants.js"
-import { Estimate, IdempotencyKey } from "./Posts.js"
+import { Estimate, IdempotencyKey } from "./Publishing.js"
 import { SocialProvider } from "./SocialAccounts.js"
 
 const count = (description: string) => Schema.NullOr(integer(description))

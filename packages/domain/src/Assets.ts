@@ -1,24 +1,23 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
-import { Option, Schema } from "effect"
-import { BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, QuotaExceeded, UnsupportedMediaType } from "./Errors.js"
-import { codePoints, integer, invalidUnless, oneOf, optional, strict, Text, Timestamp, visibleText, WebsiteUrl } from "./Fields.js"
+import { Schema } from "effect"
+import { AltText } from "./AltText.js"
+import {
+  AssetUpload,
+  AssetUploadId,
+  BadGateway,
+  CreateAssetUpload,
+  ImportAsset,
+  maxOpenUploadsPerTeam,
+  UploadAssetForm
+} from "./AssetUploads.js"
+import { PayloadTooLarge, QuotaExceeded, UnsupportedMediaType } from "./Errors.js"
+import { codePoints, integer, invalidUnless, oneOf, optional, strict, Text, Timestamp } from "./Fields.js"
 import { FolderName } from "./Folders.js"
-import { AssetId, FolderId, TeamId, Uuid } from "./Ids.js"
+import { AssetId, FolderId, TeamId } from "./Ids.js"
 import { ListEnvelope, listQueryFields } from "./Lists.js"
-import { TransferRateLimit } from "./RateLimits.js"
 
 export const AssetKind = oneOf("image", "video").annotations({ identifier: "AssetKind", description: "image or video" })
 export type AssetKind = typeof AssetKind.Type
-
-export const maxAltTextLength = 1500
-
-/** What a screen reader says for an image: Mastodon takes at most 1,500 characters, Bluesky more. */
-export const AltText = visibleText({ blankRanges: "\\s\\u0085\\u200B-\\u200D\\u2060", minLength: 1, maxLength: maxAltTextLength })
-  .annotations({
-    identifier: "AltText",
-    description: `Alt text: 1 to ${maxAltTextLength} characters, not blank`,
-    ...invalidUnless(`must be a string of 1 to ${maxAltTextLength} characters, not blank`)
-  })
 
 export const Asset = Schema.Struct({
   id: AssetId,
@@ -74,98 +73,6 @@ export const AssetListQuery = Schema.Struct({
 export type AssetListQuery = typeof AssetListQuery.Type
 
 export const AssetList = ListEnvelope(Asset, "AssetList")
-
-/** The text fields of an upload's form, each at most once. */
-export const UploadAssetFields = Schema.Struct({
-  name: optional(FolderName.annotations({ description: "Its name; by default the file's own name" })),
-  altText: optional(AltText),
-  folderId: optional(FolderId.annotations({ description: "The folder to put it in; by default the top" }))
-}).annotations(strict)
-export type UploadAssetFields = typeof UploadAssetFields.Type
-
-/** How many parts and how large a text field an upload's form may have. */
-export const uploadFormLimits = { maxParts: 8, maxFieldSize: 8192 } as const
-
-/**
- * The multipart form of an upload: the file in `file` and, in any order, the text fields. Read as a stream:
- * the file goes to storage as it arrives, never whole into memory; the server sets the file's size limits.
- */
-export const UploadAssetForm = HttpApiSchema.MultipartStream(
-  Schema.Struct({
-    file: Schema.Unknown.annotations({
-      jsonSchema: { type: "string", format: "binary", description: "The image or video (JPEG, PNG, WebP, GIF, HEIC or MP4)" }
-    }),
-    ...UploadAssetFields.fields
-  }).annotations({ identifier: "UploadAssetForm" }),
-  { maxParts: Option.some(uploadFormLimits.maxParts), maxFieldSize: uploadFormLimits.maxFieldSize }
-)
-
-export const AssetUploadId = Uuid.pipe(Schema.brand("AssetUploadId")).annotations({
-  identifier: "AssetUploadId",
-  description: "Presigned upload UUID"
-})
-export type AssetUploadId = typeof AssetUploadId.Type
-
-const Sha256 = Schema.String.pipe(Schema.pattern(/^[0-9a-fA-F]{64}$/)).annotations({
-  identifier: "Sha256",
-  description: "Hex SHA-256 of the file (64 hexadecimal digits, any case)",
-  ...invalidUnless("must be 64 hexadecimal digits")
-})
-
-const uploadSizeDescription = "The file's exact size in bytes; more than MEDIA_MAX_VIDEO_BYTES (300 MB by default) gets 413"
-
-const UploadSize = Schema.Number.pipe(
-  Schema.filter((n) => Number.isSafeInteger(n) && n >= 1, {
-    jsonSchema: { type: "integer", minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: uploadSizeDescription }
-  })
-).annotations({ description: uploadSizeDescription, ...invalidUnless("must be a whole number of bytes, at least 1") })
-
-/** How many presigned uploads one team may have open (neither completed nor expired) at once. */
-export const maxOpenUploadsPerTeam = 20
-
-export const CreateAssetUpload = Schema.Struct({
-  size: UploadSize,
-  sha256: optional(Sha256.annotations({ description: "The file's hex SHA-256: when given, completing checks the bytes against it" })),
-  ...UploadAssetFields.fields,
-  name: optional(FolderName.annotations({ description: "Its name; by default its kind and type, e.g. image.png" }))
-}).annotations({ ...strict, identifier: "CreateAssetUpload" })
-export type CreateAssetUpload = typeof CreateAssetUpload.Type
-
-export const AssetUpload = Schema.Struct({
-  uploadId: AssetUploadId,
-  method: Schema.Literal("PUT").annotations({ description: "The method to send the file with" }),
-  url: Schema.String.annotations({
-    description: "Where to PUT the file's bytes, as the raw body, once: an S3 bucket's presigned URL, or this server's own " +
-      "signed URL (absolute when the server has a PUBLIC_URL, else a path on it); it needs no bearer token"
-  }),
-  headers: Schema.Record({ key: Schema.String, value: Schema.String }).annotations({
-    description: "Headers the PUT must carry as given (Content-Length: exactly `size` bytes)"
-  }),
-  expiresAt: Timestamp.annotations({ description: "When the URL stops working and the upload is forgotten unless completed" })
-}).annotations({
-  identifier: "AssetUpload",
-  description: "A presigned upload: PUT the bytes to `url` with `headers`, then complete it"
-})
-export type AssetUpload = typeof AssetUpload.Type
-
-export const ImportAsset = Schema.Struct({
-  url: WebsiteUrl.annotations({
-    description: "The file's https address on the public internet: fetched once, redirects not followed",
-    ...invalidUnless("must be an absolute http or https URL")
-  }),
-  ...UploadAssetFields.fields,
-  name: optional(FolderName.annotations({ description: "Its name; by default the last segment of the URL's path" }))
-}).annotations({ ...strict, identifier: "ImportAsset" })
-export type ImportAsset = typeof ImportAsset.Type
-
-export class BadGateway extends Schema.TaggedError<BadGateway>()(
-  "BadGateway",
-  { message: Schema.String },
-  HttpApiSchema.annotations({
-    status: 502,
-    description: "The address could not be fetched: it did not answer, answered too slowly, or answered an error status"
-  })
-) {}
 
 const teamPath = Schema.Struct({ teamId: TeamId })
 
@@ -306,75 +213,4 @@ export class AssetUploadsGroup extends HttpApiGroup.make("assetUploads")
   )
   .annotate(OpenApi.Title, "asset uploads")
   .annotate(OpenApi.Description, "Uploading images and videos as multipart forms")
-{}
-
-export class RangeNotSatisfiable extends Schema.TaggedError<RangeNotSatisfiable>()(
-  "RangeNotSatisfiable",
-  { message: Schema.String },
-  HttpApiSchema.annotations({ status: 416, description: "The Range asks for bytes past the end of the file" })
-) {}
-
-export const AssetVariant = oneOf("original", "thumbnail").annotations({
-  identifier: "AssetVariant",
-  description: "The stored copy (default) or its thumbnail"
-})
-
-export const AssetContentQuery = Schema.Struct({
-  variant: optional(AssetVariant),
-  expires: Schema.String.annotations({ description: "When the URL stops working, in Unix seconds, as signed" }),
-  signature: Schema.String.annotations({ description: "The server's signature of the path, variant and expiry" })
-})
-
-export const AssetUploadContentQuery = Schema.Struct({
-  expires: Schema.String.annotations({ description: "When the URL stops working, in Unix seconds, as signed" }),
-  signature: Schema.String.annotations({ description: "The server's signature of the upload and expiry" })
-})
-
-export class AssetContentGroup extends HttpApiGroup.make("assetContent")
-  .add(
-    HttpApiEndpoint.get("getAssetContent", "/v1/teams/:teamId/assets/:assetId/content")
-      .setPath(assetPath)
-      .setUrlParams(AssetContentQuery)
-      .addSuccess(Schema.Uint8ArrayFromSelf.pipe(HttpApiSchema.withEncoding({ kind: "Uint8Array", contentType: "application/octet-stream" })))
-      .addError(Forbidden)
-      .addError(NotFound)
-      .addError(RangeNotSatisfiable)
-      .annotate(OpenApi.Summary, "Download an asset's bytes")
-      .annotate(
-        OpenApi.Description,
-        "The URL comes signed in an asset's `url` or `thumbnailUrl`: it needs no bearer token, so a provider or a " +
-          "webhook receiver may fetch it, until it expires (403 `Forbidden` after, or when it was changed). A single " +
-          "`Range: bytes=start-end` gets 206 with those bytes; the answer has the asset's own Content-Type."
-      )
-  )
-  .add(
-    HttpApiEndpoint.put("putAssetUpload", "/v1/uploads/:uploadId")
-      .setPath(Schema.Struct({ uploadId: AssetUploadId }))
-      .setUrlParams(AssetUploadContentQuery)
-      .setPayload(
-        Schema.Uint8ArrayFromSelf.pipe(HttpApiSchema.withEncoding({ kind: "Uint8Array", contentType: "application/octet-stream" }))
-          .annotations({ description: "The file's bytes, exactly as many as the upload declared" })
-      )
-      .addSuccess(HttpApiSchema.NoContent)
-      .addError(BadRequest)
-      .addError(Forbidden)
-      .addError(NotFound)
-      .addError(Conflict)
-      .annotate(OpenApi.Summary, "Send a presigned upload's bytes")
-      .annotate(
-        OpenApi.Description,
-        "The URL comes signed in a presigned upload's `url` when the server stores media in a folder: it needs no bearer " +
-          "token. The body is the file, streamed to storage, exactly the upload's `size` bytes (else 400 `BadRequest`; " +
-          "such a PUT may be sent again, as may one cut short by a server that stopped, once MEDIA_LEASE_SECONDS have " +
-          "passed). Once one PUT has stored the bytes, another gets 409 `Conflict`. 403 `Forbidden` " +
-          "after the URL expires or when it was changed; 404 for an upload completed or forgotten."
-      )
-  )
-  .middleware(TransferRateLimit)
-  .annotate(OpenApi.Title, "asset content")
-  .annotate(
-    OpenApi.Description,
-    "Signed transfers of assets' bytes: downloads, and the one-time PUT of a presigned upload. Each counts against " +
-      "its client address's limit of transfers (429 `TooManyRequests` past it, with `Retry-After`)."
-  )
 {}

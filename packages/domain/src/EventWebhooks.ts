@@ -3,7 +3,7 @@ import { Schema } from "effect"
 import { httpUrlShape, integer, invalidUnless, maxUrlLength, optional, strict, Timestamp, WebsiteUrl } from "./Fields.js"
 import { OrganizationId, PostId, SocialAccountId, TeamId } from "./Ids.js"
 import { OrganizationPath } from "./Organizations.js"
-import { PublishError } from "./Posts.js"
+import { PublishError } from "./Publishing.js"
 import { SocialProvider } from "./SocialAccounts.js"
 
 /** The events an organization's event webhook receives. */
