@@ -27,6 +27,7 @@ if (!withPostgres) {
 const databaseIndependent = [
   "apps/server/test/providers/**",
   "apps/server/test/clients/**",
+  "apps/server/test/architecture.test.ts",
   "apps/server/test/openapi.test.ts",
   "apps/server/test/openapi-parity.test.ts",
   "apps/server/test/lazy-module.test.ts",

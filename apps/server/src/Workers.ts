@@ -1,11 +1,11 @@
 import { Effect, Layer } from "effect"
-import { AnalyticsSnapshotsLive } from "../Analytics/Snapshots.js"
-import { RechargerLive } from "../Billing/Recharger.js"
-import { UsageReporterLive } from "../Billing/UsageReporter.js"
-import { EventDeliveryLive } from "../EventWebhooks/Delivery.js"
-import { Dispatcher, DispatcherLive } from "./Dispatcher.js"
-import { SchedulerHealth } from "./Health.js"
-import { PublishRecovery, PublishRecoveryLive } from "./Recovery.js"
+import { AnalyticsSnapshotsLive } from "./Analytics/Snapshots.js"
+import { RechargerLive } from "./Billing/Recharger.js"
+import { UsageReporterLive } from "./Billing/UsageReporter.js"
+import { EventDeliveryLive } from "./EventWebhooks/Delivery.js"
+import { Dispatcher, DispatcherLive } from "./Publishing/Dispatcher.js"
+import { SchedulerHealth } from "./Publishing/Health.js"
+import { PublishRecovery, PublishRecoveryLive } from "./Publishing/Recovery.js"
 
 const WatchdogLive = Layer.scopedDiscard(Effect.forkScoped(Effect.flatMap(SchedulerHealth, (health) => health.watchdog)))
 

@@ -9,7 +9,7 @@ import { RotationKeys } from "./Admin/Http.js"
 import { adminSocketPath, serveAdminApi, socketAnswers, socketHttpClient } from "./Admin/Socket.js"
 import { DatabaseLive } from "./Database/Database.js"
 import { CurrentDeployment, DeploymentLive } from "./Deployment.js"
-import { CredentialsCipherLive } from "./Providers/CredentialsCipher.js"
+import { CredentialsCipherLive } from "./Secrets/CredentialsCipher.js"
 import { databaseOf, serverVersion } from "./StartupLog.js"
 
 /**

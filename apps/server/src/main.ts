@@ -12,10 +12,10 @@ import { MediaStorageLive } from "./Assets/StorageConfig.js"
 import { StorageSweepLive } from "./Assets/Sweep.js"
 import { ListenAddressConfig, listenFailure, makeServerLifecycle } from "./Http/ServerLifecycle.js"
 import { serverTimeouts } from "./Http/ServerTimeouts.js"
-import { OutboundLive } from "./Outbound/Outbound.js"
-import { CredentialsCipherLive } from "./Providers/CredentialsCipher.js"
+import { ProvidersOutboundLive } from "./Publishing/Settings.js"
+import { CredentialsCipherLive } from "./Secrets/CredentialsCipher.js"
 import { SocialProviders } from "./Providers/Registry.js"
-import { SchedulerLive } from "./Publishing/Scheduler.js"
+import { SchedulerLive } from "./Workers.js"
 import { CredentialsKeysCheckLive } from "./SocialAccounts/CredentialsKeysCheck.js"
 import { logStartFailure, StartupError } from "./StartupError.js"
 import { logStopped, withStartStopLog } from "./StartupLog.js"
@@ -41,7 +41,7 @@ const CipherLive = CredentialsCipherLive.pipe(Layer.mapError((error) =>
  * must read every stored record (CredentialsKeysCheck.ts) before anything, the scheduler first, reads one.
  */
 const ProvidersLive = Layer.merge(
-  SocialProviders.Default.pipe(Layer.provide(OutboundLive)),
+  SocialProviders.Default.pipe(Layer.provide(ProvidersOutboundLive)),
   CredentialsKeysCheckLive.pipe(Layer.provideMerge(CipherLive))
 )
 

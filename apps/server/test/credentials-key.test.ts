@@ -4,7 +4,7 @@ import { execFile } from "node:child_process"
 import { randomBytes, randomUUID } from "node:crypto"
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import * as Path from "node:path"
-import { CredentialsCipher, unknownKeyMessage } from "../src/Providers/CredentialsCipher.js"
+import { CredentialsCipher, unknownKeyMessage } from "../src/Secrets/CredentialsCipher.js"
 import { makeMastodonFake } from "./support/MastodonFake.js"
 import {
   bundled,

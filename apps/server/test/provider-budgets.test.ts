@@ -1,7 +1,7 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { ConfigProvider, Effect, Exit, Layer, Logger, LogLevel } from "effect"
-import { ProviderBudgets } from "../src/Publishing/Budgets.js"
+import { ProviderBudgets } from "../src/Providers/Budgets.js"
 import { BlueskyNetwork } from "./support/BlueskyNetwork.js"
 import { makeMastodonFake } from "./support/MastodonFake.js"
 import { makeWebhookReceiver, publishingTeam } from "./support/Publishing.js"

@@ -1,7 +1,7 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Logger, LogLevel, Schema } from "effect"
-import { CredentialsCipher, unknownKeyMessage } from "../src/Providers/CredentialsCipher.js"
+import { CredentialsCipher, unknownKeyMessage } from "../src/Secrets/CredentialsCipher.js"
 import { credentialsFromJson } from "../src/Providers/Credentials.js"
 import { CredentialsKeysCheckLive } from "../src/SocialAccounts/CredentialsKeysCheck.js"
 import { SocialAccountsRepo } from "../src/SocialAccounts/Repo.js"

@@ -1,9 +1,9 @@
 import { Effect } from "effect"
 import { credentialsFromJson } from "../Providers/Credentials.js"
-import { CredentialsCipher } from "../Providers/CredentialsCipher.js"
+import { CredentialsCipher } from "../Secrets/CredentialsCipher.js"
 import { SocialProviders } from "../Providers/Registry.js"
 import { type AccountCounts, type Engagement, ProviderError, type SocialAccountOf } from "../Providers/SocialProvider.js"
-import { ProviderBudgets } from "../Publishing/Budgets.js"
+import { ProviderBudgets } from "../Providers/Budgets.js"
 import { transactionally } from "../Database/Transaction.js"
 import { AnalyticsRepo, type ReadableAccount } from "./Repo.js"
 

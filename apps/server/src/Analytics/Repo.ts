@@ -10,8 +10,8 @@ import type {
 import { Effect } from "effect"
 import { policyRequire } from "../Access/Authorization.js"
 import { isoUtc } from "../Database/Columns.js"
-import type { BudgetWindow } from "../Publishing/Budgets.js"
-import { lockProviderUsage } from "../Publishing/ProviderCalls.js"
+import type { BudgetWindow } from "../Providers/Budgets.js"
+import { lockProviderUsage } from "../Providers/ProviderCalls.js"
 import type { AccountCounts, Engagement } from "../Providers/SocialProvider.js"
 
 /** An account to read from: null fields once it was removed. */

@@ -2,7 +2,7 @@ import type { SocialAccountId } from "@postline/domain"
 import { Clock, Effect, Either, Layer, Schedule } from "effect"
 import { withSystemActor } from "../Access/Authorization.js"
 import { transactionally } from "../Database/Transaction.js"
-import { DispatchSettings } from "../Publishing/Dispatcher.js"
+import { pollInterval } from "../Background/Poll.js"
 import type { ReadFailure } from "./Reader.js"
 import { AnalyticsReader } from "./Reader.js"
 import { AnalyticsRepo, type DueTarget, type ReadableAccount } from "./Repo.js"
@@ -35,7 +35,7 @@ export class AnalyticsSnapshots extends Effect.Service<AnalyticsSnapshots>()("An
   effect: Effect.gen(function*() {
     const repo = yield* AnalyticsRepo
     const reader = yield* AnalyticsReader
-    const { poll } = yield* DispatchSettings
+    const poll = yield* pollInterval
 
     const logFailure = (what: string, account: ReadableAccount, failure: ReadFailure) =>
       failure._tag === "Refused"
@@ -154,7 +154,7 @@ export class AnalyticsSnapshots extends Effect.Service<AnalyticsSnapshots>()("An
 
     return { snapshotDue, run } as const
   }),
-  dependencies: [AnalyticsRepo.Default, AnalyticsReader.Default, DispatchSettings.Default]
+  dependencies: [AnalyticsRepo.Default, AnalyticsReader.Default]
 }) {}
 
 /** The scheduled snapshots, in the background of a server process. */

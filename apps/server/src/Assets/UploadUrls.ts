@@ -1,7 +1,7 @@
 import type { AssetUploadId } from "@postline/domain"
 import { Effect } from "effect"
 import { createHmac, timingSafeEqual } from "node:crypto"
-import { CredentialsCipher } from "../Providers/CredentialsCipher.js"
+import { CredentialsCipher } from "../Secrets/CredentialsCipher.js"
 import { MediaSettings } from "./Settings.js"
 
 /**

@@ -1,8 +1,10 @@
 import { Effect, Layer, Option, Schedule } from "effect"
 import { transactionally } from "../Database/Transaction.js"
-import { PaymentProvider, RechargePayment } from "./PaymentProvider.js"
+import { RechargePayment } from "./PaymentGateway.js"
+import { PaymentProvider } from "./PaymentProvider.js"
 import { Recharges } from "./Recharges.js"
-import { BillingRepo, type DueRecharge, type StartedRecharge } from "./Repo.js"
+import { type DueRecharge, RechargesRepo, type StartedRecharge } from "./RechargesRepo.js"
+import { BillingRepo } from "./Repo.js"
 import { BillingSettings, type PackSetting } from "./Settings.js"
 
 const batch = 20
@@ -33,6 +35,7 @@ const giveUpAfterHours = 24
 export const RechargerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const settings = yield* BillingSettings
   const repo = yield* BillingRepo
+  const rechargesRepo = yield* RechargesRepo
   const recharges = yield* Recharges
   const { gateway } = yield* PaymentProvider
   if (Option.isNone(gateway)) return
@@ -47,10 +50,10 @@ export const RechargerLive = Layer.scopedDiscard(Effect.gen(function*() {
         : customerId === null
         ? "the organization has no customer at the payment provider"
         : "no saved payment method"
-      return repo.rechargeEnded(due.organizationId, due.token, `The recharge could not start: ${reason}`)
+      return rechargesRepo.rechargeEnded(due.organizationId, due.token, `The recharge could not start: ${reason}`)
     }
     // Claimed first: auto-recharge turned off before this starts no payment.
-    return Effect.flatMap(repo.claimRecharge(due.organizationId, due.token), (claimed) =>
+    return Effect.flatMap(rechargesRepo.claimRecharge(due.organizationId, due.token), (claimed) =>
       claimed ? pay(due, pack, customerId, paymentMethodId) : Effect.void)
   }
 
@@ -62,9 +65,9 @@ export const RechargerLive = Layer.scopedDiscard(Effect.gen(function*() {
       pack,
       token: due.token
     }).pipe(
-      Effect.flatMap(({ paymentIntentId }) => repo.rechargeStarted(due.organizationId, due.token, paymentIntentId)),
+      Effect.flatMap(({ paymentIntentId }) => rechargesRepo.rechargeStarted(due.organizationId, due.token, paymentIntentId)),
       Effect.catchTag("PaymentDeclined", (declined) =>
-        repo.rechargeEnded(due.organizationId, due.token, `The recharge failed: ${declined.message}`))
+        rechargesRepo.rechargeEnded(due.organizationId, due.token, `The recharge failed: ${declined.message}`))
     )
 
   /**
@@ -76,9 +79,9 @@ export const RechargerLive = Layer.scopedDiscard(Effect.gen(function*() {
       Effect.catchAllCause((cause) =>
         Effect.gen(function*() {
           yield* Effect.logWarning(`Billing: starting the recharge of organization ${due.organizationId} failed`, cause)
-          const failures = yield* repo.rechargeAttemptFailed(due.organizationId, due.token)
+          const failures = yield* rechargesRepo.rechargeAttemptFailed(due.organizationId, due.token)
           if (failures >= maxFailures) {
-            yield* repo.rechargeEnded(
+            yield* rechargesRepo.rechargeEnded(
               due.organizationId,
               due.token,
               `The recharge could not start: the payment provider failed ${failures} times`
@@ -88,19 +91,22 @@ export const RechargerLive = Layer.scopedDiscard(Effect.gen(function*() {
       )
     )
 
-  const startDue = Effect.flatMap(repo.dueRecharges(batch, settings.rechargePollMs), (due) => Effect.forEach(due, attempt, { discard: true })).pipe(
+  const startDue = Effect.flatMap(
+    rechargesRepo.dueRecharges(batch, settings.rechargePollMs),
+    (due) => Effect.forEach(due, attempt, { discard: true })
+  ).pipe(
     Effect.catchAllCause((cause) => Effect.logWarning("Billing: reading the due recharges failed; they are tried again", cause))
   )
 
   /**
    * The payment's state at the provider ends the recharge as its webhook would have; undecided, or the provider not
-   * answering, it is asked again after a longer wait (Repo.startedRecharges). Overdue, it is ended as failed: an
-   * undecided payment is canceled first (a cancel the provider refuses, the payment having moved on, leaves it to
-   * the next look).
+   * answering, it is asked again after a longer wait (RechargesRepo.startedRecharges). Overdue, it is ended as
+   * failed: an undecided payment is canceled first (a cancel the provider refuses, the payment having moved on,
+   * leaves it to the next look).
    */
   const lookUp = (started: StartedRecharge) => {
     const { organizationId, paymentIntentId, token } = started
-    const checked = repo.rechargeChecked(organizationId, token)
+    const checked = rechargesRepo.rechargeChecked(organizationId, token)
     const givenUp = (state: string) =>
       recharges.failed(
         organizationId,
@@ -130,7 +136,7 @@ export const RechargerLive = Layer.scopedDiscard(Effect.gen(function*() {
   }
 
   const lookUpStarted = Effect.flatMap(
-    repo.startedRecharges(batch, lookUpAfterMs, giveUpAfterHours * 60 * 60 * 1000),
+    rechargesRepo.startedRecharges(batch, lookUpAfterMs, giveUpAfterHours * 60 * 60 * 1000),
     (started) => Effect.forEach(started, lookUp, { discard: true })
   ).pipe(
     Effect.catchAllCause((cause) => Effect.logWarning("Billing: reading the started recharges failed; they are looked up again", cause))
@@ -141,4 +147,4 @@ export const RechargerLive = Layer.scopedDiscard(Effect.gen(function*() {
   )
   const round = Effect.zipRight(Effect.zipRight(startDue, lookUpStarted), prune)
   yield* Effect.forkScoped(Effect.repeat(round, Schedule.spaced(settings.rechargePollMs)))
-})).pipe(Layer.provide([BillingRepo.Default, Recharges.Default, PaymentProvider.Default, BillingSettings.Default]))
+})).pipe(Layer.provide([BillingRepo.Default, RechargesRepo.Default, Recharges.Default, PaymentProvider.Default, BillingSettings.Default]))

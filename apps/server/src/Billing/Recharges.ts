@@ -2,6 +2,7 @@ import type { OrganizationId } from "@postline/domain"
 import { Effect } from "effect"
 import { withSystemActor } from "../Access/Authorization.js"
 import { CreditsRepo } from "../Credits/Repo.js"
+import { RechargesRepo } from "./RechargesRepo.js"
 import { BillingRepo } from "./Repo.js"
 
 /**
@@ -15,6 +16,7 @@ import { BillingRepo } from "./Repo.js"
 export class Recharges extends Effect.Service<Recharges>()("Billing/Recharges", {
   effect: Effect.gen(function*() {
     const repo = yield* BillingRepo
+    const rechargesRepo = yield* RechargesRepo
     const credits = yield* CreditsRepo
 
     const grant = (organizationId: OrganizationId, amount: number, paymentId: string) =>
@@ -26,12 +28,12 @@ export class Recharges extends Effect.Service<Recharges>()("Billing/Recharges", 
       })
 
     const paid = (organizationId: OrganizationId, token: string, amount: number, paymentId: string) =>
-      Effect.zipRight(grant(organizationId, amount, paymentId), repo.rechargeEnded(organizationId, token, null))
+      Effect.zipRight(grant(organizationId, amount, paymentId), rechargesRepo.rechargeEnded(organizationId, token, null))
 
     const failed = (organizationId: OrganizationId, token: string, reason: string) =>
-      repo.rechargeEnded(organizationId, token, `The recharge failed: ${reason}`)
+      rechargesRepo.rechargeEnded(organizationId, token, `The recharge failed: ${reason}`)
 
     return { paid, failed } as const
   }),
-  dependencies: [BillingRepo.Default, CreditsRepo.Default]
+  dependencies: [BillingRepo.Default, RechargesRepo.Default, CreditsRepo.Default]
 }) {}

@@ -1,9 +1,9 @@
 import { type PostEvent, PostEventData } from "@postline/domain"
 import { Effect, Either, Layer, Schedule } from "effect"
 import { Outbound } from "../Outbound/Outbound.js"
-import { CredentialsCipher } from "../Providers/CredentialsCipher.js"
-import { signedWebhookRequest } from "../Providers/SignedWebhook.js"
-import { DispatchSettings } from "../Publishing/Dispatcher.js"
+import { CredentialsCipher } from "../Secrets/CredentialsCipher.js"
+import { signedWebhookRequest } from "../Secrets/SignedWebhook.js"
+import { pollInterval } from "../Background/Poll.js"
 import { deliveryTimeoutMillis, EventsGuardLive } from "./Guard.js"
 import { type DueDelivery, EventWebhooksRepo } from "./Repo.js"
 
@@ -42,7 +42,7 @@ export class EventDelivery extends Effect.Service<EventDelivery>()("EventDeliver
     const repo = yield* EventWebhooksRepo
     const cipher = yield* CredentialsCipher
     const outbound = yield* Outbound
-    const { poll } = yield* DispatchSettings
+    const poll = yield* pollInterval
 
     /** The failure of one delivery: tried again later, or given up on (and logged) after the last. */
     const fail = (delivery: DueDelivery, reason: string) => {
@@ -120,7 +120,7 @@ export class EventDelivery extends Effect.Service<EventDelivery>()("EventDeliver
 
     return { deliverDue, run } as const
   }),
-  dependencies: [EventWebhooksRepo.Default, EventsGuardLive, DispatchSettings.Default]
+  dependencies: [EventWebhooksRepo.Default, EventsGuardLive]
 }) {}
 
 /** The delivery of events, in the background of every server process. */

@@ -2,7 +2,7 @@ import { HttpApiSchema, HttpServerResponse } from "@effect/platform"
 import { BadRequest, Conflict, CurrentCaller, replayedHeader } from "@postline/domain"
 import { Cause, Config, Context, Effect, Exit, Option, Schema } from "effect"
 import { createHash } from "node:crypto"
-import { callerLabel } from "../Access/CallerLabel.js"
+import { callerLabel } from "../CallerLabel.js"
 import { IdempotencyRepo, type KeyOf, type StoredAnswer } from "./Repo.js"
 
 /** JSON with object keys in order, so that the same request always reads the same. */

@@ -1,22 +1,8 @@
-import { Config, Duration, Effect, Layer, Option, Schema, type Scope, Stream } from "effect"
-import { lookup as dnsLookup } from "node:dns/promises"
-import type { LookupAddress, LookupOptions } from "node:dns"
-import { isIP } from "node:net"
+import { Config, Effect, Layer, Option, type Scope, Stream } from "effect"
 import { Agent, fetch as undiciFetch } from "undici"
-import { PublishSettings } from "../Publishing/Settings.js"
 import { serverVersion } from "../StartupLog.js"
-import { reservedRange } from "./Addresses.js"
-
-/**
- * Why an outbound call failed before a usable answer came back. Messages name the host only: the
- * rest of an address a user gave (a webhook's path or query) may hold a secret.
- */
-export class OutboundError extends Schema.TaggedError<OutboundError>()("OutboundError", {
-  reason: Schema.Literal("invalid_url", "refused_address", "timeout", "network", "redirect", "too_large"),
-  message: Schema.String
-}) {}
-
-export type Resolver = (hostname: string) => Promise<ReadonlyArray<LookupAddress>>
+import { hasUserInfo, makeAddressChecks, type Resolver, userInfoRefused } from "./AddressChecks.js"
+import { OutboundError } from "./OutboundError.js"
 
 export interface OutboundOptions {
   /**
@@ -49,8 +35,6 @@ export interface OutboundStream {
   readonly body: Stream.Stream<Uint8Array, OutboundError>
 }
 
-const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true })
-
 /**
  * How Postline names itself to the hosts it calls, so that their operators can tell who calls and where to
  * reach the server's own: `Postline/<version> (+<PUBLIC_URL>)`, without the address when PUBLIC_URL is not set.
@@ -65,15 +49,6 @@ export const outboundUserAgent = Config.option(Config.url("PUBLIC_URL")).pipe(
 )
 
 const redirectStatuses = new Set([301, 302, 303, 307, 308])
-
-// A refusal that a setting lifts says which, for the caller to pass on to whoever runs the server.
-const operatorMayAllow = (what: string) => `the server's operator can allow ${what} with OUTBOUND_ALLOW_PRIVATE=true`
-
-const hasUserInfo = (url: URL) => url.username !== "" || url.password !== ""
-
-// fetch will not send a request to a URL with a user name or password; the message says so, naming the host only.
-const userInfoRefused = (url: URL) =>
-  new OutboundError({ reason: "invalid_url", message: `${url.host}: an address with a user name or password is refused` })
 
 // Every form fetch takes (a string, a URL, a Request of another fetch implementation), made one.
 const toRequest = (input: string | URL | Request, init?: RequestInit): Request => {
@@ -105,71 +80,15 @@ const causes = (error: unknown): ReadonlyArray<unknown> => {
 export class Outbound extends Effect.Service<Outbound>()("Outbound", {
   scoped: (options: OutboundOptions) =>
     Effect.gen(function*() {
-      const resolve = options.resolve ?? systemResolver
+      const { check, checkUrl, lookup } = makeAddressChecks(options.allowPrivate, options.resolve)
       const totalTimeoutMillis = options.totalTimeoutMillis ?? 15_000
       const maxResponseBytes = options.maxResponseBytes ?? 1024 * 1024
       const userAgent = options.userAgent ?? `Postline/${serverVersion}`
-
-      const refusedAddress = (host: string, address: string): OutboundError | undefined => {
-        const range = options.allowPrivate ? undefined : reservedRange(address)
-        return range === undefined ? undefined : new OutboundError({
-          reason: "refused_address",
-          message: `${host} is refused: ${address} is a ${range} address (${operatorMayAllow("such addresses")})`
-        })
-      }
-
-      /** Resolves, checks every address, and hands the connection the checked ones. */
-      const checkedAddresses = async (hostname: string): Promise<ReadonlyArray<LookupAddress>> => {
-        const addresses = await resolve(hostname).catch((cause) => {
-          throw new OutboundError({ reason: "network", message: `${hostname} could not be resolved (${cause.code ?? cause})` })
-        })
-        if (addresses.length === 0) throw new OutboundError({ reason: "network", message: `${hostname} has no address` })
-        for (const { address } of addresses) {
-          const refused = refusedAddress(hostname, address)
-          if (refused) throw refused
-        }
-        return addresses
-      }
-
-      const lookup = (
-        hostname: string,
-        lookupOptions: LookupOptions,
-        callback: (error: NodeJS.ErrnoException | null, address: string | Array<LookupAddress>, family?: number) => void
-      ) => {
-        checkedAddresses(hostname).then(
-          (addresses) => {
-            const wanted = lookupOptions.family === 4 || lookupOptions.family === 6
-              ? addresses.filter(({ family }) => family === lookupOptions.family)
-              : addresses
-            if (lookupOptions.all) callback(null, [...wanted])
-            else if (wanted[0]) callback(null, wanted[0].address, wanted[0].family)
-            else callback(new OutboundError({ reason: "network", message: `${hostname} has no IPv${lookupOptions.family} address` }), "")
-          },
-          (error) => callback(error, "")
-        )
-      }
 
       const agent = yield* Effect.acquireRelease(
         Effect.sync(() => new Agent({ connect: { timeout: options.connectTimeoutMillis ?? 5_000, lookup } })),
         (agent) => Effect.promise(() => agent.close())
       )
-
-      /** The URL, if its scheme is allowed and it does not name a refused IP address literally. */
-      const checkUrl = (text: string): URL => {
-        const url = URL.canParse(text) ? new URL(text) : undefined
-        if (url === undefined) throw new OutboundError({ reason: "invalid_url", message: "Not an absolute URL" })
-        if (hasUserInfo(url)) throw userInfoRefused(url)
-        if (url.protocol !== "https:" && !(url.protocol === "http:" && options.allowPrivate)) {
-          throw new OutboundError({
-            reason: "invalid_url",
-            message: `${url.host}: only https addresses are allowed (${operatorMayAllow("http")})`
-          })
-        }
-        const literal = url.hostname.replace(/^\[(.*)\]$/, "$1")
-        const refused = isIP(literal) ? refusedAddress(url.host, literal) : undefined
-        if (refused) throw refused
-        return url
-      }
 
       const readCapped = async (response: Response, host: string): Promise<Uint8Array> => {
         // Made only when thrown: an error captures its stack, which costs every call that reads an answer.
@@ -290,13 +209,7 @@ export class Outbound extends Effect.Service<Outbound>()("Outbound", {
           }),
         /** Whether a call to this address would be allowed, resolving its host name as a call would. */
         check: (url: string): Effect.Effect<void, OutboundError> =>
-          Effect.tryPromise({
-            try: async () => {
-              const { hostname } = checkUrl(url)
-              if (isIP(hostname.replace(/^\[(.*)\]$/, "$1")) === 0) await checkedAddresses(hostname)
-            },
-            catch: asOutboundError
-          })
+          Effect.tryPromise({ try: () => check(url), catch: asOutboundError })
       } as const
     })
 }) {}
@@ -313,11 +226,3 @@ export const configuredOutbound = (totalTimeoutMillis: number) =>
       return Outbound.Default({ allowPrivate, totalTimeoutMillis, userAgent })
     })
   )
-
-/**
- * The providers' outbound client: a call may take a second more than a send (`PUBLISH_TIMEOUT_SECONDS`), whose
- * own timeout governs it.
- */
-export const OutboundLive = Layer.unwrapEffect(
-  Effect.map(PublishSettings, ({ timeout }) => configuredOutbound(Duration.toMillis(timeout) + 1000))
-).pipe(Layer.provide(PublishSettings.Default))

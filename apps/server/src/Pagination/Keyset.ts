@@ -1,7 +1,7 @@
 import type { SqlClient, SqlError, Statement } from "@effect/sql"
 import { type AnySortField, CurrentCaller, DefaultPageSize, type ListQuery, MaxPageSize, type SortField, type SortOrder } from "@postline/domain"
 import { Effect, Option } from "effect"
-import { callerLabel } from "../Access/CallerLabel.js"
+import { callerLabel } from "../CallerLabel.js"
 import { type CursorPosition, Cursors, type CursorScope } from "./Cursor.js"
 
 /** A validated list request: defaults applied, limit capped, cursor checked against the list and sort. */

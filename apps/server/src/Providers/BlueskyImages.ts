@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { SharpModule } from "../Assets/Images.js"
+import { SharpModule } from "./SharpModule.js"
 import { type MediaFacts, ProviderError } from "./SocialProvider.js"
 
 /** app.bsky.embed.images takes images of at most 2,000,000 bytes. */

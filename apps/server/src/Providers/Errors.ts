@@ -1,4 +1,4 @@
-import type { OutboundError } from "../Outbound/Outbound.js"
+import type { OutboundError } from "../Outbound/OutboundError.js"
 import { retryAfterSeconds } from "../Outbound/RetryAfter.js"
 import type { ProviderName } from "./Credentials.js"
 import type { ProviderErrorCategory } from "@postline/domain"

@@ -1,13 +1,10 @@
 import { Effect, Option, Redacted, Schema } from "effect"
-import { createHash, randomBytes } from "node:crypto"
+import { createHash } from "node:crypto"
 import { Outbound } from "../Outbound/Outbound.js"
 import { fromOutbound, fromStatus } from "./Errors.js"
-import { signedWebhookRequest } from "./SignedWebhook.js"
+import { signedWebhookRequest } from "../Secrets/SignedWebhook.js"
 import type { ContentLimits, SocialProvider } from "./SocialProvider.js"
 import { lengthProblems, graphemeLength } from "./TextLength.js"
-
-/** A new signing secret, `whsec_` and 32 random bytes in base64: shown once, when the webhook is connected. */
-export const generateSigningSecret = (): string => `whsec_${randomBytes(32).toString("base64")}`
 
 /**
  * The body of each webhook call (docs/webhooks.md): JSON, signed by the Standard Webhooks scheme in the

@@ -3,9 +3,9 @@ import type { PostId, SocialAccountId } from "@postline/domain"
 import { Effect } from "effect"
 import { policyRequire } from "../Access/Authorization.js"
 import type { PublishingAccount } from "../SocialAccounts/Repo.js"
-import type { BudgetWindow } from "./Budgets.js"
-import { lockProviderUsage, providerCalls } from "./ProviderCalls.js"
-import type { AttemptToSend, Started } from "./Repo.js"
+import type { BudgetWindow } from "../Providers/Budgets.js"
+import { lockProviderUsage, providerCalls } from "../Providers/ProviderCalls.js"
+import type { AttemptToSend, Started } from "./AttemptsRepo.js"
 
 /** A target whose time has come, locked with its post, and its account: null once the account is removed. */
 export type DueTarget = Omit<AttemptToSend, "attempt" | "ordinal"> & { readonly account: PublishingAccount | null }

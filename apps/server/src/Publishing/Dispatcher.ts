@@ -1,15 +1,17 @@
 import type { PostId } from "@postline/domain"
-import { Config, Duration, Effect, Layer, Queue, Schedule } from "effect"
+import { Config, Effect, Layer, Queue, Schedule } from "effect"
 import { withSystemActor } from "../Access/Authorization.js"
+import { pollInterval } from "../Background/Poll.js"
 import { transactionally } from "../Database/Transaction.js"
-import { ProviderBudgets } from "./Budgets.js"
+import { ProviderBudgets } from "../Providers/Budgets.js"
 import { DispatchRepo, type DueTarget } from "./DispatchRepo.js"
-import { PublishingRepo, type Started } from "./Repo.js"
-import { Publishing } from "./Service.js"
+import type { Started } from "./AttemptsRepo.js"
+import { TargetSender } from "./Send.js"
+import { TargetsRepo } from "./TargetsRepo.js"
 
 /**
  * How many sends of due targets each process has under way at most (`SCHEDULER_CONCURRENCY`), and how often
- * it looks for due targets when it found none (`SCHEDULER_POLL_MS`), which bounds how late one can be.
+ * it looks for due targets when it found none (Background/Poll.ts), which bounds how late one can be.
  */
 export class DispatchSettings extends Effect.Service<DispatchSettings>()("DispatchSettings", {
   effect: Effect.gen(function*() {
@@ -17,11 +19,7 @@ export class DispatchSettings extends Effect.Service<DispatchSettings>()("Dispat
       Config.withDefault(16),
       Config.validate({ message: "must be a whole number from 1 to 256", validation: (n) => n >= 1 && n <= 256 })
     )
-    const pollMs = yield* Config.integer("SCHEDULER_POLL_MS").pipe(
-      Config.withDefault(1000),
-      Config.validate({ message: "must be a whole number of milliseconds, at least 10", validation: (n) => n >= 10 })
-    )
-    return { concurrency, poll: Duration.millis(pollMs) } as const
+    return { concurrency, poll: yield* pollInterval } as const
   })
 }) {}
 
@@ -35,8 +33,8 @@ export class DispatchSettings extends Effect.Service<DispatchSettings>()("Dispat
 export class Dispatcher extends Effect.Service<Dispatcher>()("Dispatcher", {
   scoped: Effect.gen(function*() {
     const repo = yield* DispatchRepo
-    const targets = yield* PublishingRepo
-    const publishing = yield* Publishing
+    const targets = yield* TargetsRepo
+    const sender = yield* TargetSender
     const budgets = yield* ProviderBudgets
     const { concurrency, poll } = yield* DispatchSettings
     const scope = yield* Effect.scope
@@ -87,7 +85,7 @@ export class Dispatcher extends Effect.Service<Dispatcher>()("Dispatcher", {
       }).pipe(transactionally, withSystemActor)
 
     const send = ({ account, ...target }: DueTarget & Started) =>
-      publishing.sendTo(target, account ?? undefined, { retries: true }).pipe(
+      sender.sendTo(target, account ?? undefined, { retries: true }).pipe(
         withSystemActor,
         Effect.catchAllCause((cause) => Effect.logError("Scheduler: a due post could not be sent", cause)),
         Effect.ensuring(Effect.zipRight(
@@ -137,7 +135,7 @@ export class Dispatcher extends Effect.Service<Dispatcher>()("Dispatcher", {
 
     return { run, inFlight: () => inFlight, concurrency } as const
   }),
-  dependencies: [DispatchRepo.Default, PublishingRepo.Default, Publishing.Default, ProviderBudgets.Default, DispatchSettings.Default]
+  dependencies: [DispatchRepo.Default, TargetsRepo.Default, TargetSender.Default, ProviderBudgets.Default, DispatchSettings.Default]
 }) {}
 
 /** The dispatcher, running in the background of every server process. */

@@ -3,10 +3,15 @@ import { Estimate, Post, PostList, PostlineApi, PostNowResponse, PublishAttemptL
 import { Effect, Layer } from "effect"
 import { asEncoded } from "../Http/Encoded.js"
 import { Idempotency } from "../Idempotency/Service.js"
-import { isFinalAnswer, Publishing } from "../Publishing/Service.js"
-import { Scheduling } from "../Publishing/Scheduling.js"
-import { Posts } from "./Service.js"
+import { Posts } from "../Posts/Service.js"
+import { Scheduling } from "./Scheduling.js"
+import { isFinalAnswer } from "./PostNow.js"
+import { Publishing } from "./Service.js"
 
+/**
+ * The posts group: a post's life, from draft to schedule and publish, is one story, told by the publishing
+ * feature over the posts' own service.
+ */
 export const PostsHttpLive = HttpApiBuilder.group(PostlineApi, "posts", (handlers) =>
   Effect.gen(function*() {
     const posts = yield* Posts

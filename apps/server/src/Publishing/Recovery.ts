@@ -2,8 +2,10 @@ import { Duration, Effect, Layer, Option, Schedule } from "effect"
 import { type Authorized, withSystemActor } from "../Access/Authorization.js"
 import { transactionally } from "../Database/Transaction.js"
 import { SoleProcess } from "../Database/SoleProcess.js"
-import { type AbandonedAttempt, type AttemptOutcome, PublishingRepo } from "./Repo.js"
-import { logTargetFailed, Publishing } from "./Service.js"
+import { type AbandonedAttempt, type AttemptOutcome, AttemptsRepo } from "./AttemptsRepo.js"
+import { logTargetFailed, SendOutcomes } from "./Outcome.js"
+import { TargetSender } from "./Send.js"
+import { TargetsRepo } from "./TargetsRepo.js"
 import { PublishSettings } from "./Settings.js"
 
 // Targets taken over at once by one process: each is a provider call under way.
@@ -20,8 +22,10 @@ const batchSize = 8
  */
 export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishRecovery", {
   effect: Effect.gen(function*() {
-    const publishing = yield* Publishing
-    const targets = yield* PublishingRepo
+    const outcomes = yield* SendOutcomes
+    const sender = yield* TargetSender
+    const attempts = yield* AttemptsRepo
+    const targets = yield* TargetsRepo
     const settings = yield* PublishSettings
 
     /** What became of an attempt taken over: sent again under a new attempt, or (after the last) its target ended. */
@@ -31,25 +35,25 @@ export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishR
 
     const giveUp = (left: AbandonedAttempt) =>
       Effect.gen(function*() {
-        const ended = yield* publishing.giveUp(left)
+        const ended = yield* outcomes.giveUp(left)
         yield* targets.refreshStatus(left.postId)
         return { _tag: "GaveUp", left, ended } satisfies TakenOver
       })
 
     const takeOver = (left: AbandonedAttempt): Effect.Effect<TakenOver, never, Authorized<"Post", "publish">> =>
       left.ordinal >= settings.maxAttempts ? giveUp(left) : Effect.gen(function*() {
-        yield* targets.endUnanswered(left.postId, left.socialAccountId, left.attempt)
-        const started = yield* targets.startAttempt(left.postId, left.socialAccountId, left.creditsReserved, left.scheduled)
+        yield* attempts.endUnanswered(left.postId, left.socialAccountId, left.attempt)
+        const started = yield* attempts.startAttempt(left.postId, left.socialAccountId, left.creditsReserved, left.scheduled)
         return { _tag: "Resend", target: { ...left, ...started } } satisfies TakenOver
       })
 
     // Read before this process serves anything: what started earlier is no send of its own.
-    const startedAt = (yield* SoleProcess) ? yield* targets.now : null
+    const startedAt = (yield* SoleProcess) ? yield* attempts.now : null
 
     /** Takes over one batch and sends it; answers how many were taken. */
     const recoverBatch = withSystemActor(Effect.gen(function*() {
       const taken = yield* transactionally(Effect.flatMap(
-        targets.abandonedAttempts(settings.recoverySeconds, batchSize, startedAt),
+        attempts.abandonedAttempts(settings.recoverySeconds, batchSize, startedAt),
         (abandoned) => Effect.forEach(abandoned, takeOver)
       ))
       // Logged once their ends are committed.
@@ -62,7 +66,7 @@ export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishR
       yield* Effect.forEach(
         toSend,
         (target) =>
-          Effect.zipRight(publishing.sendAgain(target, { retries: target.scheduled }), targets.refreshStatus(target.postId)),
+          Effect.zipRight(sender.sendAgain(target, { retries: target.scheduled }), targets.refreshStatus(target.postId)),
         { concurrency: "unbounded", discard: true }
       )
       return taken.length
@@ -78,7 +82,7 @@ export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishR
 
     return { recover, interval } as const
   }),
-  dependencies: [Publishing.Default, PublishingRepo.Default, PublishSettings.Default]
+  dependencies: [SendOutcomes.Default, TargetSender.Default, AttemptsRepo.Default, TargetsRepo.Default, PublishSettings.Default]
 }) {}
 
 /**

@@ -14,8 +14,9 @@ import { PostingSlots } from "../PostingSlots/Service.js"
 import { PostsPolicy } from "../Posts/Policy.js"
 import { PostsRepo } from "../Posts/Repo.js"
 import { postNotFound } from "../Posts/Service.js"
-import { PublishingRepo } from "./Repo.js"
-import { outcomeOf, Publishing } from "./Service.js"
+import { outcomeOf } from "./PostNow.js"
+import { Publishing } from "./Service.js"
+import { TargetsRepo } from "./TargetsRepo.js"
 
 const yearMillis = 366 * 24 * 60 * 60 * 1000
 
@@ -30,7 +31,7 @@ export class Scheduling extends Effect.Service<Scheduling>()("Scheduling", {
   effect: Effect.gen(function*() {
     const publishing = yield* Publishing
     const posts = yield* PostsRepo
-    const targets = yield* PublishingRepo
+    const targets = yield* TargetsRepo
     const policy = yield* PostsPolicy
     const slots = yield* PostingSlots
     const minLeadSeconds = yield* Config.integer("SCHEDULE_MIN_LEAD_SECONDS").pipe(Config.withDefault(minScheduleLeadSeconds))
@@ -106,5 +107,5 @@ export class Scheduling extends Effect.Service<Scheduling>()("Scheduling", {
 
     return { schedule, unschedule } as const
   }),
-  dependencies: [Publishing.Default, PostsRepo.Default, PublishingRepo.Default, PostsPolicy.Default, PostingSlots.Default]
+  dependencies: [Publishing.Default, PostsRepo.Default, TargetsRepo.Default, PostsPolicy.Default, PostingSlots.Default]
 }) {}

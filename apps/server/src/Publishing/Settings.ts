@@ -1,4 +1,5 @@
-import { Config, ConfigError, Duration, Effect } from "effect"
+import { Config, ConfigError, Duration, Effect, Layer } from "effect"
+import { configuredOutbound } from "../Outbound/Outbound.js"
 
 const positive = (name: string, fallback: number) =>
   Config.integer(name).pipe(
@@ -30,3 +31,11 @@ export class PublishSettings extends Effect.Service<PublishSettings>()("PublishS
   })
 }) {}
 
+
+/**
+ * The providers' outbound client: a call may take a second more than a send (`PUBLISH_TIMEOUT_SECONDS`), whose
+ * own timeout governs it.
+ */
+export const ProvidersOutboundLive = Layer.unwrapEffect(
+  Effect.map(PublishSettings, ({ timeout }) => configuredOutbound(Duration.toMillis(timeout) + 1000))
+).pipe(Layer.provide(PublishSettings.Default))

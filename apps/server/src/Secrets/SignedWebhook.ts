@@ -1,4 +1,8 @@
+import { randomBytes } from "node:crypto"
 import { Webhook as StandardWebhook } from "standardwebhooks"
+
+/** A new signing secret, `whsec_` and 32 random bytes in base64: shown once, when the webhook is connected. */
+export const generateSigningSecret = (): string => `whsec_${randomBytes(32).toString("base64")}`
 
 /**
  * A POST of a JSON `body` signed by the Standard Webhooks scheme with `secret` (`whsec_…`): `id` is the same on

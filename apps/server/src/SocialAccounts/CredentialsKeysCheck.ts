@@ -1,5 +1,5 @@
 import { Effect, Layer } from "effect"
-import { CredentialsCipher, unknownKeyMessage } from "../Providers/CredentialsCipher.js"
+import { CredentialsCipher, unknownKeyMessage } from "../Secrets/CredentialsCipher.js"
 import { StartupError } from "../StartupError.js"
 import { SocialAccountsRepo } from "./Repo.js"
 

@@ -1,7 +1,7 @@
 import type { SocialAccountId } from "@postline/domain"
 import { Effect, Either } from "effect"
 import { transactionally } from "../Database/Transaction.js"
-import { CredentialsCipher } from "../Providers/CredentialsCipher.js"
+import { CredentialsCipher } from "../Secrets/CredentialsCipher.js"
 import { SocialAccountsRepo } from "./Repo.js"
 
 /** Accounts per transaction: a rotation holds no more than this many in memory, or locked, at once. */

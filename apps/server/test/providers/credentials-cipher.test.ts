@@ -6,7 +6,7 @@ import { existsSync, readFileSync, statSync } from "node:fs"
 import * as Path from "node:path"
 import { credentialsFromJson, credentialsToJson } from "../../src/Providers/Credentials.js"
 import { DeploymentLive } from "../../src/Deployment.js"
-import { CredentialsCipher, CredentialsCipherLive, unknownKeyMessage } from "../../src/Providers/CredentialsCipher.js"
+import { CredentialsCipher, CredentialsCipherLive, unknownKeyMessage } from "../../src/Secrets/CredentialsCipher.js"
 import { scopedTempDir, TestDatabase } from "../support/TestDatabase.js"
 
 const newKey = () => Redacted.make(randomBytes(32).toString("base64"))

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Duration, Effect, Inspectable, Layer, Redacted, Schema } from "effect"
 import { MastodonCredentials } from "../../src/Providers/Credentials.js"
-import { MastodonMediaProcessing } from "../../src/Providers/Mastodon.js"
+import { MastodonMediaProcessing } from "../../src/Providers/MastodonMedia.js"
 import { SocialProviders } from "../../src/Providers/Registry.js"
 import { ContentLimits, type MediaFacts, type PublishMedia } from "../../src/Providers/SocialProvider.js"
 import { mastodonLength } from "../../src/Providers/TextLength.js"

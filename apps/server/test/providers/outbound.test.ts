@@ -1,8 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Layer, Stream } from "effect"
 import { readFileSync } from "node:fs"
+import type { Resolver } from "../../src/Outbound/AddressChecks.js"
 import { reservedRange } from "../../src/Outbound/Addresses.js"
-import { configuredOutbound, Outbound, type Resolver } from "../../src/Outbound/Outbound.js"
+import { configuredOutbound, Outbound } from "../../src/Outbound/Outbound.js"
 import { retryAfterSeconds } from "../../src/Outbound/RetryAfter.js"
 import { makeLocalServer } from "../support/LocalServer.js"
 

@@ -1,11 +1,12 @@
 import { SqlClient } from "@effect/sql"
-import type { OrganizationId, PostId, PublishError, SocialAccountId, TargetStatus, TeamId } from "@postline/domain"
+import type { OrganizationId, PostId, PublishError, SocialAccountId, TeamId } from "@postline/domain"
 import { Effect } from "effect"
 import { policyRequire } from "../Access/Authorization.js"
 import { insertEventsOf } from "../EventWebhooks/Repo.js"
 import type { ProviderName } from "../Providers/Credentials.js"
 import type { Published } from "../Providers/SocialProvider.js"
 import { snapshotOffsetsSeconds } from "../Analytics/Schedule.js"
+import { attemptsBefore } from "./TargetsRepo.js"
 
 /**
  * How an attempt ended: published; failed; or in doubt, the provider's answer never came (it may have
@@ -15,19 +16,6 @@ export type AttemptOutcome =
   | { readonly _tag: "Published"; readonly published: Published }
   | { readonly _tag: "Failed"; readonly error: PublishError }
   | { readonly _tag: "InDoubt"; readonly error: PublishError }
-
-/** A target as its publish's answer shows it. */
-export interface TargetResult {
-  readonly socialAccountId: SocialAccountId
-  readonly status: TargetStatus
-  readonly externalId: string | null
-  readonly url: string | null
-  readonly errorCategory: PublishError["category"] | null
-  readonly errorMessage: string | null
-  readonly errorRetryable: boolean | null
-  readonly creditsSpent: number
-  readonly updatedAt: Date
-}
 
 /** An attempt at a target and what sending it needs: its post, team, organization and the credits it holds. */
 export interface AttemptToSend {
@@ -64,48 +52,12 @@ export interface Started {
 }
 
 /**
- * Targets (what became of a post on each account) and attempts (each call of
- * a provider, recorded before it is made and after it answers), so that a
- * publish, a scheduled one or one run again after a crash follows one path.
+ * Attempts: each call of a provider, recorded before it is made and after it answers (with its target's end
+ * or wait), so that a publish, a scheduled one or one run again after a crash follows one path.
  */
-export class PublishingRepo extends Effect.Service<PublishingRepo>()("PublishingRepo", {
+export class AttemptsRepo extends Effect.Service<AttemptsRepo>()("AttemptsRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-
-    /** Of these accounts, those the post was published to or is being sent to (or waits for its time). */
-    const busyTargets = (postId: PostId, ids: ReadonlyArray<SocialAccountId>) =>
-      sql<{ readonly socialAccountId: SocialAccountId; readonly status: TargetStatus }>`SELECT
-          social_account_id AS "socialAccountId", status
-        FROM post_targets WHERE post_id = ${postId} AND social_account_id IN ${sql.in(ids)}
-          AND status IN ('pending', 'published')`.pipe(Effect.orDie, policyRequire("Post", "publish"))
-
-    /**
-     * A target failed before anything was sent (a text the provider would refuse, credentials it refused); its
-     * organization's event webhook, if it has one, is told in the same statement.
-     */
-    const failBeforeSending = (postId: PostId, socialAccountId: SocialAccountId, error: PublishError) =>
-      sql`WITH ended AS (
-          INSERT INTO post_targets (post_id, social_account_id, status, error_category, error_message, error_retryable)
-          VALUES (${postId}, ${socialAccountId}, 'failed', ${error.category}, ${error.message}, ${error.retryable})
-          ON CONFLICT (post_id, social_account_id) DO UPDATE SET status = 'failed', external_id = NULL, url = NULL,
-            published_at = NULL, error_category = EXCLUDED.error_category, error_message = EXCLUDED.error_message,
-            error_retryable = EXCLUDED.error_retryable, credits_reserved = 0, credits_spent = 0, due_at = NULL,
-            updated_at = now()
-          RETURNING *),
-        events AS (${insertEventsOf(sql, "ended")})
-        SELECT 1`.pipe(
-        Effect.asVoid,
-        Effect.orDie,
-        policyRequire("Post", "publish")
-      )
-
-    /**
-     * Its earlier attempts, when a target that had ended (failed) is made pending again: a new publish counts
-     * its attempts from there. A target still pending keeps its count.
-     */
-    const attemptsBefore = sql`CASE WHEN post_targets.status = 'pending' THEN post_targets.attempts_before
-      ELSE (SELECT coalesce(max(a.attempt), 0) FROM publish_attempts a
-        WHERE a.post_id = post_targets.post_id AND a.social_account_id = post_targets.social_account_id) END`
 
     /**
      * The target is being sent: pending with its credits held (and no longer due), and a new attempt started;
@@ -118,7 +70,7 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
           VALUES (${postId}, ${socialAccountId}, 'pending', ${creditsReserved}, ${scheduled})
           ON CONFLICT (post_id, social_account_id) DO UPDATE SET status = 'pending', external_id = NULL, url = NULL,
             published_at = NULL, error_category = NULL, error_message = NULL, error_retryable = NULL,
-            credits_reserved = EXCLUDED.credits_reserved, credits_spent = 0, attempts_before = ${attemptsBefore},
+            credits_reserved = EXCLUDED.credits_reserved, credits_spent = 0, attempts_before = ${attemptsBefore(sql)},
             due_at = NULL, scheduled = EXCLUDED.scheduled, updated_at = now()
           RETURNING attempts_before AS before`
         const [{ attempt }] = yield* sql<{ readonly attempt: number }>`INSERT INTO publish_attempts
@@ -240,126 +192,14 @@ export class PublishingRepo extends Effect.Service<PublishingRepo>()("Publishing
         WHERE post_id = ${postId} AND social_account_id = ${socialAccountId} AND attempt = ${attempt}
           AND finished_at IS NULL`.pipe(Effect.asVoid, Effect.orDie, policyRequire("Post", "publish"))
 
-    /** The targets of these accounts, as a publish's answer shows them. */
-    const resultsOf = (postId: PostId, ids: ReadonlyArray<SocialAccountId>) =>
-      sql<TargetResult>`SELECT social_account_id AS "socialAccountId", status, external_id AS "externalId", url,
-          error_category AS "errorCategory", error_message AS "errorMessage", error_retryable AS "errorRetryable",
-          credits_spent AS "creditsSpent", updated_at AS "updatedAt"
-        FROM post_targets WHERE post_id = ${postId} AND social_account_id IN ${sql.in(ids)}`.pipe(
-        Effect.orDie,
-        policyRequire("Post", "publish")
-      )
-
-    /**
-     * The targets of a scheduled post, waiting for its time with their credits held; `sentBefore`: made to
-     * wait again after an earlier publish failed them.
-     */
-    const waitingTargets = (postId: PostId) =>
-      sql<{ readonly socialAccountId: SocialAccountId; readonly creditsReserved: number; readonly sentBefore: boolean }>`
-        SELECT t.social_account_id AS "socialAccountId", t.credits_reserved AS "creditsReserved",
-          t.attempts_before > 0 AS "sentBefore"
-        FROM post_targets t WHERE t.post_id = ${postId} AND t.status = 'pending'
-          AND NOT EXISTS (SELECT 1 FROM publish_attempts a WHERE a.post_id = t.post_id
-            AND a.social_account_id = t.social_account_id AND a.attempt > t.attempts_before)`.pipe(
-        Effect.orDie,
-        policyRequire("Post", "publish")
-      )
-
-    /**
-     * A target to be sent at a scheduled time: pending, its credits held, no attempt yet, due at `dueAt`, under
-     * the scheduled rules; one that failed before keeps its last error on show until it is sent.
-     */
-    const awaitTarget = (postId: PostId, socialAccountId: SocialAccountId, creditsReserved: number, dueAt: Date) =>
-      sql`INSERT INTO post_targets (post_id, social_account_id, status, credits_reserved, due_at, scheduled)
-        VALUES (${postId}, ${socialAccountId}, 'pending', ${creditsReserved}, ${dueAt}, true)
-        ON CONFLICT (post_id, social_account_id) DO UPDATE SET status = 'pending', external_id = NULL, url = NULL,
-          published_at = NULL, credits_reserved = EXCLUDED.credits_reserved, credits_spent = 0,
-          attempts_before = ${attemptsBefore}, due_at = EXCLUDED.due_at, scheduled = true, updated_at = now()`.pipe(
-        Effect.asVoid,
-        Effect.orDie,
-        policyRequire("Post", "publish")
-      )
-
-    /** A target that failed before and waited for a schedule that was taken back: failed again, as it was. */
-    const stopWaiting = (postId: PostId, socialAccountId: SocialAccountId) =>
-      sql`UPDATE post_targets SET status = 'failed', credits_reserved = 0, due_at = NULL, updated_at = now()
-        WHERE post_id = ${postId} AND social_account_id = ${socialAccountId}`.pipe(
-        Effect.asVoid,
-        Effect.orDie,
-        policyRequire("Post", "publish")
-      )
-
-    const dropTarget = (postId: PostId, socialAccountId: SocialAccountId) =>
-      sql`DELETE FROM post_targets WHERE post_id = ${postId} AND social_account_id = ${socialAccountId}`.pipe(
-        Effect.asVoid,
-        Effect.orDie,
-        policyRequire("Post", "publish")
-      )
-
-    /** The post waits for `scheduledAt` under a new schedule version. */
-    const markScheduled = (postId: PostId, scheduledAt: Date) =>
-      sql`UPDATE posts SET status = 'scheduled', scheduled_at = ${scheduledAt},
-          schedule_version = schedule_version + 1, waiting_until = NULL, updated_at = now()
-        WHERE id = ${postId}`.pipe(
-        Effect.asVoid,
-        Effect.orDie,
-        policyRequire("Post", "publish")
-      )
-
-    /** The post no longer waits for a time: its schedule's version moves on. */
-    const clearSchedule = (postId: PostId) =>
-      sql`UPDATE posts SET scheduled_at = NULL, schedule_version = schedule_version + 1, waiting_until = NULL,
-          updated_at = now()
-        WHERE id = ${postId}`.pipe(Effect.asVoid, Effect.orDie, policyRequire("Post", "publish"))
-
-    /** Each post's status, as its targets say: publishing while any is pending, then how they turned out. */
-    const refreshStatuses = (postIds: ReadonlyArray<PostId>) =>
-      sql`UPDATE posts p SET updated_at = now(), status = (
-          SELECT CASE
-            WHEN count(*) = 0 THEN 'draft'
-            WHEN p.status = 'scheduled' AND p.scheduled_at IS NOT NULL THEN 'scheduled'
-            WHEN bool_or(t.status = 'pending') THEN 'publishing'
-            WHEN bool_and(t.status = 'published') THEN 'published'
-            WHEN bool_and(t.status = 'failed') THEN 'failed'
-            ELSE 'partially_published' END
-          FROM post_targets t WHERE t.post_id = p.id)
-        WHERE p.id IN ${sql.in(postIds)}`.pipe(Effect.asVoid, Effect.orDie, policyRequire("Post", "publish"))
-
-    const refreshStatus = (postId: PostId) => refreshStatuses([postId])
-
-    /** Posts still publishing whose targets have all ended (their process died before it said so): brought up to date. */
-    const refreshEnded = sql`UPDATE posts p SET updated_at = now(), status = CASE
-        WHEN NOT EXISTS (SELECT 1 FROM post_targets t WHERE t.post_id = p.id AND t.status <> 'published') THEN 'published'
-        WHEN NOT EXISTS (SELECT 1 FROM post_targets t WHERE t.post_id = p.id AND t.status <> 'failed') THEN 'failed'
-        ELSE 'partially_published' END
-      WHERE p.status = 'publishing'
-        AND EXISTS (SELECT 1 FROM post_targets t WHERE t.post_id = p.id)
-        AND NOT EXISTS (SELECT 1 FROM post_targets t WHERE t.post_id = p.id AND t.status = 'pending')`.pipe(
-      Effect.asVoid,
-      Effect.orDie,
-      policyRequire("Post", "publish")
-    )
-
     return {
-      busyTargets,
-      failBeforeSending,
       startAttempt,
       finishAttempt,
       recordRetry,
       leaveInDoubt,
       now,
       abandonedAttempts,
-      endUnanswered,
-      resultsOf,
-      waitingTargets,
-      awaitTarget,
-      stopWaiting,
-      dropTarget,
-      markScheduled,
-      clearSchedule,
-      refreshStatus,
-      refreshStatuses,
-      refreshEnded
+      endUnanswered
     } as const
   })
 }) {}
