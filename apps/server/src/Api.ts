@@ -7,7 +7,7 @@ import { ApiKeysHttpLive } from "./ApiKeys/Http.js"
 import { MediaHttpLive } from "./Assets/Http.js"
 import { DevicePageLive } from "./Auth/DevicePage.js"
 import { BillingHttpLive } from "./Billing/Http.js"
-import { BillingWebhooksHttpLive } from "./Billing/Webhooks/Http.js"
+import { PaymentEventsHttpLive } from "./Billing/PaymentEvents/Http.js"
 import { FoldersHttpLive } from "./Folders/Http.js"
 import { AuthHttpLive } from "./Auth/Http.js"
 import { CreditsHttpLive } from "./Credits/Http.js"
@@ -47,7 +47,7 @@ const ApiLive = HttpApiBuilder.api(PostlineApi).pipe(
     MediaHttpLive,
     EventWebhooksHttpLive,
     BillingHttpLive,
-    BillingWebhooksHttpLive,
+    PaymentEventsHttpLive,
     AuthHttpLive,
     HealthHttpLive
   ]),

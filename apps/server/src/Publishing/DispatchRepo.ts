@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import type { PostId, SocialAccountId } from "@postline/domain"
 import { Effect } from "effect"
 import { policyRequire } from "../Access/Authorization.js"
-import type { PublishingAccount } from "../SocialAccounts/Repo.js"
+import { decodePublishingAccount, type PublishingAccount, publishingAccountJson } from "../SocialAccounts/PublishingAccount.js"
 import type { BudgetWindow } from "../Providers/Budgets.js"
 import { lockProviderUsage, providerCalls } from "../Providers/ProviderCalls.js"
 import type { AttemptToSend, Started } from "./AttemptsRepo.js"
@@ -27,7 +27,7 @@ export class DispatchRepo extends Effect.Service<DispatchRepo>()("DispatchRepo",
      * many are due.
      */
     const claimDue = (limit: number) =>
-      sql<DueTarget>`WITH due AS (
+      sql<Omit<DueTarget, "account"> & { readonly account: unknown }>`WITH due AS (
           SELECT post_id, social_account_id, due_at FROM post_targets
           WHERE due_at <= now() AND status = 'pending'
           ORDER BY due_at LIMIT ${limit}
@@ -35,13 +35,18 @@ export class DispatchRepo extends Effect.Service<DispatchRepo>()("DispatchRepo",
         SELECT pt.post_id AS "postId", pt.social_account_id AS "socialAccountId",
           p.team_id AS "teamId", t.organization_id AS "organizationId", sa.provider, p.content,
           p.link_tracking AS "linkTracking", pt.credits_reserved AS "creditsReserved",
-          CASE WHEN sa.id IS NOT NULL THEN json_build_object('id', sa.id, 'provider', sa.provider, 'status', sa.status,
-            'ciphertext', sa.credentials, 'contentLimits', sa.content_limits) END AS account
+          CASE WHEN sa.id IS NOT NULL THEN ${publishingAccountJson(sql, "sa")} END AS account
         FROM due JOIN post_targets pt ON pt.post_id = due.post_id AND pt.social_account_id = due.social_account_id
           JOIN posts p ON p.id = pt.post_id JOIN teams t ON t.id = p.team_id
           LEFT JOIN social_accounts sa ON sa.id = pt.social_account_id AND sa.team_id = p.team_id
         ORDER BY due.due_at
-        FOR UPDATE OF p SKIP LOCKED`.pipe(Effect.orDie, policyRequire("Post", "publish"))
+        FOR UPDATE OF p SKIP LOCKED`.pipe(
+        Effect.orDie,
+        Effect.flatMap(Effect.forEach((target) =>
+          Effect.map(decodePublishingAccount(target.account), (account): DueTarget => ({ ...target, account }))
+        )),
+        policyRequire("Post", "publish")
+      )
 
     /** The account's provider calls in each window, its row locked until the transaction ends. */
     const lockUsage = (socialAccountId: SocialAccountId, windows: ReadonlyArray<BudgetWindow>) =>

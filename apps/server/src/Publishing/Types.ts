@@ -2,7 +2,7 @@ import type { OrganizationId, PostId, PublishError, SocialAccountId } from "@pos
 import type { Hold } from "../Credits/Repo.js"
 import type { PostMediumFacts } from "../Posts/Repo.js"
 import type { ProviderName } from "../Providers/Credentials.js"
-import type { PublishingAccount } from "../SocialAccounts/Repo.js"
+import type { PublishingAccount } from "../SocialAccounts/PublishingAccount.js"
 import type { AttemptOutcome } from "./AttemptsRepo.js"
 
 /** One account of a publish, as checked before anything is sent: to send (with its price), or failed already. */

@@ -4,7 +4,6 @@ import type {
   SocialAccount,
   SocialAccountId,
   SocialAccountListQuery,
-  SocialAccountStatus,
   SocialProvider,
   TeamId
 } from "@postline/domain"
@@ -13,6 +12,7 @@ import { policyRequire } from "../Access/Authorization.js"
 import { isoUtc, selectFields } from "../Database/Columns.js"
 import { type PageRequest, paginate, type SortColumns } from "../Pagination/Keyset.js"
 import type { ContentLimits, Profile } from "../Providers/SocialProvider.js"
+import { decodePublishingAccount, publishingAccountJson } from "./PublishingAccount.js"
 
 const sortColumns: SortColumns = {
   createdAt: "a.created_at",
@@ -24,15 +24,6 @@ const sortColumns: SortColumns = {
 /** An account's stored credentials (one ciphertext) and the limits its provider set when they were checked. */
 export interface StoredCredentials {
   readonly account: SocialAccount
-  readonly ciphertext: string
-  readonly contentLimits: ContentLimits
-}
-
-/** An account as publishing needs it. */
-export interface PublishingAccount {
-  readonly id: SocialAccountId
-  readonly provider: SocialProvider
-  readonly status: SocialAccountStatus
   readonly ciphertext: string
   readonly contentLimits: ContentLimits
 }
@@ -162,9 +153,11 @@ export class SocialAccountsRepo extends Effect.Service<SocialAccountsRepo>()("So
 
     /** What publishing to these accounts of the team takes: provider, status, credentials and limits. */
     const forPublishing = (teamId: TeamId, ids: ReadonlyArray<SocialAccountId>) =>
-      sql<PublishingAccount>`SELECT a.id, a.provider, a.status, a.credentials AS ciphertext, a.content_limits AS "contentLimits"
+      sql<{ readonly account: unknown }>`SELECT ${publishingAccountJson(sql, "a")} AS account
         FROM social_accounts a WHERE a.team_id = ${teamId} AND a.id IN ${sql.in(ids)}`.pipe(
         Effect.orDie,
+        Effect.flatMap(Effect.forEach(({ account }) => decodePublishingAccount(account))),
+        Effect.map((accounts) => accounts.filter((account) => account !== null)),
         policyRequire("Post", "publish")
       )
 

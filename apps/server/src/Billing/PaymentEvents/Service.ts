@@ -14,7 +14,7 @@ import { BillingSettings } from "../Settings.js"
  * a replay, or a concurrent delivery, finds it recorded (the second insert waits for the first's commit) and
  * does nothing. Events the server does not use are acknowledged and not recorded.
  */
-export class BillingWebhooks extends Effect.Service<BillingWebhooks>()("BillingWebhooks", {
+export class PaymentEventsReceiver extends Effect.Service<PaymentEventsReceiver>()("PaymentEventsReceiver", {
   effect: Effect.gen(function*() {
     const repo = yield* BillingRepo
     const credits = yield* CreditsRepo
