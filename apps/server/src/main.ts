@@ -12,6 +12,7 @@ import { MediaStorageLive } from "./Assets/StorageConfig.js"
 import { StorageSweepLive } from "./Assets/Sweep.js"
 import { ListenAddressConfig, listenFailure, makeServerLifecycle } from "./Http/ServerLifecycle.js"
 import { serverTimeouts } from "./Http/ServerTimeouts.js"
+import { SendScope } from "./Publishing/SendScope.js"
 import { ProvidersOutboundLive } from "./Publishing/Settings.js"
 import { CredentialsCipherLive } from "./Secrets/CredentialsCipher.js"
 import { SocialProviders } from "./Providers/Registry.js"
@@ -62,6 +63,8 @@ const makeAppLive = (level: LogLevel.LogLevel) =>
     Layer.merge(AdminServerLive),
     withStartStopLog,
     Layer.provide(lifecycle.DrainLive),
+    // Post-now sends run in it (shared with the API's PostNow): closed after the drain, a send in flight ends first.
+    Layer.provide(SendScope.Default),
     Layer.provide(EndStartupTurnLive),
     Layer.provide(ScheduledPublishingLive),
     Layer.provide(Layer.provideMerge(StorageSweepLive, MediaStorageLive)),

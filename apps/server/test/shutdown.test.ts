@@ -1,7 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
+import { publishEnv, publishingSetup, readUntil } from "./support/ProcessPublishing.js"
+import { makeWebhookReceiver } from "./support/Publishing.js"
 import { rawConnection } from "./support/RawHttp.js"
-import { createUserWithToken, startServer } from "./support/ServerProcess.js"
+import { callsAs, createUserWithToken, startServer } from "./support/ServerProcess.js"
 import { freshDatabaseEnv } from "./support/TestDatabase.js"
 
 const request = (method: string, path: string, token: string, body?: string) =>
@@ -44,5 +46,30 @@ describe("stopping on SIGTERM", () => {
       })
       expect(yield* Effect.promise(() => inFlight.closed)).toEqual({ reset: false })
       expect(yield* Effect.promise(() => server.exited)).toBe(0)
+    }))
+
+  it.scopedLive("lets a post-now's send under way finish: its caller gets the answer, the network the post once", () =>
+    Effect.gen(function*() {
+      const receiver = yield* makeWebhookReceiver
+      // The network holds its answer until the server is stopping.
+      let answer = () => {}
+      receiver.answerWith((_event, response) => void (answer = () => response.writeHead(204).end()))
+      const env = publishEnv(yield* freshDatabaseEnv, { SHUTDOWN_GRACE_SECONDS: "120" })
+      const { accountIds: [account], postId, teamId, token } = yield* publishingSetup(env, receiver.url, 1, 5)
+      const server = yield* startServer(env)
+      const call = callsAs(server, token)
+      const postNow = yield* Effect.fork(call("POST", `/v1/teams/${teamId}/posts/${postId}/post-now`, { socialAccountIds: [account] }))
+      yield* readUntil(Effect.sync(() => receiver.received.length), (count) => count === 1)
+
+      server.child.kill("SIGTERM")
+      const stopping = yield* readUntil(call("GET", "/v1/organizations"), (response) => response.status === 503)
+      expect(stopping.body).toEqual({ _tag: "ServiceUnavailable", message: "The server is shutting down" })
+      answer()
+      expect(yield* Fiber.join(postNow)).toMatchObject({
+        status: 200,
+        body: { outcome: "none_failed", results: [{ socialAccountId: account, status: "published" }] }
+      })
+      expect(yield* Effect.promise(() => server.exited)).toBe(0)
+      expect(receiver.received).toHaveLength(1)
     }))
 })

@@ -12,6 +12,7 @@ import { authorize } from "../Access/Authorization.js"
 import { PostsPolicy } from "../Posts/Policy.js"
 import { PublishPreparation } from "./Prepare.js"
 import { TargetSender } from "./Send.js"
+import { SendScope } from "./SendScope.js"
 import { type TargetResult, TargetsRepo } from "./TargetsRepo.js"
 
 /** A target as the publish's answer shows it. */
@@ -47,14 +48,12 @@ export const isFinalAnswer = (answer: PostNowResponse) => answer.results.every((
 
 /** Publishing a post now: its targets checked, their credits held, and all sent before the answer. */
 export class PostNow extends Effect.Service<PostNow>()("PostNow", {
-  scoped: Effect.gen(function*() {
+  effect: Effect.gen(function*() {
     const targets = yield* TargetsRepo
     const policy = yield* PostsPolicy
     const preparation = yield* PublishPreparation
     const sender = yield* TargetSender
-    // A post-now's sends run in this scope, not in its request: once credits are held, a client that goes away
-    // stops nothing.
-    const scope = yield* Effect.scope
+    const { scope } = yield* SendScope
 
     const postNow = (teamId: TeamId, postId: PostId, { socialAccountIds }: TargetAccounts) =>
       authorize(policy.canPublish(teamId, { lock: false }))(() =>
@@ -87,5 +86,5 @@ export class PostNow extends Effect.Service<PostNow>()("PostNow", {
 
     return { postNow, postNowAnswer } as const
   }),
-  dependencies: [TargetsRepo.Default, PostsPolicy.Default, PublishPreparation.Default, TargetSender.Default]
+  dependencies: [TargetsRepo.Default, PostsPolicy.Default, PublishPreparation.Default, TargetSender.Default, SendScope.Default]
 }) {}

@@ -87,7 +87,7 @@ export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishR
 
 /**
  * The recovery, running in the background of every server process. It needs PublishRecovery built before anything
- * of the process can start a send (Scheduler.ts provides it to the dispatcher too): the only process on its
+ * of the process can start a send (Workers.ts provides it to the dispatcher too): the only process on its
  * database reads its start as it is built, and takes over every attempt begun before.
  */
 export const PublishRecoveryLive = Layer.scopedDiscard(Effect.gen(function*() {
