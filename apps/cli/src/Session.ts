@@ -16,7 +16,7 @@ export const reported = <A, E, R>(body: Effect.Effect<A, E, R>) =>
       const failure = failureOf(error)
       return Effect.zipRight(
         Effect.flatMap(Output, (output) => output.failure(failure)),
-        Effect.fail(new Reported({ exitCode: exitCodeOf(failure._tag) }))
+        Effect.fail(new Reported({ exitCode: exitCodeOf(failure) }))
       )
     })
   )

@@ -28,7 +28,7 @@ const reportUnreported = (error: unknown, json: boolean) => {
     return Effect.as(json ? Console.log(failureDocument(failure)) : Effect.void, usageExitCode)
   }
   const failure = failureOf(error)
-  return Effect.as(json ? Console.log(failureDocument(failure)) : Console.error(describeFailure(failure)), exitCodeOf(failure._tag))
+  return Effect.as(json ? Console.log(failureDocument(failure)) : Console.error(describeFailure(failure)), exitCodeOf(failure))
 }
 
 /** Logs are for people and go to standard error: standard output is the answer's (or, for `mcp`, the protocol's). */

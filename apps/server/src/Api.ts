@@ -19,6 +19,7 @@ import { McpHttpLive } from "./Mcp/Http.js"
 import { MembersHttpLive } from "./Members/Http.js"
 import { OrganizationsHttpLive } from "./Organizations/Http.js"
 import { PostingSlotsHttpLive } from "./PostingSlots/Http.js"
+import { ProvidersHttpLive } from "./Providers/Http.js"
 import { PostsHttpLive } from "./Publishing/Http.js"
 import { RateLimitMiddlewareLive } from "./RateLimits/Middleware.js"
 import { SocialAccountsHttpLive } from "./SocialAccounts/Http.js"
@@ -38,6 +39,7 @@ const ApiLive = HttpApiBuilder.api(PostlineApi).pipe(
     ApiKeysHttpLive,
     AgentContextHttpLive,
     SocialAccountsHttpLive,
+    ProvidersHttpLive,
     PostsHttpLive,
     AnalyticsHttpLive,
     CreditsHttpLive,

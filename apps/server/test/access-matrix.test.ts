@@ -1,7 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { PostlineApi } from "@postline/domain"
-import { ConfigProvider, Effect, Layer } from "effect"
+import { BadRequestReason, ConflictReason, PaymentRequiredReason, PostlineApi } from "@postline/domain"
+import { ConfigProvider, Effect, Layer, Schema } from "effect"
 import { createHash, randomUUID } from "node:crypto"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -28,6 +28,13 @@ const importSource = await new Promise<string>((resolve) => {
   server.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`))
   server.unref()
 })
+
+/** The refusals that say why with a `reason`, and the codes the document lists for each. */
+const reasonsOf: Record<string, (reason: unknown) => boolean> = {
+  Conflict: Schema.is(ConflictReason),
+  PaymentRequired: Schema.is(PaymentRequiredReason),
+  BadRequest: Schema.is(BadRequestReason)
+}
 
 /** Billing sells through Stripe, faked at the HTTP level (no Stripe server can run here). */
 const stripe = await makeStripeFake()
@@ -305,7 +312,7 @@ interface Case {
   readonly variant?: string
   readonly call: (world: World, targets: Targets) => Call
   readonly statuses: Statuses
-  /** The case acts on a post published to Mastodon (`targets.mastodon…`). */
+  /** The case acts on a post published to Mastodon (`targets.mastodon…`); an analytics case's call is paid. */
   readonly mastodon?: true
 }
 
@@ -354,6 +361,8 @@ const cases: ReadonlyArray<Case> = [
     statuses: [200, 200, 403, 404, 403, 404, 401, 401, 401] },
   { operation: "agent.getContext", call: () => ({ method: "GET", path: "/v1/agent/context" }),
     statuses: [200, 200, 200, 200, 200, 200, 401, 401, 401] },
+  { operation: "providers.listProviders", call: () => ({ method: "GET", path: "/v1/providers" }),
+    statuses: [200, 200, 200, 200, 200, 200, 401, 401, 401] },
   { operation: "agent.setDefaults", call: (w) => ({ method: "PUT", path: "/v1/agent/context/defaults", json: { organizationId: w.organizationA, teamId: w.teamA } }),
     statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
   { operation: "socialAccounts.listSocialAccounts", call: (w) => ({ method: "GET", path: `/v1/teams/${w.teamA}/social-accounts` }),
@@ -383,6 +392,8 @@ const cases: ReadonlyArray<Case> = [
   { operation: "posts.schedulePost", call: (w, t) => ({ method: "POST", path: `/v1/teams/${w.teamA}/posts/${t.postId}/schedule`, json: { socialAccountIds: [t.accountId], scheduledAt: new Date(Date.now() + 86_400_000).toISOString() } }),
     statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
   { operation: "posts.unschedulePost", call: (w, t) => ({ method: "POST", path: `/v1/teams/${w.teamA}/posts/${t.scheduledPostId}/unschedule` }),
+    statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
+  { operation: "posts.unpublishPost", variant: "of a post published to Mastodon", mastodon: true, call: (w, t) => ({ method: "POST", path: `/v1/teams/${w.teamA}/posts/${t.mastodonPostId}/unpublish`, json: {} }),
     statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
   { operation: "posts.estimatePost", call: (w, t) => ({ method: "POST", path: `/v1/teams/${w.teamA}/posts/${t.postId}/estimate`, json: { socialAccountIds: [t.accountId] } }),
     statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
@@ -523,8 +534,11 @@ layer(TestServer.pipe(Layer.provide(MatrixSettings)), { excludeTestServices: tru
       Effect.gen(function*() {
         yield* forgetEarlierWorlds
         const world = yield* seedWorld
-        const published = mastodon ? yield* world.publishedToMastodon : {}
-        const freshTargets = Effect.map(world.freshTargets, (fresh): Targets => ({ ...fresh, ...published }))
+        // A post published anew for each caller, as a call may take it down.
+        const freshTargets = Effect.flatMap(world.freshTargets, (fresh) =>
+          mastodon
+            ? Effect.map(world.publishedToMastodon, (published): Targets => ({ ...fresh, ...published }))
+            : Effect.succeed<Targets>(fresh))
         let targets = yield* freshTargets
         // What every table holds before the next caller's call: read once after each call, it is the next one's before.
         let before = yield* fingerprint
@@ -537,13 +551,21 @@ layer(TestServer.pipe(Layer.provide(MatrixSettings)), { excludeTestServices: tru
           expect(response.status, `${what} → ${JSON.stringify(response.body)}`).toBe(statuses[index])
           const after = yield* fingerprint
           if (response.status >= 400) {
-            const errorKeys = operation.startsWith("auth.") ? ["_tag", "error", "error_description", "message"] : ["_tag", "message"]
+            const isReasoned = reasonsOf[response.body._tag]
+            const errorKeys = operation.startsWith("auth.")
+              ? ["_tag", "error", "error_description", "message"]
+              : isReasoned !== undefined
+              ? ["_tag", "message", "reason"]
+              : ["_tag", "message"]
             expect(Object.keys(response.body).sort(), what).toEqual(errorKeys)
+            if (isReasoned !== undefined) expect(isReasoned(response.body.reason), `${what}: reason ${response.body.reason}`).toBe(true)
             expect(after, `${what} was refused but changed something`).toBe(before)
           } else {
             const text = JSON.stringify(response.body)
             for (const id of world.foreignIds(caller)) expect(text, `${what} shows another organization's ${id}`).not.toContain(id)
-            if (mastodon) expect(yield* analyticsCharges(world.organizationA), `${what} read Mastodon and paid`).toBe(paidBefore + 1)
+            if (mastodon && operation.startsWith("analytics.")) {
+              expect(yield* analyticsCharges(world.organizationA), `${what} read Mastodon and paid`).toBe(paidBefore + 1)
+            }
             // What an allowed call changed is made again for the next caller; a read, or a refused call, changed nothing.
             if (after === before) continue
             targets = yield* freshTargets

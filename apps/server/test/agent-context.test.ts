@@ -270,6 +270,7 @@ layer(CountingTestServer, { excludeTestServices: true })("agent context", (it) =
         expect(response.status).toBe(400)
         expect(response.body).toEqual({
           _tag: "BadRequest",
+          reason: "team_not_in_organization",
           message: `Team ${oldTeam.id} is not a team of organization ${mine.id}`
         })
         expect(yield* savedDefaultsOf("user_id", alice.user.id)).toEqual([])

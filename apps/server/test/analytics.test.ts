@@ -118,6 +118,7 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
         expect(short.status).toBe(402)
         expect(short.body).toEqual({
           _tag: "PaymentRequired",
+          reason: "insufficient_credits",
           message: "Reading analytics needs 1 credit and the organization has 0 available. " +
             `Billing is off on this server, so an operator adds credits with \`pnpm admin credits grant --organization ${team.organization.id} --amount 1\``
         })
@@ -223,6 +224,7 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
         expect(refused.status).toBe(409)
         expect(refused.body).toEqual({
           _tag: "Conflict",
+          reason: "analytics_read_refused",
           message: `The mastodon account ${team.toot.id} could not be read: mastodon auth (401): The access token is invalid`
         })
         expect(yield* team.credit).toEqual({ balance: 2, reserved: 0, available: 2 })
@@ -282,6 +284,7 @@ layer(Layer.provideMerge(Snapshots, TestServer), { excludeTestServices: true })(
         const short = yield* team.call("POST", `/social-accounts/${team.toot.id}/analytics/refresh`)
         expect(short.body).toEqual({
           _tag: "PaymentRequired",
+          reason: "insufficient_credits",
           message: "Reading analytics needs 1 credit and the organization has 0 available. " +
             `Billing is off on this server, so an operator adds credits with \`pnpm admin credits grant --organization ${team.organization.id} --amount 1\``
         })

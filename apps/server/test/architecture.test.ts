@@ -64,4 +64,24 @@ describe("the code's architecture", () => {
     expect(missing, "files the layout names that are not in their folder").toEqual([])
     expect(existsSync(Path.join(serverSource, "Database/migrations"))).toBe(true)
   })
+
+  it("every Conflict, PaymentRequired and BadRequest the server makes names its reason", () => {
+    const refusals = sourceFiles(serverSource).flatMap((file) => refusalsIn(readFileSync(Path.join(serverSource, file), "utf8"))
+      .map(({ line, text }) => ({ at: `src/${file}:${line}`, text })))
+    expect(refusals.length).toBeGreaterThan(50)
+    // `reason: …`, or `reason` written short; a message's own word "reason" does not count.
+    expect(refusals.filter(({ text }) => !/\breason\s*:|[{,]\s*reason\s*[,}]/.test(text))).toEqual([])
+  })
 })
+
+/** Each `new Conflict(…)`, `new PaymentRequired(…)` and `new BadRequest(…)` of a source, with its arguments. */
+const refusalsIn = (source: string) =>
+  [...source.matchAll(/\bnew (Conflict|PaymentRequired|BadRequest)\(/g)].map((match) => {
+    let depth = 0
+    let end = match.index + match[0].length - 1
+    for (; end < source.length; end++) {
+      if (source[end] === "(") depth++
+      else if (source[end] === ")" && --depth === 0) break
+    }
+    return { line: source.slice(0, match.index).split("\n").length, text: source.slice(match.index, end + 1) }
+  })

@@ -59,7 +59,12 @@ layer(serverWith({ STRIPE_SECRET_KEY: "" }), { excludeTestServices: true })("how
       const credits = yield* CreditsRepo
       yield* withSystemActor(credits.grant(organization.id as OrganizationId, 5, null))
       const estimate = yield* call("POST", `/posts/${post.id}/estimate`, { socialAccountIds: [toot.id] })
-      expect(estimate.body).toEqual({ total: 1, perAccount: [{ socialAccountId: toot.id, credits: 1 }], available: 5, sufficient: true })
+      expect(estimate.body).toEqual({
+        total: 1,
+        perAccount: [{ socialAccountId: toot.id, credits: 1, publishes: 1, problems: [] }],
+        available: 5,
+        sufficient: true
+      })
     }))
 })
 

@@ -59,9 +59,9 @@ const send = (target: Target, body: Buffer, options: { readonly token?: string; 
     })
   })
 
-const tooLarge = { _tag: "BadRequest", message: `The request body must not exceed ${maxBodyBytes} bytes` }
-const notUtf8 = { _tag: "BadRequest", message: "The request body is not valid UTF-8" }
-const formNotUtf8 = { _tag: "BadRequest", message: "The form's percent-encoded bytes are not valid UTF-8" }
+const tooLarge = { _tag: "BadRequest", reason: "body_too_large", message: `The request body must not exceed ${maxBodyBytes} bytes` }
+const notUtf8 = { _tag: "BadRequest", reason: "body_not_utf8", message: "The request body is not valid UTF-8" }
+const formNotUtf8 = { _tag: "BadRequest", reason: "body_not_utf8", message: "The form's percent-encoded bytes are not valid UTF-8" }
 
 const describeTarget = (target: Target, how: string) => `${target.path} (${target.contentType}, ${how})`
 

@@ -119,7 +119,7 @@ layer(TestServer, { excludeTestServices: true })("errors and authentication", (i
           })
           expect(response.status, body).toBe(400)
           expect(response.contentType).toMatch(/^application\/json/)
-          expect(response.body, body).toEqual({ _tag: "BadRequest", message: "The request body is not valid JSON" })
+          expect(response.body, body).toEqual({ _tag: "BadRequest", reason: "invalid_json", message: "The request body is not valid JSON" })
         }
         expect((yield* alice.client.organizations.listOrganizations({ urlParams: {} })).total).toBe(0)
       }))
@@ -167,6 +167,7 @@ layer(TestServer, { excludeTestServices: true })("errors and authentication", (i
           expect(response.status, contentType).toBe(400)
           expect(response.body, contentType).toEqual({
             _tag: "BadRequest",
+            reason: "wrong_content_type",
             message: "The request body must be JSON: send `Content-Type: application/json`"
           })
         }
@@ -200,7 +201,7 @@ layer(TestServer, { excludeTestServices: true })("errors and authentication", (i
           json: { name: "Acme", padding: "x".repeat(1024 * 1024) }
         })
         expect(response.status).toBe(400)
-        expect(response.body).toEqual({ _tag: "BadRequest", message: "The request body must not exceed 1048576 bytes" })
+        expect(response.body).toEqual({ _tag: "BadRequest", reason: "body_too_large", message: "The request body must not exceed 1048576 bytes" })
       }))
 
     it.effect("reports every issue, with string paths and a one-line message free of schema names", () =>

@@ -113,7 +113,7 @@ layer(SetupLive, { excludeTestServices: true })("MCP over streamable HTTP at /mc
       expect(initialized.body.result.serverInfo).toEqual({ name: "postline", version: "0.1.0" })
     }))
 
-  it.scoped("lists the 22 tools, each with an object input schema, a description and its hints", () =>
+  it.scoped("lists every tool, each with an object input schema, a description and its hints", () =>
     Effect.gen(function*() {
       const { env, server } = yield* Setup
       const { token } = yield* createUserWithToken(env)
@@ -137,6 +137,9 @@ layer(SetupLive, { excludeTestServices: true })("MCP over streamable HTTP at /mc
         expect(byName.get(refresh)!.annotations).toMatchObject({ readOnlyHint: false, idempotentHint: false, openWorldHint: true })
         expect(byName.get(refresh)!.inputSchema.properties).toHaveProperty("idempotencyKey")
       }
+      expect(byName.get("list_providers")!.description).toContain("Read this before writing a post")
+      expect(byName.get("list_providers")!.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, openWorldHint: false })
+      expect(byName.get("list_providers")!.inputSchema).toMatchObject({ type: "object", properties: {}, additionalProperties: false })
       expect(byName.get("get_post_analytics")!.inputSchema.properties!.limit).toMatchObject({ type: "integer", minimum: 1, maximum: 1000 })
     }))
 

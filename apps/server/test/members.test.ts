@@ -172,7 +172,11 @@ layer(TestServer, { excludeTestServices: true })("members", (it) => {
           json: { role: "member" }
         })
         expect(response.status).toBe(409)
-        expect(response.body).toEqual({ _tag: "Conflict", message: "An organization keeps at least one admin or owner" })
+        expect(response.body).toEqual({
+          _tag: "Conflict",
+          reason: "last_admin_or_owner",
+          message: "An organization keeps at least one admin or owner"
+        })
         const still = yield* admin.client.members.listMembers({ path: { organizationId: organization.id }, urlParams: {} })
         expect(still.data.find((m) => m.userId === admin.user.id)?.role).toBe("admin")
       }))

@@ -83,6 +83,7 @@ layer(FormServerLive, { excludeTestServices: true })("multipart forms on the bui
         expect({ name, status: answer.status, closed: answer.closed }).toEqual({ name, status: 400, closed: true })
         expect(answer.body, name).toEqual({
           _tag: "BadRequest",
+          reason: "invalid_form",
           message: "The form ends without its closing boundary (--boundary-- after the last part)"
         })
       })
@@ -142,7 +143,7 @@ layer(FormServerLive, { excludeTestServices: true })("multipart forms on the bui
       for (const contentType of malformed) {
         const answer = yield* sendForm(body, contentType)
         expect({ contentType, status: answer.status }).toEqual({ contentType, status: 400 })
-        expect(answer.body, contentType).toEqual({ _tag: "BadRequest", message: expect.stringContaining("boundary") })
+        expect(answer.body, contentType).toEqual({ _tag: "BadRequest", reason: "invalid_form", message: expect.stringContaining("boundary") })
       }
       // What RFC 2046 allows is read: a quoted boundary with spaces, another parameter first, 70 characters.
       for (const [contentType, delimiter] of [

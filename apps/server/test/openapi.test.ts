@@ -2,9 +2,12 @@ import { HttpApi } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import {
   AddMember,
+  BadRequestReason,
+  ConflictReason,
   EventWebhookUrl,
   FolderName,
   Name,
+  PaymentRequiredReason,
   PostContent,
   PostlineApi,
   SocialAccountCredentials,
@@ -131,8 +134,10 @@ describe("the OpenAPI document", () => {
         "posts.listPublishAttempts GET /v1/teams/{teamId}/posts/{postId}/attempts",
         "posts.postNow POST /v1/teams/{teamId}/posts/{postId}/post-now",
         "posts.schedulePost POST /v1/teams/{teamId}/posts/{postId}/schedule",
+        "posts.unpublishPost POST /v1/teams/{teamId}/posts/{postId}/unpublish",
         "posts.unschedulePost POST /v1/teams/{teamId}/posts/{postId}/unschedule",
         "posts.updatePost PATCH /v1/teams/{teamId}/posts/{postId}",
+        "providers.listProviders GET /v1/providers",
         "socialAccounts.connectSocialAccount POST /v1/teams/{teamId}/social-accounts",
         "socialAccounts.getSocialAccount GET /v1/teams/{teamId}/social-accounts/{socialAccountId}",
         "socialAccounts.listSocialAccounts GET /v1/teams/{teamId}/social-accounts",
@@ -195,6 +200,43 @@ describe("the OpenAPI document", () => {
       required: ["path", "message"],
       properties: { path: { type: "array", items: { type: "string" } }, message: { type: "string" } }
     })
+  })
+
+  it("gives Conflict, PaymentRequired and BadRequest alone an optional `reason`, each code listed with its meaning", () => {
+    const reasons: Record<string, { readonly component: string; readonly codes: ReadonlyArray<string> }> = {
+      Conflict: { component: "ConflictReason", codes: ConflictReason.literals },
+      PaymentRequired: { component: "PaymentRequiredReason", codes: PaymentRequiredReason.literals },
+      BadRequest: { component: "BadRequestReason", codes: BadRequestReason.literals }
+    }
+    const errorBodies = Object.entries(spec.components.schemas as Record<string, any>)
+      .filter(([, schema]) => schema.properties?._tag?.enum?.length === 1 && schema.properties.message !== undefined)
+    expect(errorBodies.length).toBeGreaterThan(10)
+    for (const [tag, body] of errorBodies) {
+      const reason = reasons[tag]
+      if (reason === undefined) {
+        expect(body.properties.reason, tag).toBeUndefined()
+        continue
+      }
+      expect(body.properties.reason, tag).toEqual({ $ref: `#/components/schemas/${reason.component}` })
+      expect(body.required, tag).not.toContain("reason")
+      expect(body.description, tag).toContain("`reason`")
+      const codes = spec.components.schemas[reason.component]
+      expect(codes.type, reason.component).toBe("string")
+      expect(codes.enum, reason.component).toEqual(reason.codes)
+      for (const code of codes.enum) {
+        expect(code, reason.component).toMatch(/^[a-z]+(?:_[a-z0-9]+)*$/)
+        expect(codes.description, `${reason.component} ${code}`).toMatch(new RegExp(`\\n- \`${code}\`: \\S`))
+      }
+    }
+    expect(errorBodies.filter(([, body]) => body.properties.reason !== undefined).map(([tag]) => tag).sort())
+      .toEqual(["BadRequest", "Conflict", "PaymentRequired"])
+  })
+
+  it("names every reason where it can be given: in its operations' descriptions, or for every request", () => {
+    const descriptions = [spec.info.description, ...operations.map(({ operation }) => operation.description ?? "")].join("\n")
+    const codes = [...ConflictReason.literals, ...PaymentRequiredReason.literals, ...BadRequestReason.literals]
+    // email_taken is the admin command's alone (`pnpm admin users create`), outside this document.
+    expect(codes.filter((code) => !descriptions.includes(`\`${code}\``))).toEqual(["email_taken"])
   })
 
   it("lists 408 and 431, which Node's parser answers to any request, on every operation with their { _tag, message } bodies", () => {

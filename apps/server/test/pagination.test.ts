@@ -160,18 +160,18 @@ layer(TestServer, { excludeTestServices: true })("pagination", (it) => {
         JSON.stringify({ ...JSON.parse(Buffer.from(body, "base64url").toString()), sortBy: "createdAt" })
       ).toString("base64url")
       for (
-        const [label, query] of [
-          ["tampered", { sortBy: "name", cursor: `${flipped}.${sum}` }],
-          ["forged without checksum", { cursor: `${forged}.${sum}` }],
-          ["garbage", { cursor: "abc" }],
-          ["empty", { cursor: "" }],
-          ["another sortBy", { sortBy: "createdAt", cursor }],
-          ["another sortOrder", { sortBy: "name", sortOrder: "asc", cursor }]
+        const [label, query, reason] of [
+          ["tampered", { sortBy: "name", cursor: `${flipped}.${sum}` }, "invalid_cursor"],
+          ["forged without checksum", { cursor: `${forged}.${sum}` }, "invalid_cursor"],
+          ["garbage", { cursor: "abc" }, "invalid_cursor"],
+          ["empty", { cursor: "" }, "invalid_cursor"],
+          ["another sortBy", { sortBy: "createdAt", cursor }, "cursor_sort_mismatch"],
+          ["another sortOrder", { sortBy: "name", sortOrder: "asc", cursor }, "cursor_sort_mismatch"]
         ] as const
       ) {
         const response = yield* raw({ method: "GET", path: listPath(query), token: alice.token })
         expect(response.status, label).toBe(400)
-        expect(response.body, label).toEqual({ _tag: "BadRequest", message: expect.stringMatching(/cursor/i) })
+        expect(response.body, label).toEqual({ _tag: "BadRequest", reason, message: expect.stringMatching(/cursor/i) })
       }
       const same = yield* raw({ method: "GET", path: listPath({ sortBy: "name", cursor }), token: alice.token })
       expect(same.status).toBe(200)

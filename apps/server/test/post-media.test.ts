@@ -127,7 +127,12 @@ layer(Server, { excludeTestServices: true })("posts carry media", (it) => {
       const hook = yield* connect({ provider: "webhook", url: `${receiver.url}/hooks` })
       const post = (yield* call("POST", "/posts", { content: "Five", media: assets.map((asset) => ({ assetId: asset.id })) })).body
       const estimate = yield* call("POST", `/posts/${post.id}/estimate`, { socialAccountIds: [bluesky.id, hook.id] })
-      expect(estimate.body.perAccount[0]).toEqual({ socialAccountId: bluesky.id, credits: 0 })
+      expect(estimate.body.perAccount[0]).toEqual({
+        socialAccountId: bluesky.id,
+        credits: 0,
+        publishes: 0,
+        problems: [expect.stringContaining("at most 4 images")]
+      })
       const answer = yield* postNow(post.id, [bluesky.id, hook.id])
       expect(answer.body.outcome).toBe("partially_failed")
       expect(answer.body.results[0]).toMatchObject({

@@ -7,8 +7,8 @@ import { makeMastodonFake } from "./support/MastodonFake.js"
 import { makeWebhookReceiver, publishingTeam } from "./support/Publishing.js"
 import { raw, signUp, TestServer } from "./support/TestServer.js"
 
-const postFields = ["content", "createdAt", "createdBy", "id", "linkTracking", "media", "scheduledAt", "socialAccountIds", "status", "targets", "teamId", "updatedAt", "waitingUntil"]
-const targetFields = ["creditsSpent", "error", "externalId", "publishedAt", "socialAccountId", "status", "url"]
+const postFields = ["content", "createdAt", "createdBy", "firstComment", "id", "linkTracking", "media", "scheduledAt", "socialAccountIds", "status", "targets", "teamId", "thread", "updatedAt", "versions", "waitingUntil"]
+const targetFields = ["creditsSpent", "deletedAt", "error", "externalId", "firstComment", "parts", "publishedAt", "socialAccountId", "status", "url"]
 
 const ledgerOf = (organizationId: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -225,7 +225,10 @@ layer(Layer.merge(TestServer, BlueskyNetwork.layer()), { excludeTestServices: tr
         const estimate = yield* call("POST", `/posts/${post.id}/estimate`, { socialAccountIds: [sky.id, toot.id] })
         expect(estimate.body).toEqual({
           total: 2,
-          perAccount: [{ socialAccountId: sky.id, credits: 1 }, { socialAccountId: toot.id, credits: 1 }],
+          perAccount: [
+            { socialAccountId: sky.id, credits: 1, publishes: 1, problems: [] },
+            { socialAccountId: toot.id, credits: 1, publishes: 1, problems: [] }
+          ],
           available: 1,
           sufficient: false,
           howToGetCredits: `Billing is off on this server, so an operator adds credits with \`pnpm admin credits grant --organization ${organization.id} --amount 1\``

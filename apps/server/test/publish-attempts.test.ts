@@ -8,7 +8,7 @@ import { freshDatabaseEnv } from "./support/TestDatabase.js"
 import { makeTestServer, raw, signUp } from "./support/TestServer.js"
 import { eventually } from "./support/Waiting.js"
 
-const attemptFields = ["attempt", "category", "externalId", "finishedAt", "id", "outcome", "provider", "socialAccountId", "startedAt", "summary"]
+const attemptFields = ["attempt", "category", "externalId", "finishedAt", "id", "kind", "outcome", "provider", "socialAccountId", "startedAt", "summary"]
 
 // What the server logs from WARN up.
 const logged: Array<{ readonly level: string; readonly message: unknown; readonly annotations: Record<string, unknown> }> = []

@@ -203,7 +203,11 @@ layer(TestServer, { excludeTestServices: true })("scheduling with the default le
         const hook = yield* connect({ provider: "webhook", url: receiver.url })
         const post = yield* draft("Soon")
         const tooSoon = yield* call("POST", `/posts/${post.id}/schedule`, { socialAccountIds: [hook.id], scheduledAt: inSeconds(9) })
-        expect(tooSoon.body).toEqual({ _tag: "BadRequest", message: "scheduledAt must be at least 10 seconds and at most a year ahead" })
+        expect(tooSoon.body).toEqual({
+          _tag: "BadRequest",
+          reason: "scheduled_at_out_of_range",
+          message: "scheduledAt must be at least 10 seconds and at most a year ahead"
+        })
         // Past the bound is accepted (asked again only when a busy machine delivered it too late to be).
         const { answer: enough } = yield* scheduleSoon(post.id, [hook.id], 11)
         expect(enough.status).toBe(200)

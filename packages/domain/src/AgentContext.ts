@@ -78,7 +78,7 @@ export class AgentGroup extends HttpApiGroup.make("agent")
       .annotate(
         OpenApi.Description,
         "Saves the caller's default organization and team and answers them. Both must be accessible to the caller " +
-          "(404 otherwise); a team of another organization gives 400."
+          "(404 otherwise); a team of another organization gives 400 `team_not_in_organization`."
       )
   )
   .annotate(OpenApi.Title, "agent")

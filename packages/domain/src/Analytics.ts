@@ -95,10 +95,12 @@ const idempotent = Schema.Struct({ "idempotency-key": optional(IdempotencyKey) }
 
 const refreshDescription = (what: string) =>
   `Reads ${what} from the provider now and stores it as a snapshot. Costs credits per account read (see the ` +
-  "estimate; 402 when the organization's available credits are short, nothing read); webhook accounts have no " +
-  "analytics and cost nothing. A provider that refuses the read gives 409 (e.g. the account needs reconnecting), one " +
-  "that cannot answer now 503, an account over its provider's call budget 429: nothing is charged or stored then. " +
-  "Send an Idempotency-Key so that a retry replays the answer instead of paying twice."
+  "estimate; 402 `insufficient_credits` when the organization's available credits are short, `spend_cap_reached` " +
+  "past the month's spend cap, nothing read); webhook accounts have no analytics and cost nothing. A provider that " +
+  "refuses the read gives 409 `analytics_read_refused` (e.g. the account needs reconnecting), one that cannot answer " +
+  "now 503, an account over its provider's call budget 429: nothing is charged or stored then. Send an " +
+  "Idempotency-Key so that a retry replays the answer instead of paying twice (the same key with another request: " +
+  "400 `idempotency_key_reused`; while the first still runs: 409 `idempotency_key_in_progress`)."
 
 export class AnalyticsGroup extends HttpApiGroup.make("analytics")
   .add(

@@ -30,6 +30,7 @@ import { FoldersGroup } from "./Folders.js"
 import { OrganizationsGroup } from "./Organizations.js"
 import { PostingSlotsGroup } from "./PostingSlots.js"
 import { PostsGroup } from "./Posts.js"
+import { ProvidersGroup } from "./Providers.js"
 import { CallerRateLimit } from "./RateLimits.js"
 import { SocialAccountsGroup } from "./SocialAccounts.js"
 import { TeamsGroup } from "./Teams.js"
@@ -76,7 +77,11 @@ const apiDescription = [
   "`{\"socialAccountIds\":[\"…\"]}` (or `/schedule` with a `scheduledAt`). Publishing spends the organization's " +
   "credits: with billing off, the operator grants them (`pnpm admin credits grant`).",
   "## Every request",
-  "Errors are `{ _tag, message }` with their status. A path asked with a method it does not have answers 405 " +
+  "Errors are `{ _tag, message }` with their status. A 409 `Conflict`, 402 `PaymentRequired` or 400 `BadRequest` " +
+  "adds `reason`, a stable code to act on (ConflictReason, PaymentRequiredReason and BadRequestReason list them; " +
+  "each operation names those it can give). A request's body may get 400 `invalid_json`, `wrong_content_type`, " +
+  "`body_too_large`, `body_not_utf8` or `body_unreadable`, and a list's `cursor` 400 `invalid_cursor` or " +
+  "`cursor_sort_mismatch`, whatever the operation. A path asked with a method it does not have answers 405 " +
   "`MethodNotAllowed` with an `Allow` header. Any request may get, and every operation lists, 408 `RequestTimeout` " +
   "(its headers or body arrived slower than the server's timeouts) or 431 `RequestHeaderFieldsTooLarge` (its " +
   "request line and headers exceed 16384 bytes), with a `{ _tag, message }` body; the server then closes the " +
@@ -96,6 +101,7 @@ export class AuthenticatedApi extends HttpApi.make("authenticated")
   .add(ApiKeysGroup)
   .add(AgentGroup)
   .add(SocialAccountsGroup)
+  .add(ProvidersGroup)
   .add(PostsGroup)
   .add(AnalyticsGroup)
   .add(CreditsGroup)

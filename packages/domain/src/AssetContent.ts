@@ -64,9 +64,10 @@ export class AssetContentGroup extends HttpApiGroup.make("assetContent")
       .annotate(
         OpenApi.Description,
         "The URL comes signed in a presigned upload's `url` when the server stores media in a folder: it needs no bearer " +
-          "token. The body is the file, streamed to storage, exactly the upload's `size` bytes (else 400 `BadRequest`; " +
+          "token. The body is the file, streamed to storage, exactly the upload's `size` bytes (else 400 `size_mismatch`; " +
           "such a PUT may be sent again, as may one cut short by a server that stopped, once MEDIA_LEASE_SECONDS have " +
-          "passed). Once one PUT has stored the bytes, another gets 409 `Conflict`. 403 `Forbidden` " +
+          "passed). Once one PUT has stored the bytes, or while one is arriving, another gets 409 `upload_already_sent`. " +
+          "403 `Forbidden` " +
           "after the URL expires or when it was changed; 404 for an upload completed or forgotten."
       )
   )

@@ -111,7 +111,7 @@ export class AssetsGroup extends HttpApiGroup.make("assets")
       .annotate(OpenApi.Summary, "Delete an asset")
       .annotate(
         OpenApi.Description,
-        "Answers the deleted asset; its bytes are removed from storage soon after. 409 `Conflict` while a scheduled or " +
+        "Answers the deleted asset; its bytes are removed from storage soon after. 409 `asset_in_use` while a scheduled or " +
           "publishing post carries it."
       )
   )
@@ -130,7 +130,7 @@ export class AssetsGroup extends HttpApiGroup.make("assets")
           "bytes go straight to the bucket) and complete the upload before `expiresAt` (an hour). A size over " +
           "MEDIA_MAX_VIDEO_BYTES gets 413 `PayloadTooLarge`, a folder the team does not have 404. The declared size counts " +
           "against the organization's quota until the upload is completed or expires: past it, 409 `QuotaExceeded`; a " +
-          `team has at most ${maxOpenUploadsPerTeam} uploads open at once (409 \`Conflict\` beyond).`
+          `team has at most ${maxOpenUploadsPerTeam} uploads open at once (409 \`too_many_open_uploads\` beyond).`
       )
   )
   .add(
@@ -146,9 +146,9 @@ export class AssetsGroup extends HttpApiGroup.make("assets")
         OpenApi.Description,
         "Checks the bytes PUT to the upload's URL, then saves them as an asset, as an upload does (201, or 200 with the " +
           "asset the team already had; 413, 415 and 409 `QuotaExceeded` alike). Bytes of another size than declared, or " +
-          "of another SHA-256, get 400 `BadRequest`; these, 413, 415 and a folder gone (404) spend the upload (start a new " +
-          "one). Nothing PUT yet, or a PUT still arriving, gets 409 `Conflict`; that and 409 `QuotaExceeded` leave the " +
-          "upload to complete again, as does a completion cut short by a server that stopped, once MEDIA_LEASE_SECONDS " +
+          "of another SHA-256, get 400 `size_mismatch` or `checksum_mismatch`; these, 413, 415 and a folder gone (404) " +
+          "spend the upload (start a new one). Nothing PUT yet gets 409 `upload_bytes_missing`, a PUT still arriving " +
+          "409 `upload_busy`; those and 409 `QuotaExceeded` leave the upload to complete again, as does a completion cut short by a server that stopped, once MEDIA_LEASE_SECONDS " +
           "(a minute) have passed. An upload unknown, expired, of another team or already completed gets 404 " +
           "`NotFound`: completing is done once."
       )
@@ -161,7 +161,7 @@ export class AssetsGroup extends HttpApiGroup.make("assets")
       .annotate(
         OpenApi.Description,
         "Gives the upload up (204): its declared size stops counting against the organization's quota and the team's " +
-          "open uploads, and any bytes PUT to its URL are removed. 409 `Conflict` while its bytes are arriving or it is " +
+          "open uploads, and any bytes PUT to its URL are removed. 409 `upload_busy` while its bytes are arriving or it is " +
           "being completed; one left so by a server process that stopped (a crash) can be sent, completed or cancelled " +
           "again once MEDIA_LEASE_SECONDS (a minute) have passed. An upload unknown, expired, of another team or already " +
           "completed gets 404 `NotFound`."
@@ -182,7 +182,7 @@ export class AssetsGroup extends HttpApiGroup.make("assets")
         OpenApi.Description,
         "The server fetches the file at `url` and saves it as an upload does (201, or 200 with the asset the team already " +
           "had; 413 as soon as more bytes than its kind's limit arrive, 415, 409 `QuotaExceeded`). Only `https` addresses " +
-          "on the public internet are fetched, redirects are not followed: anything else gets 400 `BadRequest` saying why. " +
+          "on the public internet are fetched, redirects are not followed: anything else gets 400 `url_not_callable` saying why. " +
           "An address that does not answer, answers too slowly (2 minutes) or answers an error status gets 502 `BadGateway`."
       )
   )
@@ -208,7 +208,8 @@ export class AssetUploadsGroup extends HttpApiGroup.make("assetUploads")
           "gets 415 `UnsupportedMediaType`. Images of more than MEDIA_MAX_IMAGE_BYTES (20 MB by default) and videos of more " +
           "than MEDIA_MAX_VIDEO_BYTES (300 MB) get 413 `PayloadTooLarge`; an upload that would take the organization's " +
           "media past its quota (MEDIA_QUOTA_BYTES, 5 GB) gets 409 `QuotaExceeded`. Bytes the team already has answer 200 " +
-          "with the existing asset."
+          "with the existing asset. A body that is not `multipart/form-data` gets 400 `wrong_content_type`, a form that " +
+          "cannot be taken (its boundary, parts or fields) 400 `invalid_form`."
       )
   )
   .annotate(OpenApi.Title, "asset uploads")

@@ -133,11 +133,12 @@ export class BillingGroup extends HttpApiGroup.make("billing")
       .annotate(OpenApi.Summary, "Start a checkout")
       .annotate(
         OpenApi.Description,
-        "A payment page for a credit pack (credits arrive when the payment does) or for the subscription plan. " +
+        "A payment page for a credit pack (credits arrive when the payment does; 400 `unknown_pack` for a number of " +
+          "credits no pack has) or for the subscription plan (409 `no_subscription_plan` when the server offers none). " +
           "An organization has one payable subscription checkout: a new one expires the one before; 409 Conflict when " +
-          "the organization has a subscription that has not ended (unpaid or paused included: the billing portal changes it), " +
-          "when the one before was paid and its subscription is being set up, or when another checkout of the organization " +
-          "is being made. " +
+          "the organization has a subscription that has not ended (`already_subscribed`; unpaid or paused included: the " +
+          "billing portal changes it), when the one before was paid and its subscription is being set up " +
+          "(`subscription_pending`), or when another checkout of the organization is being made (`checkout_in_progress`). " +
           "Admins, owners and API keys; 409 BillingDisabled on a server without a payment provider."
       )
   )
@@ -160,7 +161,8 @@ export class BillingGroup extends HttpApiGroup.make("billing")
       .annotate(
         OpenApi.Description,
         "When available credits fall below `threshold` after a spend, a pack of `amount` credits is bought with the " +
-          "saved payment method. Turning it on takes both, a pack's credits as amount, and a saved payment method."
+          "saved payment method. Turning it on takes both (400 `auto_recharge_incomplete`), a pack's credits as amount " +
+          "(400 `unknown_pack`), and a saved payment method (409 `no_payment_method`)."
       )
   )
   .add(
@@ -171,7 +173,8 @@ export class BillingGroup extends HttpApiGroup.make("billing")
       .annotate(OpenApi.Summary, "Set the spend cap")
       .annotate(
         OpenApi.Description,
-        "The most credits publishing and analytics may spend per calendar month (UTC); beyond it they answer 402. " +
+        "The most credits publishing and analytics may spend per calendar month (UTC); beyond it they answer 402 " +
+          "`spend_cap_reached`. " +
           "null removes the cap. Works with or without a payment provider (onboarding's spend_cap step)."
       )
   )
@@ -212,7 +215,8 @@ export class BillingWebhooksGroup extends HttpApiGroup.make("billingWebhooks")
       .annotate(OpenApi.Summary, "Receive a Stripe event")
       .annotate(
         OpenApi.Description,
-        "Stripe's webhook: the body must carry a valid `Stripe-Signature` (400 otherwise). Each event acts once, " +
+        "Stripe's webhook: the body must carry a valid `Stripe-Signature` (400 `invalid_signature` otherwise; 400 " +
+          "`unreadable_event` for a signed event whose content cannot be read). Each event acts once, " +
           "however often it is delivered; events the server does not use are acknowledged. 404 when billing is off. " +
           "Not rate limited: Stripe's retries of a burst must all be taken."
       )

@@ -1,10 +1,13 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
+import { BadRequestReason, ConflictReason, PaymentRequiredReason } from "./ErrorReasons.js"
+import { optional } from "./Fields.js"
 
 /**
  * The error bodies of the API: every error is `{ _tag, message }`
  * with its own status. The built-in HttpApiError classes send empty
- * bodies, so the API declares its own.
+ * bodies, so the API declares its own. A 409 `Conflict`, 402 and 400
+ * `BadRequest` may add `reason`, a stable code (ErrorReasons.ts).
  */
 
 export class DecodeIssue extends Schema.Class<DecodeIssue>("DecodeIssue")({
@@ -20,8 +23,8 @@ export class HttpApiDecodeError extends Schema.TaggedError<HttpApiDecodeError>("
 
 export class BadRequest extends Schema.TaggedError<BadRequest>()(
   "BadRequest",
-  { message: Schema.String },
-  HttpApiSchema.annotations({ status: 400, description: "The request could not be understood" })
+  { message: Schema.String, reason: optional(BadRequestReason) },
+  HttpApiSchema.annotations({ status: 400, description: "The request could not be understood; `reason`, when given, says why (BadRequestReason)" })
 ) {}
 
 export class Unauthorized extends Schema.TaggedError<Unauthorized>()(
@@ -32,8 +35,8 @@ export class Unauthorized extends Schema.TaggedError<Unauthorized>()(
 
 export class PaymentRequired extends Schema.TaggedError<PaymentRequired>()(
   "PaymentRequired",
-  { message: Schema.String },
-  HttpApiSchema.annotations({ status: 402, description: "Not enough organization credits" })
+  { message: Schema.String, reason: optional(PaymentRequiredReason) },
+  HttpApiSchema.annotations({ status: 402, description: "The organization cannot pay for it; `reason` says why (PaymentRequiredReason)" })
 ) {}
 
 export class Forbidden extends Schema.TaggedError<Forbidden>()(
@@ -59,8 +62,8 @@ export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()(
 
 export class Conflict extends Schema.TaggedError<Conflict>()(
   "Conflict",
-  { message: Schema.String },
-  HttpApiSchema.annotations({ status: 409, description: "The request conflicts with the current state" })
+  { message: Schema.String, reason: optional(ConflictReason) },
+  HttpApiSchema.annotations({ status: 409, description: "The request conflicts with the current state; `reason` says how (ConflictReason)" })
 ) {}
 
 export class RequestTimeout extends Schema.TaggedError<RequestTimeout>()(

@@ -7,12 +7,12 @@ import { PublishError } from "./Publishing.js"
 import { SocialProvider } from "./SocialAccounts.js"
 
 /** The events an organization's event webhook receives. */
-export const eventTypes = ["post.published", "post.failed"] as const
+export const eventTypes = ["post.published", "post.failed", "post.deleted"] as const
 
 export const EventType = Schema.Literal(...eventTypes).annotations({
   identifier: "EventType",
   description: "post.published: a post reached an account; post.failed: it failed there for good, or until it is " +
-    "published again (see error.retryable)"
+    "published again (see error.retryable); post.deleted: it was taken down from an account (unpublish)"
 })
 export type EventType = typeof EventType.Type
 
@@ -83,12 +83,13 @@ export const PostEventData = Schema.Struct({
   postId: PostId,
   socialAccountId: SocialAccountId,
   provider: Schema.NullOr(SocialProvider),
-  status: Schema.Literal("published", "failed"),
+  status: Schema.Literal("published", "failed", "deleted"),
   externalId: Schema.NullOr(Schema.String),
   url: Schema.NullOr(Schema.String),
   publishedAt: Schema.NullOr(Timestamp),
   error: Schema.NullOr(PublishError),
-  creditsSpent: integer("Credits the publish spent on this account")
+  creditsSpent: integer("Credits the publish spent on this account"),
+  deletedAt: Schema.NullOr(Timestamp).annotations({ description: "When it was taken down (post.deleted); else null" })
 }).annotations({ identifier: "PostEventData" })
 export type PostEventData = typeof PostEventData.Type
 
@@ -120,7 +121,7 @@ export class EventWebhooksGroup extends HttpApiGroup.make("eventWebhooks")
       .annotate(
         OpenApi.Description,
         "Sets the URL told of each post's end on each account (post.published, post.failed), after checking that it " +
-          "may be called (400 if not). Creating it, or rotateSecret: true, makes a signing secret, shown in this " +
+          "may be called (400 `url_not_callable` if not). Creating it, or rotateSecret: true, makes a signing secret, shown in this " +
           "answer only; otherwise the secret is kept. Events waiting are delivered to the new URL. Admins, owners and " +
           "the organization's API keys may."
       )

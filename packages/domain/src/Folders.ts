@@ -65,7 +65,8 @@ export class FoldersGroup extends HttpApiGroup.make("folders")
       .annotate(OpenApi.Summary, "Create a folder")
       .annotate(
         OpenApi.Description,
-        "Makes a folder at the top or in `parentId`. 409 `Conflict` when its parent already has a folder of that name."
+        "Makes a folder at the top or in `parentId`. 409 `folder_name_taken` when its parent already has a folder of " +
+          "that name."
       )
   )
   .add(
@@ -83,8 +84,8 @@ export class FoldersGroup extends HttpApiGroup.make("folders")
       .annotate(OpenApi.Summary, "Rename or move a folder")
       .annotate(
         OpenApi.Description,
-        "409 `Conflict` when the new parent already has a folder of that name, or when the move would put the folder " +
-          "inside itself or one of its own folders."
+        "409 `folder_name_taken` when the new parent already has a folder of that name, or `folder_cycle` when the " +
+          "move would put the folder inside itself or one of its own folders."
       )
   )
   .add(
@@ -92,7 +93,7 @@ export class FoldersGroup extends HttpApiGroup.make("folders")
       .setPath(folderPath)
       .addSuccess(Folder)
       .annotate(OpenApi.Summary, "Delete an empty folder")
-      .annotate(OpenApi.Description, "Answers the deleted folder. 409 `Conflict` while it holds folders or assets.")
+      .annotate(OpenApi.Description, "Answers the deleted folder. 409 `folder_not_empty` while it holds folders or assets.")
   )
   .annotate(OpenApi.Title, "folders")
   .annotate(OpenApi.Description, "Folders of a team's media library. Any member of the team's organization, and its API keys, may manage them.")

@@ -65,7 +65,7 @@ export class MembersGroup extends HttpApiGroup.make("members")
       .annotate(OpenApi.Summary, "Add member")
       .annotate(
         OpenApi.Description,
-        "Adds an existing user by email (404 if there is none, 409 if already a member). Admins and owners may; only an owner may add an owner."
+        "Adds an existing user by email (404 if there is none, 409 `already_member` if already a member). Admins and owners may; only an owner may add an owner."
       )
   )
   .add(
@@ -76,7 +76,7 @@ export class MembersGroup extends HttpApiGroup.make("members")
       .annotate(OpenApi.Summary, "Change a member's role")
       .annotate(
         OpenApi.Description,
-        "Admins and owners may; only an owner grants or takes away the owner role. Demoting the last admin or owner gives 409."
+        "Admins and owners may; only an owner grants or takes away the owner role. Demoting the last admin or owner gives 409 `last_admin_or_owner`."
       )
   )
   .add(
@@ -87,7 +87,7 @@ export class MembersGroup extends HttpApiGroup.make("members")
       .annotate(
         OpenApi.Description,
         "Removes a member, who loses access at once; answers the removed member. Admins and owners may remove others " +
-          "(only an owner removes an owner); anyone may remove themselves. Removing the last admin or owner gives 409."
+          "(only an owner removes an owner); anyone may remove themselves. Removing the last admin or owner gives 409 `last_admin_or_owner`."
       )
   )
   .annotate(OpenApi.Title, "members")

@@ -1,8 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
-import { integer, invalidUnless, oneOf, optional, strict, Timestamp, visibleText } from "./Fields.js"
-import { AltText } from "./AltText.js"
-import { ApiKeyId, AssetId, PostId, SocialAccountId, TeamId, UserId } from "./Ids.js"
+import { integer, invalidUnless, oneOf, optional, strict, Timestamp } from "./Fields.js"
+import { ApiKeyId, PostId, SocialAccountId, TeamId, UserId } from "./Ids.js"
 import { ListEnvelope, listQueryFieldsSortedBy } from "./Lists.js"
 import {
   Estimate,
@@ -13,33 +12,45 @@ import {
   PublishError,
   ScheduleRequest,
   ScheduleResponse,
-  TargetAccounts
+  TargetAccounts,
+  UnpublishRequest,
+  UnpublishResponse
 } from "./Publishing.js"
+import {
+  FirstCommentInput,
+  FirstCommentResult,
+  MediaInput,
+  PostContent,
+  PostMedium,
+  PostPart,
+  PostVersion,
+  PublishedPart,
+  ThreadInput,
+  VersionsInput
+} from "./PostParts.js"
 import { accountIds } from "./TargetAccountIds.js"
 
-export const maxPostLength = 10_000
-/** More than any provider takes (Bluesky and Mastodon: 4); a provider's own limit is checked before sending. */
-export const maxMediaPerPost = 10
-
-export const PostContent = visibleText({
-  // \s is what String.prototype.trim removes: a post of these alone is blank.
-  blankRanges: "\\s",
-  minLength: 1,
-  maxLength: maxPostLength
-}).annotations({
-  identifier: "PostContent",
-  description: `The text, 1 to ${maxPostLength} characters, not blank; each provider's own limit applies when it is published`,
-  ...invalidUnless(`must be 1 to ${maxPostLength} characters, not blank`)
-})
-
-export const PostStatus = oneOf("draft", "scheduled", "publishing", "published", "partially_published", "failed").annotations({
+export const PostStatus = oneOf(
+  "draft",
+  "scheduled",
+  "publishing",
+  "published",
+  "partially_published",
+  "failed",
+  "deleted"
+).annotations({
   identifier: "PostStatus",
   description: "draft until published; scheduled while it waits for its time; then publishing while targets are " +
-    "pending, and published, partially_published or failed as its targets turned out"
+    "pending, and published, partially_published or failed as its targets turned out; deleted once every account " +
+    "it was published to has taken it down (unpublish)"
 })
 export type PostStatus = typeof PostStatus.Type
 
-export const TargetStatus = oneOf("pending", "published", "failed").annotations({ identifier: "TargetStatus" })
+export const TargetStatus = oneOf("pending", "published", "failed", "deleting", "deleted").annotations({
+  identifier: "TargetStatus",
+  description: "pending while it is sent (or waits for its time); published or failed as it turned out; deleting " +
+    "while it is taken down from the account, and deleted once it is"
+})
 export type TargetStatus = typeof TargetStatus.Type
 
 export const PostTarget = Schema.Struct({
@@ -49,7 +60,12 @@ export const PostTarget = Schema.Struct({
   url: Schema.NullOr(Schema.String),
   publishedAt: Schema.NullOr(Timestamp),
   error: Schema.NullOr(PublishError),
-  creditsSpent: integer("Credits this account's publish spent")
+  creditsSpent: integer("Credits this account's publish spent"),
+  parts: Schema.Array(PublishedPart).annotations({
+    description: "Each part that went out to the account, in order: one for a post, one per part for a thread"
+  }),
+  firstComment: Schema.NullOr(FirstCommentResult).annotations({ description: "null until a first comment was sent" }),
+  deletedAt: Schema.NullOr(Timestamp).annotations({ description: "When it was taken down from the account" })
 }).annotations({ identifier: "PostTarget", description: "What became of the post on one account" })
 export type PostTarget = typeof PostTarget.Type
 
@@ -57,29 +73,6 @@ export const PostAuthor = Schema.Struct({
   userId: Schema.NullOr(UserId),
   apiKeyId: Schema.NullOr(ApiKeyId)
 }).annotations({ identifier: "PostAuthor", description: "Who created the post: a user, or an API key" })
-
-export const PostMedium = Schema.Struct({
-  assetId: AssetId,
-  altText: Schema.NullOr(Schema.String).annotations({
-    description: "The post's own alt text for it; null: the asset's alt text is sent"
-  })
-}).annotations({ identifier: "PostMedium", description: "An asset of the team sent with the post, in order" })
-export type PostMedium = typeof PostMedium.Type
-
-const PostMediumInput = Schema.Struct({
-  assetId: AssetId,
-  altText: optional(Schema.NullOr(AltText).annotations({ description: "Overrides the asset's alt text for this post" }))
-}).annotations({ ...strict, identifier: "PostMediumInput" })
-
-const media = optional(
-  Schema.Array(PostMediumInput).pipe(
-    Schema.filter((items) => items.length <= maxMediaPerPost, { jsonSchema: { maxItems: maxMediaPerPost } })
-  ).annotations({
-    description: `Images and videos of the team's library to send with it, in order: at most ${maxMediaPerPost}, each ` +
-      "once; each provider's own limits (Bluesky: 4 images; Mastodon: the instance's) are checked before sending",
-    ...invalidUnless(`must be at most ${maxMediaPerPost} media, each { assetId, altText? }`)
-  })
-)
 
 export const Post = Schema.Struct({
   id: PostId,
@@ -97,6 +90,9 @@ export const Post = Schema.Struct({
     description: "Whether its links are tracked: the post's own choice, or null for the team's linkTrackingDefault"
   }),
   media: Schema.Array(PostMedium),
+  thread: Schema.Array(PostPart).annotations({ description: "The parts after the first, in order: empty unless a thread" }),
+  firstComment: Schema.NullOr(PostPart),
+  versions: Schema.Array(PostVersion).annotations({ description: "Versions for single accounts" }),
   createdBy: PostAuthor,
   createdAt: Timestamp,
   updatedAt: Timestamp
@@ -108,11 +104,18 @@ const linkTracking = optional(Schema.NullOr(Schema.Boolean).annotations({
   ...invalidUnless("must be true, false or null")
 }))
 
+const body = {
+  media: optional(MediaInput),
+  thread: optional(ThreadInput),
+  firstComment: optional(FirstCommentInput),
+  versions: optional(VersionsInput)
+}
+
 export const CreatePost = Schema.Struct({
   content: PostContent,
   linkTracking,
   socialAccountIds: optional(accountIds(0, "The accounts it is meant for: accounts of the team")),
-  media
+  ...body
 }).annotations({ ...strict, identifier: "CreatePost" })
 export type CreatePost = typeof CreatePost.Type
 
@@ -120,7 +123,7 @@ export const UpdatePost = Schema.Struct({
   content: optional(PostContent),
   linkTracking,
   socialAccountIds: optional(accountIds(0, "The accounts it is meant for: accounts of the team")),
-  media
+  ...body
 }).annotations({ ...strict, identifier: "UpdatePost" })
 export type UpdatePost = typeof UpdatePost.Type
 
@@ -158,7 +161,11 @@ export class PostsGroup extends HttpApiGroup.make("posts")
       .setPayload(CreatePost)
       .addSuccess(Post, { status: 201 })
       .annotate(OpenApi.Summary, "Create draft")
-      .annotate(OpenApi.Description, "A draft post, meant for accounts of the team (404 naming any other).")
+      .annotate(
+        OpenApi.Description,
+        "A draft post, meant for accounts of the team (404 naming any other); an asset given twice in media gives 400 " +
+          "`duplicate_media`."
+      )
   )
   .add(
     HttpApiEndpoint.get("getPost", "/v1/teams/:teamId/posts/:postId")
@@ -173,14 +180,18 @@ export class PostsGroup extends HttpApiGroup.make("posts")
       .setPayload(UpdatePost)
       .addSuccess(Post)
       .annotate(OpenApi.Summary, "Update draft")
-      .annotate(OpenApi.Description, "Changes a draft; a post that was sent gives 409.")
+      .annotate(
+        OpenApi.Description,
+        "Changes a draft; a post that is not a draft gives 409 `post_not_draft`, an asset given twice in media 400 " +
+          "`duplicate_media`."
+      )
   )
   .add(
     HttpApiEndpoint.del("deletePost", "/v1/teams/:teamId/posts/:postId")
       .setPath(postPath)
       .addSuccess(Post)
       .annotate(OpenApi.Summary, "Delete draft")
-      .annotate(OpenApi.Description, "Deletes a draft and answers it; a post that was sent gives 409.")
+      .annotate(OpenApi.Description, "Deletes a draft and answers it; a post that is not a draft gives 409 `post_not_draft`.")
   )
   .add(
     HttpApiEndpoint.post("postNow", "/v1/teams/:teamId/posts/:postId/post-now")
@@ -194,10 +205,13 @@ export class PostsGroup extends HttpApiGroup.make("posts")
         "Publishes the post to the accounts now, concurrently, and answers one result per account, in the order of " +
           "the request, with an outcome. Before anything is sent: each text is checked by its provider (a problem " +
           "fails that account with invalid_content), an account that needs reconnecting fails with auth, and the " +
-          "cost of the rest is reserved from the organization's credits (402 if short, nothing sent). An account " +
-          "the post was already published to, or is being published to, gives 409 and nothing is sent. Retry the " +
-          "failed accounts with a new request. Send an Idempotency-Key so that a retry after a timeout replays this " +
-          "answer instead of publishing twice."
+          "cost of the rest is reserved from the organization's credits (402 `insufficient_credits` if short, " +
+          "`spend_cap_reached` past the month's spend cap, nothing sent). An account the post was already published " +
+          "to gives 409 `already_published`, one it is being published to 409 `post_publishing`, one it was taken down " +
+          "from 409 `post_deleted`, a scheduled post 409 `post_scheduled`, and nothing is sent. Retry the failed accounts with a new request. Send an " +
+          "Idempotency-Key so that a retry after a timeout replays this answer instead of publishing twice (the same " +
+          "key with another request: 400 `idempotency_key_reused`; while the first still runs: 409 " +
+          "`idempotency_key_in_progress`)."
       )
   )
   .add(
@@ -211,9 +225,13 @@ export class PostsGroup extends HttpApiGroup.make("posts")
         OpenApi.Description,
         "Publishes the post to the accounts at `scheduledAt`, or in the team's next free posting slot. The same checks " +
           "as publishing now run at once (an account fails here for invalid_content or auth) and the credits of the " +
-          "rest are held (402 if short, nothing scheduled). The post becomes scheduled; each account's result " +
-          "appears on the post when it is published, transient failures retried with backoff. Scheduling a " +
-          "scheduled post moves it: it is published once, at the new time. Send an Idempotency-Key as for post-now."
+          "rest are held (402 `insufficient_credits` or `spend_cap_reached` if not, nothing scheduled). The post " +
+          "becomes scheduled; each account's result appears on the post when it is published, transient failures " +
+          "retried with backoff. Scheduling a scheduled post moves it: it is published once, at the new time. A post " +
+          "being published gives 409 `post_publishing`, one already published to an account 409 `already_published` (taken " +
+          "down from it: `post_deleted`); " +
+          "`scheduledAt` too soon or over a year ahead 400 `scheduled_at_out_of_range`, no `scheduledAt` and no " +
+          "posting slots 400 `no_posting_slots`. Send an Idempotency-Key as for post-now."
       )
   )
   .add(
@@ -223,7 +241,28 @@ export class PostsGroup extends HttpApiGroup.make("posts")
       .annotate(OpenApi.Summary, "Unschedule")
       .annotate(
         OpenApi.Description,
-        "Returns a scheduled post to draft and releases its credits; once its publishing has begun, 409."
+        "Returns a scheduled post to draft and releases its credits; once its publishing has begun, 409 " +
+          "`post_publishing`; a post that is not scheduled, 409 `post_not_scheduled`."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("unpublishPost", "/v1/teams/:teamId/posts/:postId/unpublish")
+      .setPath(postPath)
+      .setHeaders(idempotent)
+      .setPayload(UnpublishRequest)
+      .addSuccess(UnpublishResponse)
+      .annotate(OpenApi.Summary, "Delete from the networks")
+      .annotate(
+        OpenApi.Description,
+        "Takes the published post down from the accounts (all it was published to, unless some are named): every " +
+          "part of a thread and its first comment (Bluesky deletes the records, Mastodon the statuses, a webhook " +
+          "gets a signed post.deleted event), and answers one result per account. Each account's target is " +
+          "deleting while it runs and deleted once the network took it down; the post is deleted when all are, " +
+          "and the organization's event webhook gets post.deleted per account. An account the post is not " +
+          "published to (failed, or already taken down) gives 409 `post_not_published`, one it is still being sent to " +
+          "409 `post_publishing`, one being taken down 409 `post_deleting`, a scheduled post 409 `post_scheduled`, and " +
+          "nothing is deleted. " +
+          "Credits spent on publishing are not given back. Send an Idempotency-Key as for post-now."
       )
   )
   .add(

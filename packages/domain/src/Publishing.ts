@@ -3,6 +3,7 @@ import { integer, invalidUnless, oneOf, optional, strict, Timestamp } from "./Fi
 import { PostId, SocialAccountId, Uuid } from "./Ids.js"
 import { instantArbitrary, instantWithOffsetPattern, isInstantWithOffset } from "./Instants.js"
 import { ListEnvelope, listQueryFieldsSortedBy } from "./Lists.js"
+import { FirstCommentResult, PublishedPart } from "./PostParts.js"
 import { ProviderErrorCategory, SocialProvider } from "./SocialAccounts.js"
 import { accountIds } from "./TargetAccountIds.js"
 
@@ -32,7 +33,9 @@ export const PublishResult = Schema.Struct({
   externalId: Schema.NullOr(Schema.String),
   url: Schema.NullOr(Schema.String),
   error: Schema.NullOr(PublishError),
-  creditsSpent: integer("Credits this publish spent: its price when published, else 0")
+  creditsSpent: integer("Credits this publish spent: its price when published, else 0"),
+  parts: Schema.Array(PublishedPart).annotations({ description: "Each part that went out, in order" }),
+  firstComment: Schema.NullOr(FirstCommentResult)
 }).annotations({ identifier: "PublishResult" })
 export type PublishResult = typeof PublishResult.Type
 
@@ -47,7 +50,14 @@ export const Estimate = Schema.Struct({
   total: integer("Credits the publish would hold"),
   perAccount: Schema.Array(Schema.Struct({
     socialAccountId: SocialAccountId,
-    credits: integer("0 for an account that would fail before anything is sent")
+    credits: integer("0 for an account that would fail before anything is sent"),
+    publishes: optional(integer(
+      "A publish's estimate: what the account gets sent, one per part of the version it gets and one for a first comment"
+    )),
+    problems: optional(Schema.Array(Schema.String).annotations({
+      description: "A publish's estimate: why the account would fail before anything is sent (a part too long, " +
+        "media it refuses, an account to reconnect); empty when it would be sent"
+    }))
   })),
   available: integer("The organization's available credits now"),
   sufficient: Schema.Boolean,
@@ -60,6 +70,29 @@ export const Estimate = Schema.Struct({
   description: "What publishing to these accounts would cost, and whether the organization has it: changes nothing"
 })
 export type Estimate = typeof Estimate.Type
+
+export const UnpublishRequest = Schema.Struct({
+  socialAccountIds: optional(accountIds(1, "The accounts to take the post down from; absent: every account it is published to"))
+}).annotations({ ...strict, identifier: "UnpublishRequest" })
+export type UnpublishRequest = typeof UnpublishRequest.Type
+
+export const UnpublishResult = Schema.Struct({
+  socialAccountId: SocialAccountId,
+  status: oneOf("deleted", "failed", "deleting").annotations({
+    description: "deleting: the network did not answer in time; Postline asks it again until it can tell"
+  }),
+  error: Schema.NullOr(PublishError)
+}).annotations({ identifier: "UnpublishResult" })
+export type UnpublishResult = typeof UnpublishResult.Type
+
+export const UnpublishResponse = Schema.Struct({
+  postId: PostId,
+  results: Schema.Array(UnpublishResult).annotations({
+    description: "One per account, in the order of the request, else of the post's targets"
+  }),
+  outcome: PublishOutcome
+}).annotations({ identifier: "UnpublishResponse" })
+export type UnpublishResponse = typeof UnpublishResponse.Type
 
 export const minScheduleLeadSeconds = 10
 
@@ -101,18 +134,19 @@ export type ScheduleResponse = typeof ScheduleResponse.Type
 /** The most of a provider's answer an attempt keeps, in characters. */
 export const maxAttemptSummaryLength = 500
 
-export const AttemptOutcome = oneOf("pending", "published", "failed", "in_doubt").annotations({
+export const AttemptOutcome = oneOf("pending", "published", "failed", "in_doubt", "deleted").annotations({
   identifier: "AttemptOutcome",
   description: "pending: sent, its answer not yet recorded (under way, or it timed out and waits for the recovery); " +
     "published; failed: the provider refused or could not be reached; in_doubt: it ended without an answer (its " +
-    "send timed out or its server process stopped), so it may have been published: a later attempt with the same " +
-    "provider key tells"
+    "send timed out or its server process stopped), so it may have been published (or, for a delete, taken down): " +
+    "a later attempt with the same provider key tells; deleted: a delete the provider carried out"
 })
 export type AttemptOutcome = typeof AttemptOutcome.Type
 
 export const PublishAttempt = Schema.Struct({
   id: Uuid.annotations({ identifier: "PublishAttemptId", description: "Publish attempt UUID" }),
   socialAccountId: SocialAccountId,
+  kind: oneOf("publish", "delete").annotations({ description: "A publish, or taking the post down (unpublish)" }),
   provider: Schema.NullOr(SocialProvider).annotations({
     description: "The account's provider when the attempt was made; null for attempts recorded before this was kept, " +
       "whose account has since been removed"

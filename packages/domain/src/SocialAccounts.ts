@@ -185,7 +185,7 @@ export class SocialAccountsGroup extends HttpApiGroup.make("socialAccounts")
       .annotate(
         OpenApi.Description,
         "Checks the credentials with the provider and keeps them encrypted. Credentials the provider refuses give " +
-          "400 with its reason, and nothing is kept. A webhook's signing secret is made here and answered this once. " +
+          "400 `credentials_not_verified` with its reason, and nothing is kept. A webhook's signing secret is made here and answered this once. " +
           "Admins, owners and the organization's API keys may."
       )
   )
@@ -204,9 +204,10 @@ export class SocialAccountsGroup extends HttpApiGroup.make("socialAccounts")
       .annotate(OpenApi.Summary, "Update social account credentials")
       .annotate(
         OpenApi.Description,
-        "New credentials of the same provider, checked with the provider again (400 with its reason if refused, " +
-          "nothing changed); the account is then connected again. A webhook keeps its signing secret: when this " +
-          "server cannot read it, 409, and the webhook is to be connected again for a new one."
+        "New credentials of the same provider (400 `provider_mismatch` otherwise), checked with the provider again " +
+          "(400 `credentials_not_verified` with its reason if refused, nothing changed); the account is then connected " +
+          "again. A webhook keeps its signing secret: when this server cannot read it, 409 `credentials_unreadable`, " +
+          "and the webhook is to be connected again for a new one."
       )
   )
   .add(

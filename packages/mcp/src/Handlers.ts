@@ -40,6 +40,7 @@ export const PostlineToolHandlers = PostlineToolkit.toLayer(Effect.gen(function*
     list_teams: (urlParams) => withClient((client) => client.teams.listTeams({ urlParams })),
     list_social_accounts: ({ teamId, ...urlParams }) =>
       withClient((client) => client.socialAccounts.listSocialAccounts({ path: { teamId }, urlParams })),
+    list_providers: () => withClient((client) => client.providers.listProviders()),
     create_post: ({ teamId, ...payload }) => withClient((client) => client.posts.createPost({ path: { teamId }, payload })),
     update_post: ({ postId, teamId, ...payload }) =>
       withClient((client) => client.posts.updatePost({ path: { teamId, postId }, payload })),
@@ -68,6 +69,17 @@ export const PostlineToolHandlers = PostlineToolkit.toLayer(Effect.gen(function*
       )
     },
     unschedule_post: (path) => withClient((client) => client.posts.unschedulePost({ path })),
+    unpublish_post: ({ idempotencyKey, postId, socialAccountIds, teamId }) =>
+      withClient((client) =>
+        idempotently(idempotencyKey, (headers) =>
+          client.posts.unpublishPost({
+            path: { teamId, postId },
+            headers,
+            // Without accounts: every account the post is published to.
+            payload: socialAccountIds === undefined ? {} : { socialAccountIds },
+            withResponse: true
+          }))
+      ),
     get_credits: (path) => withClient((client) => client.credits.getCredits({ path })),
     list_posting_slots: (path) => withClient((client) => client.postingSlots.getPostingSlots({ path })),
     import_asset_from_url: ({ teamId, ...payload }) =>

@@ -9,17 +9,27 @@ import {
   ScheduleRequest,
   ScheduleResponse,
   TargetAccounts,
+  UnpublishRequest,
+  UnpublishResponse,
   UpdatePost
 } from "@postline/domain"
 import { apiTool, idempotencyKey, idempotentAnswer, paged, postFields, reads, teamFields } from "./ApiTool.js"
 
 const [scheduleAt, scheduleInNextSlot] = ScheduleRequest.members
 
+/** What create_post and update_post tell an agent of the body beyond the text. */
+const bodyParts = "A thread: content is its first part and thread the parts after it, in order (at most 24), each " +
+  "published as a reply to the one before. A first comment (firstComment): a reply posted right after the post " +
+  "(after its last part), whose failure does not fail the post. Versions: for an account that should get other " +
+  "text, media or thread, one { socialAccountId, content?, media?, thread? } per account; what it leaves out is the " +
+  "post's. Every part and the first comment cost one publish each on every account: estimate_post shows publishes " +
+  "and any problem (a part too long for a network) per account."
+
 export const CreatePostTool = apiTool("create_post", {
   title: "Create a draft post",
   description: "Creates a draft post in a team; nothing is published. Give its content and, optionally, the " +
     "accounts it is meant for (ids from list_social_accounts) and media (asset ids from list_assets or " +
-    "import_asset_from_url). Publish it with post_now or schedule_post.",
+    `import_asset_from_url). ${bodyParts} Publish it with post_now or schedule_post.`,
   parameters: { ...teamFields, ...CreatePost.fields },
   success: Post,
   hints: { readonly: false, destructive: false, idempotent: false, openWorld: false }
@@ -27,8 +37,10 @@ export const CreatePostTool = apiTool("create_post", {
 
 export const UpdatePostTool = apiTool("update_post", {
   title: "Change a draft post",
-  description: "Changes a draft post: only the fields given (content, socialAccountIds, media, linkTracking) " +
-    "change. A post that was published or scheduled cannot be changed (Conflict): unschedule it first.",
+  description: "Changes a draft post: only the fields given (content, socialAccountIds, media, linkTracking, " +
+    "thread, firstComment, versions) change, and a list given replaces the post's whole: thread [] makes it a " +
+    "single post again, firstComment null removes the comment, versions [] removes the versions. A post that was " +
+    "published or scheduled cannot be changed (Conflict): unschedule it first.",
   parameters: { ...postFields, ...UpdatePost.fields },
   success: Post,
   hints: { readonly: false, destructive: true, idempotent: true, openWorld: false }
@@ -99,4 +111,20 @@ export const UnschedulePost = apiTool("unschedule_post", {
   parameters: postFields,
   success: Post,
   hints: { readonly: false, destructive: true, idempotent: true, openWorld: false }
+})
+
+export const UnpublishPost = apiTool("unpublish_post", {
+  title: "Delete a post from the networks",
+  description: "Takes a published post down from the networks: every part of a thread and its first comment, from " +
+    "the accounts given in socialAccountIds or, without it, from every account it is published to. It cannot be " +
+    "undone, and the credits spent publishing it are NOT given back: tell the user both and delete only once they " +
+    "agree. Answers one result per account (deleted; failed with the reason; deleting while the network's answer is " +
+    "awaited, which get_post follows) and an outcome; the post becomes deleted once every account took it down. An " +
+    "account it is not published to (still being sent, failed, already deleted) gives Conflict and nothing is " +
+    "deleted. To retry after a timeout or an error, call again with the idempotencyKey of the result (or the one " +
+    "you gave): the first answer is replayed.",
+  parameters: { ...postFields, ...UnpublishRequest.fields, idempotencyKey },
+  success: idempotentAnswer(UnpublishResponse.fields, "UnpublishPostResult"),
+  // Deleting again does nothing more (Conflict): idempotent, as unschedule_post is.
+  hints: { readonly: false, destructive: true, idempotent: true, openWorld: true }
 })

@@ -4,12 +4,17 @@ import { Effect, ParseResult, Schema } from "effect"
 
 /**
  * Why a tool call failed, as the agent reads it: the API's own error (`_tag` NotFound, Forbidden,
- * PaymentRequired, Conflict, TooManyRequests, HttpApiDecodeError, … with its message), or what went wrong
- * before the API answered: InvalidArguments, Unreachable, UnexpectedResponse, InternalError.
+ * PaymentRequired, Conflict, TooManyRequests, HttpApiDecodeError, … with its message, and the `reason` of a
+ * Conflict, PaymentRequired or BadRequest), or what went wrong before the API answered: InvalidArguments,
+ * Unreachable, UnexpectedResponse, InternalError.
  */
 export class ToolError extends Schema.Class<ToolError>("ToolError")({
   _tag: Schema.String,
   message: Schema.String,
+  reason: optional(Schema.String.annotations({
+    description: "The API's stable code for why it refused (e.g. post_not_draft, insufficient_credits), when it " +
+      "gives one: act on it rather than on the message"
+  })),
   issues: optional(Schema.Array(DecodeIssue).annotations({ description: "Each argument that is wrong, and how" }))
 }) {}
 
@@ -33,6 +38,10 @@ const isApiError = (body: unknown): body is { readonly _tag: string; readonly me
   typeof body === "object" && body !== null && "_tag" in body && typeof body._tag === "string" &&
   "message" in body && typeof body.message === "string"
 
+/** The API error's reason code, when it has one. */
+const reasonOf = (error: { readonly _tag: string }) =>
+  "reason" in error && typeof error.reason === "string" ? { reason: error.reason } : {}
+
 const unexpected = (message: string) => new ToolError({ _tag: "UnexpectedResponse", message })
 
 /**
@@ -43,7 +52,7 @@ const fromResponseError = (error: HttpClientError.ResponseError) =>
   error.response.json.pipe(
     Effect.map((body) =>
       isApiError(body)
-        ? new ToolError({ _tag: body._tag, message: body.message })
+        ? new ToolError({ _tag: body._tag, message: body.message, ...reasonOf(body) })
         : unexpected(`The Postline API answered ${error.response.status} unexpectedly: ${error.message}`)
     ),
     Effect.orElseSucceed(() => unexpected(`The Postline API answered ${error.response.status} unexpectedly: ${error.message}`))
@@ -65,7 +74,7 @@ export const toToolError = (error: unknown): Effect.Effect<ToolError> => {
   }
   if (isApiError(error)) {
     const issues = "issues" in error && isIssues(error.issues) ? { issues: error.issues } : {}
-    return Effect.succeed(new ToolError({ _tag: error._tag, message: error.message, ...issues }))
+    return Effect.succeed(new ToolError({ _tag: error._tag, message: error.message, ...reasonOf(error), ...issues }))
   }
   return Effect.die(error)
 }

@@ -31,12 +31,15 @@ import {
   ListPosts,
   PostNow,
   SchedulePost,
+  UnpublishPost,
   UnschedulePost,
   UpdatePostTool
 } from "./PostTools.js"
+import { ListProviders } from "./ProviderTools.js"
 
 export * from "./AnalyticsTools.js"
 export * from "./PostTools.js"
+export * from "./ProviderTools.js"
 
 export const GetAgentContext = apiTool("get_agent_context", {
   title: "Who and where",
@@ -129,6 +132,7 @@ export const PostlineToolkit = Toolkit.make(
   ListOrganizations,
   ListTeams,
   ListSocialAccounts,
+  ListProviders,
   CreatePostTool,
   UpdatePostTool,
   GetPost,
@@ -137,6 +141,7 @@ export const PostlineToolkit = Toolkit.make(
   PostNow,
   SchedulePost,
   UnschedulePost,
+  UnpublishPost,
   GetCredits,
   ListPostingSlots,
   ImportAssetFromUrl,

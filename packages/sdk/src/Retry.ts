@@ -68,12 +68,16 @@ const carriesFile = (body: HttpBody.HttpBody) =>
 
 /**
  * The server's answer to a key whose first request still runs (apps/server's Idempotency service): a 409 that is
- * not a replay, whose message says so. A replayed 409 is the first request's own answer.
+ * not a replay, whose reason says so (a server older than reasons says so in its message). A replayed 409 is the
+ * first request's own answer.
  */
-const StillRunning = Schema.parseJson(Schema.Struct({
-  _tag: Schema.Literal("Conflict"),
-  message: Schema.String.pipe(Schema.filter((message) => message.includes("still being processed")))
-}))
+const StillRunning = Schema.parseJson(Schema.Union(
+  Schema.Struct({ _tag: Schema.Literal("Conflict"), reason: Schema.Literal("idempotency_key_in_progress") }),
+  Schema.Struct({
+    _tag: Schema.Literal("Conflict"),
+    message: Schema.String.pipe(Schema.filter((message) => message.includes("still being processed")))
+  })
+))
 const decodeStillRunning = Schema.decodeUnknownOption(StillRunning)
 
 /** What became of one try. */

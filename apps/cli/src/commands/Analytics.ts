@@ -154,7 +154,7 @@ const idempotencyKey = decodedOption("idempotency-key", IdempotencyKey, "key").p
 /** After a refresh that ended without a definite answer, how to learn it without paying twice; a refusal needs no such advice. */
 const keyForRetry = (key: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.tapError(effect, (error) =>
-    exitCodeOf(failureOf(error)._tag) === 1
+    exitCodeOf(failureOf(error)) === 1
       ? Effect.flatMap(Output, (output) => output.note(`To try again without paying twice, repeat the command with --idempotency-key ${key}`))
       : Effect.void)
 

@@ -1,84 +1,37 @@
-import { Command, HelpDoc, Options, ValidationError } from "@effect/cli"
-import { AssetId, maxPostLength, Post, PostContent, PostList, PostStatus } from "@postline/domain"
+import { Command, Options } from "@effect/cli"
+import { AssetId, Post, PostList, PostStatus } from "@postline/domain"
 import { Postline } from "@postline/sdk"
-import { Effect, Either, Option } from "effect"
-import { readTextAtMost } from "../BoundedInput.js"
-import { accounts, decodeAs, decodedOption, decodedRepeatedOption, postId, serverOptions, team, yes } from "../CommonOptions.js"
+import { Effect, Option } from "effect"
+import { accounts, decodedOption, decodedRepeatedOption, postId, serverOptions, team, yes } from "../CommonOptions.js"
 import { confirmed, costsNothing } from "../Confirmation.js"
+import { UsageError } from "../Errors.js"
 import { commandGroup } from "../Group.js"
 import { Output } from "../Output.js"
 import { pageOptions, pageParams, pageText } from "../Pages.js"
 import { online } from "../Session.js"
 import { excerpt, fields, orDash, table } from "../Table.js"
 import { teamOf } from "../Workspace.js"
+import { bodyFields, bodyOptions, bodyPreview, clearingOptions, content } from "./PostBodies.js"
+import { postText } from "./PostText.js"
+import { unpublish } from "./Unpublish.js"
 
-/** A post for people: its fields, then one line per account it was sent to. */
-export const postText = (post: Post) =>
-  [
-    fields([
-      ["Id", post.id],
-      ["Team", post.teamId],
-      ["Status", post.status],
-      ["Scheduled at", orDash(post.scheduledAt)],
-      ["Accounts", post.socialAccountIds.length === 0 ? "-" : post.socialAccountIds.join(", ")],
-      ["Media", post.media.length === 0 ? "-" : post.media.map((medium) => medium.assetId).join(", ")],
-      ["Created", post.createdAt],
-      ["Updated", post.updatedAt]
-    ]),
-    "",
-    post.content,
-    "",
-    "Results per account:",
-    table([
-      { header: "account", value: (target) => target.socialAccountId },
-      { header: "status", value: (target) => target.status },
-      { header: "credits", value: (target) => String(target.creditsSpent) },
-      { header: "url", value: (target) => orDash(target.url) },
-      { header: "error", value: (target) => target.error === null ? "-" : `${target.error.category}: ${target.error.message}` }
-    ], post.targets)
-  ].join("\n")
+const media = (description: string) => decodedRepeatedOption("media", AssetId, "id", description)
 
-/**
- * The most bytes a file of the longest post can hold: each character up to 4 bytes of UTF-8, and the line break
- * (CRLF at most) that ends its last line. A longer file is refused unread.
- */
-const maxFileBytes = maxPostLength * 4 + 2
-
-/** The text of a file, without the line break that ends its last line. */
-const fileText = (path: string) =>
-  readTextAtMost(path, maxFileBytes).pipe(
-    Effect.map((text) => text.replace(/\r?\n$/, "")),
-    Effect.mapError((error) =>
-      ValidationError.invalidValue(HelpDoc.p(
-        error._tag === "UsageError" ? `--file: ${error.message} (a post's text is at most ${maxPostLength} characters)` : error.message
-      ))
-    )
-  )
-
-const content = Options.text("text").pipe(
-  Options.withDescription("The post's text"),
-  Options.orElseEither(Options.file("file", { exists: "yes" }).pipe(
-    Options.withDescription(`Read the post's text from this file (at most ${maxFileBytes} bytes)`)
-  )),
-  Options.mapEffect(Either.match({ onLeft: Effect.succeed, onRight: fileText })),
-  Options.mapEffect((text) => Effect.mapError(decodeAs("The post's text", PostContent)(text), ValidationError.invalidValue))
-)
+const mediaPayload = (assetIds: ReadonlyArray<AssetId>) => assetIds.map((assetId) => ({ assetId }))
 
 const create = Command.make("create", {
   ...serverOptions,
   team,
   content,
+  ...bodyOptions,
   accounts: accounts("An account the post is meant for (post-now and schedule default to them); repeat it for several"),
-  media: decodedRepeatedOption(
-    "media",
-    AssetId,
-    "id",
-    "An asset of the team's media library to send with it, in order (postline media list); repeat it for several"
-  ),
+  media: media("An asset of the team's media library to send with it, in order (postline media list); repeat it for several"),
   yes
 }, (options) =>
   Effect.gen(function*() {
     const postline = yield* Postline
+    // The command line's own mistakes first, before the server is asked anything.
+    const body = yield* bodyFields(options)
     const teamId = yield* teamOf(options.team)
     yield* confirmed({
       yes: options.yes,
@@ -88,7 +41,8 @@ const create = Command.make("create", {
           `Create a draft in team ${teamId}: ${excerpt(options.content, 60)}`,
           fields([
             ["Accounts", options.accounts.length === 0 ? "-" : options.accounts.join(", ")],
-            ["Media", options.media.length === 0 ? "-" : options.media.join(", ")]
+            ["Media", options.media.length === 0 ? "-" : options.media.join(", ")],
+            ...bodyPreview(body)
           ])
         ].join("\n")
       ))
@@ -98,11 +52,64 @@ const create = Command.make("create", {
       payload: {
         content: options.content,
         ...(options.accounts.length > 0 ? { socialAccountIds: options.accounts } : {}),
-        ...(options.media.length > 0 ? { media: options.media.map((assetId) => ({ assetId })) } : {})
+        ...(options.media.length > 0 ? { media: mediaPayload(options.media) } : {}),
+        ...body
       }
     })
     yield* (yield* Output).answer(Post, post, postText)
-  }).pipe(online(options))).pipe(Command.withDescription("Creates a draft from --text or --file (asks first)"))
+  }).pipe(online(options))).pipe(
+    Command.withDescription(
+      "Creates a draft from --text or --file, with a thread (--part), a --first-comment and --account-version texts, or " +
+        "all three from a --parts-file (asks first)"
+    )
+  )
+
+const update = Command.make("update", {
+  ...serverOptions,
+  team,
+  postId,
+  content: content.pipe(Options.optional),
+  ...bodyOptions,
+  ...clearingOptions,
+  accounts: accounts("The accounts the post is meant for, replacing its own; repeat it for several"),
+  media: media("The post's media, replacing its own, in order; repeat it for several"),
+  yes
+}, (options) =>
+  Effect.gen(function*() {
+    const postline = yield* Postline
+    const body = yield* bodyFields(options)
+    const payload = {
+      ...Option.match(options.content, { onNone: () => ({}), onSome: (text) => ({ content: text }) }),
+      ...(options.accounts.length > 0 ? { socialAccountIds: options.accounts } : {}),
+      ...(options.media.length > 0 ? { media: mediaPayload(options.media) } : {}),
+      ...body
+    }
+    if (Object.keys(payload).length === 0) {
+      return yield* new UsageError({
+        message: "Nothing to change: give --text or --file, --account, --media, --part, --first-comment, --account-version, " +
+          "--parts-file or a --no- option (postline posts update --help)"
+      })
+    }
+    const path = { teamId: yield* teamOf(options.team), postId: options.postId }
+    yield* confirmed({
+      yes: options.yes,
+      action: "changing the draft",
+      preview: Effect.map(postline.client.posts.getPost({ path }), (post) =>
+        costsNothing([
+          `Change the draft ${post.id}: ${excerpt(post.content, 60)}`,
+          fields([
+            ...(payload.content === undefined ? [] : [["Text", excerpt(payload.content, 60)] as const]),
+            ...(payload.socialAccountIds === undefined ? [] : [["Accounts", payload.socialAccountIds.join(", ")] as const]),
+            ...(payload.media === undefined ? [] : [["Media", options.media.join(", ")] as const]),
+            ...bodyPreview(body)
+          ])
+        ].join("\n")))
+    })
+    const post = yield* postline.client.posts.updatePost({ path, payload })
+    yield* (yield* Output).answer(Post, post, postText)
+  }).pipe(online(options))).pipe(
+    Command.withDescription("Changes a draft: only what is given changes, a --part, --account or --media list replacing the post's (asks first)")
+  )
 
 const list = Command.make("list", {
   ...serverOptions,
@@ -153,4 +160,8 @@ const remove = Command.make("delete", { ...serverOptions, team, postId, yes }, (
     yield* (yield* Output).answer(Post, deleted, (post) => `Deleted the draft ${post.id}`)
   }).pipe(online(options))).pipe(Command.withDescription("Deletes a draft (asks first)"))
 
-export const postsCommand = commandGroup("posts", "The team's posts: create, list, show, delete", [create, list, show, remove])
+export const postsCommand = commandGroup(
+  "posts",
+  "The team's posts: create, update, list, show, delete, and unpublish from the networks",
+  [create, update, list, show, remove, unpublish]
+)

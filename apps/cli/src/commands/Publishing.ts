@@ -25,11 +25,11 @@ import { online } from "../Session.js"
 import { withSpinner } from "../Spinner.js"
 import { fields, orDash, table } from "../Table.js"
 import { teamOf } from "../Workspace.js"
-import { postText } from "./Posts.js"
+import { postText } from "./PostText.js"
 
 const targets = accounts("An account to publish to; repeat it for several (default: the post's accounts, else all the team's connected ones)")
 
-const WaitSeconds = Schema.NumberFromString.pipe(
+export const WaitSeconds = Schema.NumberFromString.pipe(
   Schema.int(),
   Schema.between(1, 3600, { message: () => "must be a whole number of seconds, 1 to 3600" })
 )
@@ -74,6 +74,8 @@ const targetsOf = (teamId: TeamId, postId: PostId, given: ReadonlyArray<SocialAc
 
 const credits = (n: number) => `${n} credit${n === 1 ? "" : "s"}`
 
+type EstimateItem = Estimate["perAccount"][number]
+
 /** What publishing would cost per account and in all, and what the organization has; changes nothing. */
 export const estimateText = (estimate: Estimate, byId: ReadonlyMap<string, SocialAccount>) =>
   [
@@ -83,7 +85,15 @@ export const estimateText = (estimate: Estimate, byId: ReadonlyMap<string, Socia
       { header: "handle", value: (item) => byId.get(item.socialAccountId)?.handle ?? "-" },
       // A webhook's handle is its host, which two webhooks may share: its name tells them apart.
       { header: "name", value: (item) => orDash(byId.get(item.socialAccountId)?.displayName) },
-      { header: "credits", value: (item) => String(item.credits) }
+      // What each account gets sent, when one gets more than a post (a thread's parts, a first comment).
+      ...(estimate.perAccount.some((item) => (item.publishes ?? 1) > 1)
+        ? [{ header: "publishes", value: (item: EstimateItem) => orDash(item.publishes) }]
+        : []),
+      { header: "credits", value: (item) => String(item.credits) },
+      // Why an account would fail before anything is sent: a part too long, media it refuses, a reconnect.
+      ...(estimate.perAccount.some((item) => (item.problems ?? []).length > 0)
+        ? [{ header: "problems", value: (item: EstimateItem) => (item.problems ?? []).join("; ") || "-" }]
+        : [])
     ], estimate.perAccount),
     "",
     fields([
@@ -107,12 +117,16 @@ const estimateOf = (teamId: TeamId, postId: PostId, socialAccountIds: ReadonlyAr
  * to get them, as the server says) or, the credits being enough, the month's spend cap.
  */
 export const unaffordable = (doing: string, estimate: Estimate) =>
-  new PaymentRequired({
-    message: estimate.total <= estimate.available
-      ? `The monthly spend cap stops it: ${doing} costs ${credits(estimate.total)}, more than the cap leaves this month (postline billing shows it)`
-      : `Not enough credits: ${doing} costs ${credits(estimate.total)}, the organization has ${credits(estimate.available)} available` +
-        (estimate.howToGetCredits === undefined ? "" : `. ${estimate.howToGetCredits}`)
-  })
+  estimate.total <= estimate.available
+    ? new PaymentRequired({
+      message: `The monthly spend cap stops it: ${doing} costs ${credits(estimate.total)}, more than the cap leaves this month (postline billing shows it)`,
+      reason: "spend_cap_reached"
+    })
+    : new PaymentRequired({
+      message: `Not enough credits: ${doing} costs ${credits(estimate.total)}, the organization has ${credits(estimate.available)} available` +
+        (estimate.howToGetCredits === undefined ? "" : `. ${estimate.howToGetCredits}`),
+      reason: "insufficient_credits"
+    })
 
 /** The most of a post's text a confirmation shows, in code points. */
 const excerptLength = 60
@@ -137,7 +151,7 @@ const costPreview = (heading: string, teamId: TeamId, postId: PostId, socialAcco
     return `${heading}\nText: ${excerpt(post.content)}\n${estimateText(estimate, yield* accountsById(teamId))}`
   })
 
-const errorText = (error: PublishError | null) => error === null ? "-" : `${error.category}: ${error.message}`
+export const errorText = (error: PublishError | null) => error === null ? "-" : `${error.category}: ${error.message}`
 
 const estimate = Command.make("estimate", { ...serverOptions, team, postId, accounts: targets }, (options) =>
   Effect.gen(function*() {
@@ -151,19 +165,19 @@ const estimate = Command.make("estimate", { ...serverOptions, team, postId, acco
   )
 
 /**
- * After a publish that ended without a definite answer (the server unreachable, timing out or failing, or still
- * running it when the SDK stopped waiting), says how to repeat it so that the repetition cannot publish twice. A
- * refusal (exit 2 to 7) needs no such advice.
+ * After a publish (or an unpublish: `doing` says which) that ended without a definite answer (the server
+ * unreachable, timing out or failing, or still running it when the SDK stopped waiting), says how to repeat it so
+ * that the repetition cannot act twice. A refusal (exit 2 to 7) needs no such advice.
  */
-const keyForRetry = (key: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+export const keyForRetry = (key: string, doing = "publishing") => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.tapError(effect, (error) =>
     error instanceof PublishInDoubt
       ? Effect.flatMap(Output, (output) =>
         output.note(
-          `The server is still publishing it and may yet succeed: to learn its answer without publishing twice, repeat the command later with --idempotency-key ${error.idempotencyKey}`
+          `The server is still ${doing} it and may yet succeed: to learn its answer without ${doing} twice, repeat the command later with --idempotency-key ${error.idempotencyKey}`
         ))
-      : exitCodeOf(failureOf(error)._tag) === 1
-      ? Effect.flatMap(Output, (output) => output.note(`To try again without publishing twice, repeat the command with --idempotency-key ${key}`))
+      : exitCodeOf(failureOf(error)) === 1
+      ? Effect.flatMap(Output, (output) => output.note(`To try again without ${doing} twice, repeat the command with --idempotency-key ${key}`))
       : Effect.void)
 
 const postNow = Command.make("post-now", { ...serverOptions, team, postId, accounts: targets, idempotencyKey, wait, yes }, (options) =>

@@ -20,7 +20,10 @@ export class AgentContextPolicy extends Effect.Service<AgentContextPolicy>()("Ag
             // A visible team's organization is visible: only another organization needs a check of its own.
             if (team.organizationId === organizationId) return
             yield* access.roleIn(organizationId)
-            return yield* new BadRequest({ message: `Team ${teamId} is not a team of organization ${organizationId}` })
+            return yield* new BadRequest({
+              message: `Team ${teamId} is not a team of organization ${organizationId}`,
+              reason: "team_not_in_organization"
+            })
           })
       )
 

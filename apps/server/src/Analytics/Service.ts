@@ -36,7 +36,10 @@ const failedRead = (account: ReadableAccount) => (failure: ReadFailure) =>
     })
     : failure.error?.retryable
     ? new ServiceUnavailable({ message: `The ${account.provider} account ${account.id} could not be read now: ${failure.message}` })
-    : new Conflict({ message: `The ${account.provider} account ${account.id} could not be read: ${failure.message}` })
+    : new Conflict({
+      message: `The ${account.provider} account ${account.id} could not be read: ${failure.message}`,
+      reason: "analytics_read_refused"
+    })
 
 /**
  * Analytics of a team's posts and accounts: the stored snapshots, free to read, and live reads (refresh),

@@ -32,22 +32,24 @@ const notAForm = "An upload is a multipart/form-data form: send the file in its 
 const badBoundary = "The Content-Type's boundary is missing or malformed: 1 to 70 letters, digits, spaces or '()+_,-./:=? " +
   "(the last not a space), in quotes unless a token, given once"
 
+const invalidForm = (message: string) => new BadRequest({ message, reason: "invalid_form" })
+
 /** Why an upload's Content-Type cannot be read as a form before a byte of its body is; undefined when it can. */
 export const formContentTypeRefusal = (header = ""): BadRequest | undefined => {
   const semicolon = header.indexOf(";")
   if ((semicolon === -1 ? header : header.slice(0, semicolon)).trim().toLowerCase() !== "multipart/form-data") {
-    return new BadRequest({ message: notAForm })
+    return new BadRequest({ message: notAForm, reason: "wrong_content_type" })
   }
   const boundaries: Array<string> = []
   let index = semicolon === -1 ? header.length : semicolon
   while (index < header.length) {
     contentTypeParameter.lastIndex = index
     const parameter = contentTypeParameter.exec(header)
-    if (parameter === null) return new BadRequest({ message: badBoundary })
+    if (parameter === null) return invalidForm(badBoundary)
     if (parameter[1]!.toLowerCase() === "boundary") boundaries.push(parameter[2]!.replace(/^"(.*)"$/, "$1"))
     index = contentTypeParameter.lastIndex
   }
-  return boundaries.length === 1 && boundaryValue.test(boundaries[0]!) ? undefined : new BadRequest({ message: badBoundary })
+  return boundaries.length === 1 && boundaryValue.test(boundaries[0]!) ? undefined : invalidForm(badBoundary)
 }
 
 const refusal = (error: Multipart.MultipartError) => {
@@ -56,13 +58,13 @@ const refusal = (error: Multipart.MultipartError) => {
     case "BodyTooLarge":
       return new PayloadTooLarge({ message: "The file is larger than the server takes" })
     case "FieldTooLarge":
-      return new BadRequest({ message: "A text field of the form is longer than 8192 bytes" })
+      return invalidForm("A text field of the form is longer than 8192 bytes")
     case "TooManyParts":
-      return new BadRequest({ message: "The form has more than 8 parts" })
+      return invalidForm("The form has more than 8 parts")
     default:
       return endedEarly(error)
-        ? new BadRequest({ message: "The form ends without its closing boundary (--boundary-- after the last part)" })
-        : new BadRequest({ message: "The request body is not a readable multipart/form-data form" })
+        ? invalidForm("The form ends without its closing boundary (--boundary-- after the last part)")
+        : invalidForm("The request body is not a readable multipart/form-data form")
   }
 }
 
@@ -86,17 +88,17 @@ export const readUploadForm = (
     yield* Stream.runForEach(parts, (part) =>
       Effect.gen(function*() {
         if (part._tag === "Field") {
-          if (fields.has(part.key)) return yield* new BadRequest({ message: `The form gives ${part.key} more than once` })
+          if (fields.has(part.key)) return yield* invalidForm(`The form gives ${part.key} more than once`)
           fields.set(part.key, part.value)
           return
         }
         if (part.key !== "file" || file !== undefined) {
-          return yield* new BadRequest({ message: "The form must have one file, in the part named file" })
+          return yield* invalidForm("The form must have one file, in the part named file")
         }
         fileName = nameFromFile(part.name)
         file = yield* spool(part.content, path, limits)
       })).pipe(Effect.catchTag("MultipartError", (error) => Effect.fail(refusal(error))))
-    if (file === undefined) return yield* new BadRequest({ message: "The form has no file: send it in the part named file" })
+    if (file === undefined) return yield* invalidForm("The form has no file: send it in the part named file")
     // The platform's own decode error, which the edge answers as every endpoint's.
     const decoded = yield* Effect.catchTag(decodeFields(Object.fromEntries(fields)), "ParseError", HttpApiError.HttpApiDecodeError.refailParseError)
     return { file, fileName, fields: decoded } satisfies UploadForm

@@ -23,7 +23,7 @@ const ImportGuardLive = configuredOutbound(importTimeoutMillis)
 const refusalOf = (error: OutboundError) =>
   error.reason === "timeout" || error.reason === "network"
     ? new BadGateway({ message: `The file could not be fetched: ${error.message}` })
-    : new BadRequest({ message: `The file cannot be fetched: ${error.message}` })
+    : new BadRequest({ message: `The file cannot be fetched: ${error.message}`, reason: "url_not_callable" })
 
 /** The URL's last path segment, as a file's name, if it makes one. */
 const fileNameOf = (url: string) => {

@@ -150,8 +150,10 @@ export class AssetsRepo extends Effect.Service<AssetsRepo>()("AssetsRepo", {
       Effect.gen(function*() {
         const locked = yield* sql`SELECT 1 FROM assets WHERE team_id = ${teamId} AND id = ${id} FOR UPDATE`
         if (locked.length === 0) return Option.none<{ readonly carriedBy: Option.Option<string> }>()
-        const [post] = yield* sql<{ readonly status: string }>`SELECT p.status FROM post_media pm JOIN posts p ON p.id = pm.post_id
-          WHERE pm.asset_id = ${id} AND p.status <> 'draft' LIMIT 1`
+        const [post] = yield* sql<{ readonly status: string }>`SELECT p.status
+          FROM (SELECT post_id FROM post_media WHERE asset_id = ${id}
+            UNION ALL SELECT post_id FROM post_part_media WHERE asset_id = ${id}) pm JOIN posts p ON p.id = pm.post_id
+          WHERE p.status <> 'draft' LIMIT 1`
         return Option.some({ carriedBy: Option.fromNullable(post?.status) })
       }).pipe(Effect.orDie, policyRequire("Asset", "write"))
 

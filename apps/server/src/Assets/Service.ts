@@ -115,7 +115,8 @@ export class Assets extends Effect.Service<Assets>()("Assets", {
           if (Option.isNone(locked)) return yield* assetNotFound(id)
           if (Option.isSome(locked.value.carriedBy)) {
             return yield* new Conflict({
-              message: `Asset ${id} is carried by a ${locked.value.carriedBy.value.replace("_", " ")} post: only assets of drafts, or of no post, can be deleted`
+              message: `Asset ${id} is carried by a ${locked.value.carriedBy.value.replace("_", " ")} post: only assets of drafts, or of no post, can be deleted`,
+              reason: "asset_in_use"
             })
           }
           return yield* Effect.flatMap(repo.remove(teamId, id), found(id))

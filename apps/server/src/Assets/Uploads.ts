@@ -92,7 +92,8 @@ export class AssetUploads extends Effect.Service<AssetUploads>()("Assets/Uploads
             const open = yield* repo.openClaims(team.organizationId, teamId)
             if (open.teamUploads >= maxOpenUploadsPerTeam) {
               return yield* new Conflict({
-                message: `The team has ${open.teamUploads} uploads open: complete them, or wait for them to expire (an hour)`
+                message: `The team has ${open.teamUploads} uploads open: complete them, or wait for them to expire (an hour)`,
+                reason: "too_many_open_uploads"
               })
             }
             if (mediaBytes + open.bytes + size > settings.quotaBytes) {
@@ -137,10 +138,16 @@ export class AssetUploads extends Effect.Service<AssetUploads>()("Assets/Uploads
         const upload = yield* Effect.gen(function*() {
           const found = yield* Effect.flatMap(repo.lockForPut(id), Option.match({ onNone: () => uploadNotFound(id), onSome: Effect.succeed }))
           if (found.state !== "pending") {
-            return yield* new Conflict({ message: `Upload ${id}'s bytes were already sent, or are arriving: complete it` })
+            return yield* new Conflict({
+              message: `Upload ${id}'s bytes were already sent, or are arriving: complete it`,
+              reason: "upload_already_sent"
+            })
           }
           if (declared !== undefined && Number(declared) !== found.size) {
-            return yield* new BadRequest({ message: `The upload declared ${found.size} bytes; Content-Length is ${declared}` })
+            return yield* new BadRequest({
+              message: `The upload declared ${found.size} bytes; Content-Length is ${declared}`,
+              reason: "size_mismatch"
+            })
           }
           yield* setState(id, "receiving")
           return found
@@ -164,7 +171,10 @@ export class AssetUploads extends Effect.Service<AssetUploads>()("Assets/Uploads
       Effect.gen(function*() {
         const found = yield* Effect.flatMap(repo.lockOfTeam(teamId, id), Option.match({ onNone: () => uploadNotFound(id), onSome: Effect.succeed }))
         if (found.state === "receiving" || found.state === "completing") {
-          return yield* new Conflict({ message: `Upload ${id} is ${found.state === "receiving" ? "still receiving its bytes" : "being completed"}` })
+          return yield* new Conflict({
+            message: `Upload ${id} is ${found.state === "receiving" ? "still receiving its bytes" : "being completed"}`,
+            reason: "upload_busy"
+          })
         }
         return found
       })
@@ -195,15 +205,24 @@ export class AssetUploads extends Effect.Service<AssetUploads>()("Assets/Uploads
             const stored = yield* Effect.orDie(storage.size(upload.storageKey))
             idleState = Option.isSome(stored) ? "received" : "pending"
             if (Option.isNone(stored)) {
-              return yield* new Conflict({ message: `Nothing was PUT to upload ${id}'s URL yet: send the bytes, then complete it` })
+              return yield* new Conflict({
+                message: `Nothing was PUT to upload ${id}'s URL yet: send the bytes, then complete it`,
+                reason: "upload_bytes_missing"
+              })
             }
             if (stored.value !== upload.size) {
-              return yield* new BadRequest({ message: `The upload declared ${upload.size} bytes; ${stored.value} arrived` })
+              return yield* new BadRequest({
+                message: `The upload declared ${upload.size} bytes; ${stored.value} arrived`,
+                reason: "size_mismatch"
+              })
             }
             const path = Path.join(yield* scopedWorkDir(settings.workDir), "upload")
             const file = yield* spool(storage.read(upload.storageKey), path, settings).pipe(Effect.catchTag("StorageError", Effect.die))
             if (upload.sha256 !== null && file.sha256 !== upload.sha256) {
-              return yield* new BadRequest({ message: `The upload declared SHA-256 ${upload.sha256}; the bytes that arrived have ${file.sha256}` })
+              return yield* new BadRequest({
+                message: `The upload declared SHA-256 ${upload.sha256}; the bytes that arrived have ${file.sha256}`,
+                reason: "checksum_mismatch"
+              })
             }
             return yield* assets.ingest(teamId, file, { fields: upload.fields, fileName: null })
           }).pipe(

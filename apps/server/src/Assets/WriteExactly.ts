@@ -15,13 +15,16 @@ export const writeExactly = <E, R>(content: Stream.Stream<Uint8Array, E, R>, pat
     (file) =>
       Effect.gen(function*() {
         let received = 0
-        const unreadable = () => new BadRequest({ message: "The body could not be read to its end" })
+        const unreadable = () => new BadRequest({ message: "The body could not be read to its end", reason: "body_unreadable" })
         yield* Stream.runForEach(Stream.mapError(content, unreadable), (chunk) => {
           received += chunk.length
           return received > size ? Effect.void : Effect.promise(() => file.write(chunk))
         })
         if (received !== size) {
-          return yield* new BadRequest({ message: `The upload declared ${size} bytes; the body has ${received}: send exactly ${size}` })
+          return yield* new BadRequest({
+            message: `The upload declared ${size} bytes; the body has ${received}: send exactly ${size}`,
+            reason: "size_mismatch"
+          })
         }
       }),
     (file) => Effect.promise(() => file.close())

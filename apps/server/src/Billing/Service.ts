@@ -33,14 +33,18 @@ const checkoutTurns = Schedule.spaced("25 millis").pipe(Schedule.upTo("10 second
 const hasSubscription = (status: typeof SubscriptionStatus.Type) => status !== "canceled" && status !== "inactive"
 
 const subscribedAlready = (status: string) =>
-  new Conflict({ message: `The organization is subscribed already (${status}): change the subscription in the billing portal` })
+  new Conflict({
+    message: `The organization is subscribed already (${status}): change the subscription in the billing portal`,
+    reason: "already_subscribed"
+  })
 
 const billingDisabled = new BillingDisabled({
   message: "Billing is off on this server (no STRIPE_SECRET_KEY): an operator grants credits with the admin command"
 })
 
 const lostClaim = new Conflict({
-  message: "Another subscription checkout of the organization was made while this one waited for Stripe: try again in a moment"
+  message: "Another subscription checkout of the organization was made while this one waited for Stripe: try again in a moment",
+  reason: "checkout_in_progress"
 })
 
 /** An organization's billing, for the current caller: reading it, buying credits or the plan, auto-recharge and the cap. */
@@ -121,10 +125,16 @@ export class Billing extends Effect.Service<Billing>()("Billing", {
             ? settings.packs.find((pack) => pack.credits === request.credits)
             : undefined
           if (request.purchase === "credits" && pack === undefined) {
-            return yield* new BadRequest({ message: `No pack of ${request.credits} credits is on sale; the packs: ${packCredits}` })
+            return yield* new BadRequest({
+              message: `No pack of ${request.credits} credits is on sale; the packs: ${packCredits}`,
+              reason: "unknown_pack"
+            })
           }
           if (request.purchase === "subscription" && Option.isNone(settings.plan)) {
-            return yield* new Conflict({ message: "This server offers no subscription plan (BILLING_PLAN_PRICE_ID is not set)" })
+            return yield* new Conflict({
+              message: "This server offers no subscription plan (BILLING_PLAN_PRICE_ID is not set)",
+              reason: "no_subscription_plan"
+            })
           }
           const row = yield* rowToManage(organizationId)
           // Refused before any customer is made at the provider.
@@ -157,7 +167,8 @@ export class Billing extends Effect.Service<Billing>()("Billing", {
           Effect.retry({ while: (error) => error._tag === "CheckoutBusy", schedule: checkoutTurns }),
           Effect.catchTag("CheckoutBusy", () =>
             new Conflict({
-              message: "Another subscription checkout of the organization is being made: try again in a moment"
+              message: "Another subscription checkout of the organization is being made: try again in a moment",
+              reason: "checkout_in_progress"
             }))
         )
         const made = yield* Effect.gen(function*() {
@@ -170,7 +181,8 @@ export class Billing extends Effect.Service<Billing>()("Billing", {
           if (earlier._tag === "Completed" && (earlier.subscriptionId === null || earlier.subscriptionId !== claimed.subscriptionId)) {
             return yield* new Conflict({
               message: "The organization's previous subscription checkout was paid and its subscription is being set up: " +
-                "GET …/billing shows it once it is"
+                "GET …/billing shows it once it is",
+              reason: "subscription_pending"
             })
           }
           const plan = Option.getOrThrow(settings.plan)
@@ -211,18 +223,19 @@ export class Billing extends Effect.Service<Billing>()("Billing", {
           const amount = update.amount ?? row.autoRechargeAmount
           if (update.enabled) {
             if (threshold === null || amount === null) {
-              return yield* new BadRequest({ message: "Auto-recharge needs a threshold and an amount" })
+              return yield* new BadRequest({ message: "Auto-recharge needs a threshold and an amount", reason: "auto_recharge_incomplete" })
             }
             if (row.paymentPaymentMethodId === null) {
               return yield* new Conflict({
-                message: "The organization has no saved payment method: buy a credit pack first, its card is kept for recharges"
+                message: "The organization has no saved payment method: buy a credit pack first, its card is kept for recharges",
+                reason: "no_payment_method"
               })
             }
           }
           // A pack no longer on sale does not keep auto-recharge from being turned off.
           const checked = update.enabled || update.amount !== undefined
           if (checked && amount !== null && !settings.packs.some((pack) => pack.credits === amount)) {
-            return yield* new BadRequest({ message: `amount must be the credits of a pack on sale: ${packCredits}` })
+            return yield* new BadRequest({ message: `amount must be the credits of a pack on sale: ${packCredits}`, reason: "unknown_pack" })
           }
           return stateOf(yield* repo.setAutoRecharge(organizationId, { enabled: update.enabled, threshold, amount }), true)
         })).pipe(transactionally)

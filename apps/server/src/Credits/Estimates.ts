@@ -1,4 +1,4 @@
-import { type Estimate, type OrganizationId, PaymentRequired, type SocialAccountId } from "@postline/domain"
+import { type Estimate, type OrganizationId, PaymentRequired } from "@postline/domain"
 import { Effect, Option } from "effect"
 import { authorize } from "../Access/Authorization.js"
 import { BillingSettings } from "../Billing/Settings.js"
@@ -36,7 +36,7 @@ export class CreditEstimates extends Effect.Service<CreditEstimates>()("CreditEs
     const estimate = (
       organizationId: OrganizationId,
       what: string,
-      accounts: ReadonlyArray<{ readonly socialAccountId: SocialAccountId; readonly credits: number }>
+      accounts: Estimate["perAccount"]
     ) =>
       Effect.map(headroomOf(organizationId), (headroom) => {
         const total = accounts.reduce((sum, account) => sum + account.credits, 0)
@@ -50,11 +50,15 @@ export class CreditEstimates extends Effect.Service<CreditEstimates>()("CreditEs
           ...(lacksCredits ? { howToGetCredits: howToGetCredits(billing, organizationId, total - headroom.available) } : {})
         }
         const refusal = Option.map(limit, (limit) =>
-          new PaymentRequired({
-            message: limit._tag === "Cap"
-              ? capReachedMessage(total, limit.cap, headroom.spentThisMonth)
-              : shortfallMessage(billing, what, organizationId, total, headroom.available)
-          }))
+          limit._tag === "Cap"
+            ? new PaymentRequired({
+              message: capReachedMessage(total, limit.cap, headroom.spentThisMonth),
+              reason: "spend_cap_reached"
+            })
+            : new PaymentRequired({
+              message: shortfallMessage(billing, what, organizationId, total, headroom.available),
+              reason: "insufficient_credits"
+            }))
         return { estimate, refusal }
       })
 

@@ -107,7 +107,7 @@ export class CreditsRepo extends Effect.Service<CreditsRepo>()("CreditsRepo", {
         FROM organizations WHERE id = ${organizationId}`.pipe(
         Effect.flatMap(([row]) =>
           row !== undefined && row.cap !== null && row.spent + spent > row.cap
-            ? new PaymentRequired({ message: capReachedMessage(spent, row.cap, row.spent) })
+            ? new PaymentRequired({ message: capReachedMessage(spent, row.cap, row.spent), reason: "spend_cap_reached" })
             : Effect.succeedNone)
       )
 
@@ -206,7 +206,10 @@ export class CreditsRepo extends Effect.Service<CreditsRepo>()("CreditsRepo", {
         const moved = yield* spend(organizationId, { balance: 0, reserved: total }, total)
         if (Option.isNone(moved)) {
           const { available } = Option.getOrThrow(yield* balanceOf(organizationId))
-          return yield* new PaymentRequired({ message: shortfallMessage(billing, "Publishing", organizationId, total, available) })
+          return yield* new PaymentRequired({
+            message: shortfallMessage(billing, "Publishing", organizationId, total, available),
+            reason: "insufficient_credits"
+          })
         }
         // One entry per hold, each showing the figures after it, as if they were made one by one.
         let reserved = moved.value.reserved - total
@@ -250,7 +253,8 @@ export class CreditsRepo extends Effect.Service<CreditsRepo>()("CreditsRepo", {
         if (Option.isNone(moved)) {
           const { available } = Option.getOrThrow(yield* balanceOf(organizationId))
           return yield* new PaymentRequired({
-            message: shortfallMessage(billing, "Reading analytics", organizationId, total, available)
+            message: shortfallMessage(billing, "Reading analytics", organizationId, total, available),
+            reason: "insufficient_credits"
           })
         }
         let balance = moved.value.balance + total

@@ -20,6 +20,7 @@ import billingReconciliation from "./migrations/0017_billing_reconciliation.js"
 import scheduledTargets from "./migrations/0018_scheduled_targets.js"
 import storedMediaHashes from "./migrations/0019_stored_media_hashes.js"
 import uploadClaims from "./migrations/0020_upload_claims.js"
+import threadsAndDeletion from "./migrations/0021_threads_and_deletion.js"
 
 const run = Migrator.make({})
 
@@ -44,7 +45,8 @@ export const migrations = {
   "0017_billing_reconciliation": billingReconciliation,
   "0018_scheduled_targets": scheduledTargets,
   "0019_stored_media_hashes": storedMediaHashes,
-  "0020_upload_claims": uploadClaims
+  "0020_upload_claims": uploadClaims,
+  "0021_threads_and_deletion": threadsAndDeletion
 }
 
 /** Runs `these` migrations that have not run yet: all of them, unless a test stops at an earlier schema. */

@@ -11,7 +11,8 @@ import { isoUtc, selectFields } from "../Database/Columns.js"
  */
 export const insertEventsOf = (sql: SqlClient.SqlClient, ended: string): Statement.Fragment =>
   sql`INSERT INTO event_deliveries (organization_id, type, data)
-    SELECT w.organization_id, CASE WHEN e.status = 'published' THEN 'post.published' ELSE 'post.failed' END,
+    SELECT w.organization_id, CASE e.status WHEN 'published' THEN 'post.published' WHEN 'deleted' THEN 'post.deleted'
+      ELSE 'post.failed' END,
       jsonb_build_object('organizationId', w.organization_id, 'teamId', p.team_id, 'postId', e.post_id,
         'socialAccountId', e.social_account_id,
         'provider', coalesce(sa.provider, (SELECT a.provider FROM publish_attempts a
@@ -20,11 +21,11 @@ export const insertEventsOf = (sql: SqlClient.SqlClient, ended: string): Stateme
         'publishedAt', ${sql.literal(isoUtc("e.published_at"))},
         'error', CASE WHEN e.error_category IS NULL THEN NULL ELSE jsonb_build_object('category', e.error_category,
           'message', e.error_message, 'retryable', coalesce(e.error_retryable, false)) END,
-        'creditsSpent', e.credits_spent)
+        'creditsSpent', e.credits_spent, 'deletedAt', ${sql.literal(isoUtc("e.deleted_at"))})
     FROM ${sql.literal(ended)} e JOIN posts p ON p.id = e.post_id JOIN teams t ON t.id = p.team_id
       JOIN event_webhooks w ON w.organization_id = t.organization_id
       LEFT JOIN social_accounts sa ON sa.id = e.social_account_id
-    WHERE e.status IN ('published', 'failed')`
+    WHERE e.status IN ('published', 'failed', 'deleted')`
 
 /** An event to deliver, with where to and the secret (encrypted) to sign it with. */
 export interface DueDelivery {

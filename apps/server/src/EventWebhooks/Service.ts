@@ -35,7 +35,7 @@ export class EventWebhooks extends Effect.Service<EventWebhooks>()("EventWebhook
       authorize(policy.canManage(organizationId, { lock: false }))(() =>
         Effect.gen(function*() {
           yield* outbound.check(url).pipe(
-            Effect.mapError((error) => new BadRequest({ message: `The URL cannot be called: ${error.message}` }))
+            Effect.mapError((error) => new BadRequest({ message: `The URL cannot be called: ${error.message}`, reason: "url_not_callable" }))
           )
           return yield* authorize(policy.canManage(organizationId, { lock: true }))(() =>
             Effect.gen(function*() {

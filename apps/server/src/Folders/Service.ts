@@ -17,7 +17,8 @@ import { FoldersRepo } from "./Repo.js"
 
 export const folderNotFound = (id: FolderId) => new NotFound({ message: `Folder ${id} not found` })
 
-const nameTaken = (name: string) => new Conflict({ message: `The parent folder already has a folder named ${JSON.stringify(name)}` })
+const nameTaken = (name: string) =>
+  new Conflict({ message: `The parent folder already has a folder named ${JSON.stringify(name)}`, reason: "folder_name_taken" })
 
 /** A team's folders: a tree by parentId, without cycles, with names unique among one parent's folders. */
 export class Folders extends Effect.Service<Folders>()("Folders", {
@@ -60,7 +61,10 @@ export class Folders extends Effect.Service<Folders>()("Folders", {
           const folder = yield* Effect.flatMap(repo.lock(teamId, id), found(id))
           const next = { name: changes.name ?? folder.name, parentId: changes.parentId === undefined ? folder.parentId : changes.parentId }
           if (next.parentId !== null && (yield* repo.isWithin(next.parentId, id))) {
-            return yield* new Conflict({ message: `Folder ${id} cannot be moved into itself or one of its own folders` })
+            return yield* new Conflict({
+              message: `Folder ${id} cannot be moved into itself or one of its own folders`,
+              reason: "folder_cycle"
+            })
           }
           yield* requireRoom(teamId, next.parentId, next.name, id)
           return yield* Effect.flatMap(repo.update(teamId, id, next), found(id))
@@ -71,7 +75,10 @@ export class Folders extends Effect.Service<Folders>()("Folders", {
         Effect.gen(function*() {
           const folder = yield* Effect.flatMap(repo.lock(teamId, id), found(id))
           if (yield* repo.holdsAnything(id)) {
-            return yield* new Conflict({ message: `Folder ${id} is not empty: move or delete its folders and assets first` })
+            return yield* new Conflict({
+              message: `Folder ${id} is not empty: move or delete its folders and assets first`,
+              reason: "folder_not_empty"
+            })
           }
           yield* repo.remove(teamId, id)
           return folder

@@ -1,6 +1,7 @@
 import { HttpApiBuilder, HttpApiError, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import {
   BadRequest,
+  type BadRequestReason,
   DecodeIssue,
   HttpApiDecodeError,
   InternalError,
@@ -11,7 +12,7 @@ import {
 } from "@postline/domain"
 import { Cause, Effect, Layer, Option, Schema } from "effect"
 import { makeAllowedMethods } from "./AllowedMethods.js"
-import { refusalIn, withBoundedBody } from "./RequestBody.js"
+import { type BodyRefused, refusalIn, withBoundedBody } from "./RequestBody.js"
 
 type PlatformIssue = HttpApiError.HttpApiDecodeError["issues"][number]
 
@@ -47,13 +48,23 @@ const encodeUnauthorized = Schema.encode(Unauthorized)
 const isRequestBodyError = (defect: unknown) =>
   HttpServerError.isServerError(defect) && defect._tag === "RequestError"
 
+const bodyRefusalReasons: Record<BodyRefused["reason"], BadRequestReason> = {
+  TooLarge: "body_too_large",
+  InvalidUtf8: "body_not_utf8",
+  InvalidFormUtf8: "body_not_utf8",
+  Unreadable: "body_unreadable"
+}
+
 // A body refused for its size is not read to its end: the connection closes after the answer.
-const refuseBody = (refusal: { readonly reason: string; readonly message: string }) =>
-  Effect.map(Effect.orDie(encodeBadRequest(new BadRequest({ message: refusal.message }))), (body) =>
-    HttpServerResponse.unsafeJson(body, {
-      status: 400,
-      headers: refusal.reason === "TooLarge" ? { connection: "close" } : {}
-    }))
+const refuseBody = (refusal: BodyRefused) =>
+  Effect.map(
+    Effect.orDie(encodeBadRequest(new BadRequest({ message: refusal.message, reason: bodyRefusalReasons[refusal.reason] }))),
+    (body) =>
+      HttpServerResponse.unsafeJson(body, {
+        status: 400,
+        headers: refusal.reason === "TooLarge" ? { connection: "close" } : {}
+      })
+  )
 
 const encodeBadRequest = Schema.encode(BadRequest)
 
@@ -106,7 +117,7 @@ export const ErrorBodiesLive = HttpApiBuilder.middleware(
         const refusal = refusalIn(cause)
         if (Option.isSome(refusal)) return yield* refuseBody(refusal.value)
         if (Option.isSome(defect) && isRequestBodyError(defect.value)) {
-          return yield* new BadRequest({ message: "The request body is not valid JSON" })
+          return yield* new BadRequest({ message: "The request body is not valid JSON", reason: "invalid_json" })
         }
         if (Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause)
         yield* Effect.logError("Unexpected failure", cause)

@@ -18,7 +18,10 @@ export const JsonBodyLive = Layer.succeed(
     if (!bodyMethods.has(request.method) || !hasBody(request.headers)) return
     const contentType = request.headers["content-type"]
     if (contentType === undefined || !jsonContentType.test(contentType)) {
-      return yield* new BadRequest({ message: "The request body must be JSON: send `Content-Type: application/json`" })
+      return yield* new BadRequest({
+        message: "The request body must be JSON: send `Content-Type: application/json`",
+        reason: "wrong_content_type"
+      })
     }
     // A body that cannot be read or parsed fails here with the platform's RequestError, answered at the edge.
     const issue = jsonShapeIssue(yield* Effect.orDie(request.json))

@@ -82,7 +82,8 @@ export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
             return asResponse(claim.answer, true)
           case "OtherRequest":
             return yield* new BadRequest({
-              message: "This Idempotency-Key was used with a different request: use a new key for a new request"
+              message: "This Idempotency-Key was used with a different request: use a new key for a new request",
+              reason: "idempotency_key_reused"
             })
           case "Running": {
             const resumed = resumable === undefined ? Option.none() : yield* resumable.resume(claim.startedAt)
@@ -93,7 +94,8 @@ export class Idempotency extends Effect.Service<Idempotency>()("Idempotency", {
             }
             if (!claim.abandoned || !(yield* repo.retake(id, claim.startedAt, keptSeconds))) {
               return yield* new Conflict({
-                message: "A request with this Idempotency-Key is still being processed: retry it later for its answer"
+                message: "A request with this Idempotency-Key is still being processed: retry it later for its answer",
+                reason: "idempotency_key_in_progress"
               })
             }
             // Its request died and left no answer to read: this one runs instead.

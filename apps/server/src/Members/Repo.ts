@@ -63,7 +63,7 @@ export class MembersRepo extends Effect.Service<MembersRepo>()("MembersRepo", {
         if (user === undefined) return yield* new NotFound({ message: `No user with email ${email}` })
         const inserted = yield* sql`INSERT INTO memberships (user_id, organization_id, role)
           VALUES (${user.id}, ${organizationId}, ${role}) ON CONFLICT DO NOTHING RETURNING user_id`
-        if (inserted.length === 0) return yield* new Conflict({ message: `${email} is already a member` })
+        if (inserted.length === 0) return yield* new Conflict({ message: `${email} is already a member`, reason: "already_member" })
         return Option.getOrThrow(yield* find(organizationId, user.id))
       }).pipe(Effect.catchTag("SqlError", Effect.die), policyRequire("Member", "add"))
 

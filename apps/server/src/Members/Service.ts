@@ -9,7 +9,7 @@ import { pageRequest } from "../Pagination/Keyset.js"
 import { MembersPolicy } from "./Policy.js"
 import { MembersRepo } from "./Repo.js"
 
-const lastManager = new Conflict({ message: "An organization keeps at least one admin or owner" })
+const lastManager = new Conflict({ message: "An organization keeps at least one admin or owner", reason: "last_admin_or_owner" })
 
 /**
  * Members of an organization and their roles. An organization keeps at least

@@ -19,7 +19,8 @@ export type CursorScope = string
 const decodePosition = Schema.decodeUnknownOption(Schema.parseJson(CursorPosition))
 
 const invalid = new BadRequest({
-  message: "Invalid cursor: pass nextCursor or prevCursor of a previous page of this list, unchanged"
+  message: "Invalid cursor: pass nextCursor or prevCursor of a previous page of this list, unchanged",
+  reason: "invalid_cursor"
 })
 
 /**
@@ -57,7 +58,8 @@ export class Cursors extends Effect.Service<Cursors>()("Cursors", {
         return Effect.fail(
           new BadRequest({
             message: `This cursor belongs to sortBy=${position.value.sortBy}&sortOrder=${position.value.sortOrder}; ` +
-              "repeat those parameters with it"
+              "repeat those parameters with it",
+            reason: "cursor_sort_mismatch"
           })
         )
       }

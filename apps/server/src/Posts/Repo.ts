@@ -18,6 +18,7 @@ import { policyRequire } from "../Access/Authorization.js"
 import { isoUtc, selectFields } from "../Database/Columns.js"
 import { type PageRequest, paginate } from "../Pagination/Keyset.js"
 import type { MediaFacts } from "../Providers/SocialProvider.js"
+import { bodyColumns } from "./BodyRepo.js"
 
 type PostSortField = NonNullable<PostListQuery["sortBy"]>
 
@@ -57,13 +58,21 @@ export class PostsRepo extends Effect.Service<PostsRepo>()("PostsRepo", {
           'publishedAt', ${isoUtc("pt.published_at")},
           'error', CASE WHEN pt.error_category IS NULL THEN NULL ELSE json_build_object(
             'category', pt.error_category, 'message', pt.error_message, 'retryable', pt.error_retryable) END,
-          'creditsSpent', pt.credits_spent
+          'creditsSpent', pt.credits_spent,
+          'parts', coalesce((SELECT json_agg(json_build_object('position', tp.position, 'externalId', tp.external_id,
+              'url', tp.url) ORDER BY tp.position) FROM post_target_parts tp
+            WHERE tp.post_id = pt.post_id AND tp.social_account_id = pt.social_account_id AND tp.position >= 1), '[]'::json),
+          'firstComment', (SELECT json_build_object('status', tp.status, 'externalId', tp.external_id, 'url', tp.url,
+              'error', tp.error_message) FROM post_target_parts tp
+            WHERE tp.post_id = pt.post_id AND tp.social_account_id = pt.social_account_id AND tp.position = 0),
+          'deletedAt', ${isoUtc("pt.deleted_at")}
         ) ORDER BY pt.created_at, pt.social_account_id) FROM post_targets pt WHERE pt.post_id = p.id), '[]'::json)`,
       scheduledAt: isoUtc("p.scheduled_at"),
       waitingUntil: isoUtc("CASE WHEN p.status IN ('scheduled', 'publishing') THEN p.waiting_until END"),
       linkTracking: "p.link_tracking",
       media: `coalesce((SELECT json_agg(json_build_object('assetId', pm.asset_id, 'altText', pm.alt_text) ORDER BY pm.position)
         FROM post_media pm WHERE pm.post_id = p.id), '[]'::json)`,
+      ...bodyColumns,
       createdBy: "json_build_object('userId', p.created_by_user_id, 'apiKeyId', p.created_by_api_key_id)",
       createdAt: isoUtc("p.created_at"),
       updatedAt: isoUtc("p.updated_at")
@@ -188,6 +197,7 @@ export class PostsRepo extends Effect.Service<PostsRepo>()("PostsRepo", {
       attempt: "a.attempt",
       startedAt: isoUtc("a.started_at"),
       finishedAt: isoUtc("a.finished_at"),
+      kind: "a.kind",
       outcome: `CASE WHEN a.finished_at IS NULL THEN 'pending' WHEN a.result = 'unknown' THEN 'in_doubt'
         ELSE a.result END`,
       category: "CASE WHEN a.result IN ('failed', 'unknown') THEN a.error_category END",

@@ -8,6 +8,8 @@ import {
   type Post,
   type PostId,
   type PostListQuery,
+  type PostPart,
+  type PostPartInput,
   type PublishAttemptListQuery,
   type SocialAccountId,
   type TeamId,
@@ -21,6 +23,7 @@ import { pageRequest } from "../Pagination/Keyset.js"
 import { SocialAccountsRepo } from "../SocialAccounts/Repo.js"
 import { assetNotFound } from "../Assets/Service.js"
 import { PostsPolicy } from "./Policy.js"
+import { PostBodyRepo } from "./BodyRepo.js"
 import { type Author, PostsRepo } from "./Repo.js"
 
 export const postNotFound = (id: PostId) => new NotFound({ message: `Post ${id} not found` })
@@ -28,9 +31,13 @@ export const postNotFound = (id: PostId) => new NotFound({ message: `Post ${id} 
 export const accountNotFound = (id: SocialAccountId) => new NotFound({ message: `Social account ${id} not found` })
 
 const notADraft = (id: PostId) =>
-  new Conflict({ message: `Post ${id} has been sent: only a draft can be changed or deleted` })
+  new Conflict({ message: `Post ${id} has been sent: only a draft can be changed or deleted`, reason: "post_not_draft" })
 
 type PostMedia = NonNullable<CreatePost["media"]>
+
+const mediaOf = (media: PostMedia) => media.map((medium) => ({ assetId: medium.assetId, altText: medium.altText ?? null }))
+
+const partOf = (part: PostPartInput): PostPart => ({ content: part.content, media: mediaOf(part.media ?? []) })
 
 const authorOf = Caller.$match({
   User: ({ user }): Author => ({ userId: user.id }),
@@ -41,6 +48,7 @@ const authorOf = Caller.$match({
 export class Posts extends Effect.Service<Posts>()("Posts", {
   effect: Effect.gen(function*() {
     const repo = yield* PostsRepo
+    const bodies = yield* PostBodyRepo
     const accounts = yield* SocialAccountsRepo
     const policy = yield* PostsPolicy
     const cursors = yield* Cursors
@@ -72,26 +80,66 @@ export class Posts extends Effect.Service<Posts>()("Posts", {
       Effect.gen(function*() {
         const ids = media.map((medium) => medium.assetId)
         const repeated = ids.find((id, index) => ids.indexOf(id) !== index)
-        if (repeated !== undefined) return yield* new BadRequest({ message: `Asset ${repeated} is given more than once in media` })
+        if (repeated !== undefined) {
+          return yield* new BadRequest({ message: `Asset ${repeated} is given more than once in media`, reason: "duplicate_media" })
+        }
         const found = yield* repo.holdAssets(teamId, ids)
         const missing = ids.find((id) => !found.has(id))
         if (missing !== undefined) return yield* assetNotFound(missing)
       })
 
-    /** The post as saved with these media: the row's own answer was read before they were. */
-    const withMedia = (teamId: TeamId, post: Post, media: PostMedia | undefined) =>
-      media === undefined ? Effect.succeed(post) : Effect.as(
-        repo.setMedia(teamId, post.id, media),
-        { ...post, media: media.map((medium) => ({ assetId: medium.assetId, altText: medium.altText ?? null })) }
-      )
+    /** Every medium of the body, its parts and versions included: each part's own list is checked by `requireAssets`. */
+    const mediaLists = (body: UpdatePost): ReadonlyArray<PostMedia> => [
+      ...(body.media ? [body.media] : []),
+      ...(body.thread ?? []).flatMap((part) => part.media ? [part.media] : []),
+      ...(body.firstComment?.media ? [body.firstComment.media] : []),
+      ...(body.versions ?? []).flatMap((version) => [
+        ...(version.media ? [version.media] : []),
+        ...(version.thread ?? []).flatMap((part) => part.media ? [part.media] : [])
+      ])
+    ]
 
-    const create = (teamId: TeamId, { content, linkTracking = null, media, socialAccountIds = [] }: CreatePost) =>
+    /** The accounts and assets a body names must be the team's. */
+    const requireBody = (teamId: TeamId, body: UpdatePost) =>
+      Effect.gen(function*() {
+        const accountIds = [...(body.socialAccountIds ?? []), ...(body.versions ?? []).map((version) => version.socialAccountId)]
+        if (accountIds.length > 0) yield* requireAccounts(teamId, [...new Set(accountIds)])
+        for (const media of mediaLists(body)) yield* requireAssets(teamId, media)
+      })
+
+    /** Saves what the body gives beyond the post's row, and answers the post as saved. */
+    const withBody = (teamId: TeamId, post: Post, body: UpdatePost) =>
+      Effect.gen(function*() {
+        if (body.media !== undefined) yield* repo.setMedia(teamId, post.id, body.media)
+        if (body.thread !== undefined) yield* bodies.setThread(teamId, post.id, body.thread)
+        if (body.firstComment !== undefined) yield* bodies.setFirstComment(teamId, post.id, body.firstComment)
+        if (body.versions !== undefined) yield* bodies.setVersions(teamId, post.id, body.versions)
+        // The row's own answer was read before the rest was saved: the rest is as given.
+        return {
+          ...post,
+          ...(body.media !== undefined ? { media: mediaOf(body.media) } : {}),
+          ...(body.thread !== undefined ? { thread: body.thread.map(partOf) } : {}),
+          ...(body.firstComment !== undefined ? { firstComment: body.firstComment && partOf(body.firstComment) } : {}),
+          ...(body.versions !== undefined
+            ? {
+              versions: [...body.versions].sort((a, b) => a.socialAccountId < b.socialAccountId ? -1 : 1).map((version) => ({
+                socialAccountId: version.socialAccountId,
+                content: version.content ?? null,
+                media: version.media ? mediaOf(version.media) : null,
+                thread: version.thread ? version.thread.map(partOf) : null
+              }))
+            }
+            : {})
+        } satisfies Post
+      })
+
+    const create = (teamId: TeamId, draft: CreatePost) =>
       authorize(policy.canWrite(teamId, { lock: true }))(() =>
         Effect.gen(function*() {
-          yield* requireAccounts(teamId, socialAccountIds)
-          if (media !== undefined) yield* requireAssets(teamId, media)
+          const { content, linkTracking = null, socialAccountIds = [] } = draft
+          yield* requireBody(teamId, draft)
           const post = yield* repo.insert(teamId, authorOf(yield* CurrentCaller), { content, socialAccountIds, linkTracking })
-          return yield* withMedia(teamId, post, media)
+          return yield* withBody(teamId, post, draft)
         })).pipe(transactionally)
 
     /** A change of a draft; `change` answers none when the post is missing or no longer a draft. */
@@ -107,10 +155,9 @@ export class Posts extends Effect.Service<Posts>()("Posts", {
     const update = (teamId: TeamId, id: PostId, changes: UpdatePost) =>
       authorize(policy.canWrite(teamId, { lock: true }))(() =>
         Effect.gen(function*() {
-          if (changes.socialAccountIds !== undefined) yield* requireAccounts(teamId, changes.socialAccountIds)
-          if (changes.media !== undefined) yield* requireAssets(teamId, changes.media)
+          yield* requireBody(teamId, changes)
           const post = yield* ofDraft(teamId, id, repo.updateDraft(teamId, id, changes))
-          return yield* withMedia(teamId, post, changes.media)
+          return yield* withBody(teamId, post, changes)
         })).pipe(transactionally)
 
     const remove = (teamId: TeamId, id: PostId) =>
@@ -131,5 +178,5 @@ export class Posts extends Effect.Service<Posts>()("Posts", {
 
     return { list, get, create, update, remove, attempts } as const
   }),
-  dependencies: [PostsRepo.Default, SocialAccountsRepo.Default, PostsPolicy.Default, Cursors.Default]
+  dependencies: [PostsRepo.Default, PostBodyRepo.Default, SocialAccountsRepo.Default, PostsPolicy.Default, Cursors.Default]
 }) {}

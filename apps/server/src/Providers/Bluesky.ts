@@ -7,6 +7,7 @@ import { type FittedImage, fitImage } from "./BlueskyImages.js"
 import { postRecordKey } from "./BlueskyRecordKey.js"
 import { type CredentialsOf, defaultBlueskyService } from "./Credentials.js"
 import { fromOutbound, fromStatus } from "./Errors.js"
+import { defaultContentLimits, providerRules } from "./Rules.js"
 import {
   type ContentLimits,
   type ContentProblem,
@@ -26,17 +27,18 @@ export const AtProtoModule = lazyModule("@atproto/api", () => import("@atproto/a
 })
 type AtProto = LazyModule.Exports<typeof AtProtoModule>
 
-const defaultLimits: ContentLimits = { maxLength: 300, urlLength: null }
+// The limits are Rules.ts's, which GET /v1/providers answers.
+const defaultLimits: ContentLimits = defaultContentLimits.bluesky
 
 // The most URIs app.bsky.feed.getPosts takes at once.
 const postsPerRead = 25
 
 // app.bsky.feed.post also caps the text at 3000 bytes of UTF-8, which 300 long grapheme clusters can pass.
-const maxBytes = 3000
+const maxBytes = providerRules.bluesky.text.maxBytes
 
 // app.bsky.embed.images: at most 4 images; these are the types Postline stores and Bluesky shows.
-const maxImages = 4
-const imageTypes = new Set(["image/jpeg", "image/png", "image/webp", "image/gif"])
+const maxImages = providerRules.bluesky.media.maxItems
+const imageTypes = new Set<string>(providerRules.bluesky.media.contentTypes)
 
 const mediaProblems = (media: ReadonlyArray<MediaFacts>): ReadonlyArray<ContentProblem> => {
   const videos = media.filter((medium) => medium.kind === "video").length
@@ -135,8 +137,8 @@ export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
     /** The post at `rkey` in the account's repository, if there is one. */
     const readPost = async (atproto: AtProto, agent: AtpAgent, did: string, rkey: string) => {
       try {
-        const { uri, value } = await agent.app.bsky.feed.post.get({ repo: did, rkey })
-        return { uri, text: value.text }
+        const { cid, uri, value } = await agent.app.bsky.feed.post.get({ repo: did, rkey })
+        return { uri, cid, text: value.text }
       } catch (error) {
         if (error instanceof atproto.XRPCError && error.error === "RecordNotFound") return null
         throw error
@@ -157,6 +159,7 @@ export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
     const provider: SocialProvider<"bluesky"> = {
       name: "bluesky",
       defaultLimits,
+      threads: "replies",
       verify: (credentials) =>
         withSession(credentials, async (atproto, agent, { did, handle }) => {
           const profile = await readProfile(atproto, agent, did)
@@ -183,12 +186,18 @@ export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
             await richText.detectFacets(agent)
             const embed = images.length === 0 ? undefined : await embedImages(agent, images)
             const rkey = postRecordKey(post.idempotencyKey)
-            const uri = await agent.app.bsky.feed.post.create({ repo: did, rkey }, {
+            // A thread's part names its thread's first part and the part it answers, as app.bsky.feed.post's reply.
+            const reply = post.replyTo && {
+              root: { uri: post.replyTo.root.externalId, cid: post.replyTo.root.reference ?? "" },
+              parent: { uri: post.replyTo.parent.externalId, cid: post.replyTo.parent.reference ?? "" }
+            }
+            const created = await agent.app.bsky.feed.post.create({ repo: did, rkey }, {
               text: richText.text,
               ...(richText.facets ? { facets: richText.facets } : {}),
               ...(embed ? { embed } : {}),
+              ...(reply ? { reply } : {}),
               createdAt: new Date().toISOString()
-            }).then(({ uri }) => uri, async (error: unknown) => {
+            }).then(({ cid, uri }) => ({ cid, uri }), async (error: unknown) => {
               // The PDS refuses a key already taken with a bare 500 InternalServerError (an explicit error is
               // only proposed), so after any answer that refuses, the key itself says whether the post is there.
               if (!(error instanceof atproto.XRPCError) || error.status < 400) throw error
@@ -206,11 +215,24 @@ export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
                   providerMessage: `The record key ${rkey} derived from this post's key already holds ${existing.uri}, with another text`
                 })
               }
-              return existing.uri
+              return { cid: existing.cid ?? "", uri: existing.uri }
             })
-            return { externalId: uri, url: `https://bsky.app/profile/${handle}/post/${new atproto.AtUri(uri).rkey}` }
+            return {
+              externalId: created.uri,
+              url: `https://bsky.app/profile/${handle}/post/${new atproto.AtUri(created.uri).rkey}`,
+              reference: created.cid
+            }
           })
         }).pipe(Effect.scoped),
+      // Each part's record is deleted; deleting a record that is no longer there succeeds as well.
+      remove: (account, { parts }) =>
+        withSession(account.credentials, async (atproto, agent, { did }) => {
+          for (const part of parts) {
+            const uri = new atproto.AtUri(part.externalId)
+            if (uri.host !== did) continue
+            await agent.com.atproto.repo.deleteRecord({ repo: did, collection: uri.collection, rkey: uri.rkey })
+          }
+        }),
       validate: (text, limits = defaultLimits) => {
         const problems: ReadonlyArray<ContentProblem> = lengthProblems(text, graphemeLength(text), limits)
         const bytes = Buffer.byteLength(text, "utf8")

@@ -1,9 +1,10 @@
 import { Effect } from "effect"
+import { providerRules } from "./Rules.js"
 import { SharpModule } from "./SharpModule.js"
 import { type MediaFacts, ProviderError } from "./SocialProvider.js"
 
 /** app.bsky.embed.images takes images of at most 2,000,000 bytes. */
-export const maxImageBytes = 2_000_000
+export const maxImageBytes = providerRules.bluesky.media.maxImageBytes
 
 // Bluesky shows an image at most 2000 pixels on its longer side: a larger one is brought down to that first.
 const maxSide = 2000

@@ -1,6 +1,7 @@
 import { Effect, Option, Schema } from "effect"
 import { MastodonClient } from "./MastodonClient.js"
 import { defaultMediaLimits, MastodonMedia, mediaProblems } from "./MastodonMedia.js"
+import { defaultContentLimits } from "./Rules.js"
 import type { ContentLimits, SocialProvider } from "./SocialProvider.js"
 import { lengthProblems, mastodonLength } from "./TextLength.js"
 
@@ -58,7 +59,8 @@ const statusesPerRead = 20
 const decodeCounted = Schema.decodeUnknownOption(Counted)
 const decodeAccountCounted = Schema.decodeUnknownOption(AccountCounted)
 
-const defaultLimits: ContentLimits = { maxLength: 500, urlLength: 23, media: defaultMediaLimits }
+// Mastodon's defaults, Rules.ts's (GET /v1/providers answers them), until an instance says its own.
+const defaultLimits: ContentLimits = defaultContentLimits.mastodon
 
 /**
  * Mastodon, and servers that speak its API, over plain HTTP through the guarded outbound client: a few
@@ -73,6 +75,7 @@ export class Mastodon extends Effect.Service<Mastodon>()("Mastodon", {
     const provider: SocialProvider<"mastodon"> = {
       name: "mastodon",
       defaultLimits,
+      threads: "replies",
       verify: (credentials) =>
         Effect.gen(function*() {
           const account = yield* call(credentials, "/api/v1/accounts/verify_credentials", Account)
@@ -111,10 +114,21 @@ export class Mastodon extends Effect.Service<Mastodon>()("Mastodon", {
           const status = yield* call(account.credentials, "/api/v1/statuses", Status, {
             method: "POST",
             headers: { "content-type": "application/json", "idempotency-key": post.idempotencyKey },
-            body: JSON.stringify({ status: post.text, ...(mediaIds.length > 0 ? { media_ids: mediaIds } : {}) })
+            body: JSON.stringify({
+              status: post.text,
+              ...(mediaIds.length > 0 ? { media_ids: mediaIds } : {}),
+              // A thread is a chain of replies to one's own statuses.
+              ...(post.replyTo ? { in_reply_to_id: post.replyTo.parent.externalId } : {})
+            })
           })
           return { externalId: status.id, url: status.url ?? status.uri }
         }),
+      // A status the instance no longer has (404) was taken down already.
+      remove: (account, { parts }) =>
+        Effect.forEach(parts, (part) =>
+          call(account.credentials, `/api/v1/statuses/${encodeURIComponent(part.externalId)}`, Schema.Unknown, {
+            method: "DELETE"
+          }).pipe(Effect.catchIf((error) => error.providerStatus === 404, () => Effect.void)), { discard: true }),
       validate: (text, limits = defaultLimits) =>
         lengthProblems(text, mastodonLength(text, limits.urlLength ?? defaultLimits.urlLength!), limits),
       // Limits stored before media existed have none: Mastodon's defaults then.

@@ -16,7 +16,7 @@ export class MastodonClient extends Effect.Service<MastodonClient>()("MastodonCl
       credentials: CredentialsOf<"mastodon">,
       path: string,
       schema: Schema.Schema<A, I>,
-      init: { readonly method?: "GET" | "POST"; readonly headers?: Record<string, string>; readonly body?: string | FormData } = {}
+      init: { readonly method?: "GET" | "POST" | "DELETE"; readonly headers?: Record<string, string>; readonly body?: string | FormData } = {}
     ) =>
       Effect.gen(function*() {
         const response = yield* outbound.request(new URL(path, credentials.instanceUrl).toString(), {

@@ -1,6 +1,7 @@
 import { Context, Duration, Effect, Schedule, Schema } from "effect"
 import type { CredentialsOf } from "./Credentials.js"
 import { MastodonClient } from "./MastodonClient.js"
+import { mastodonDefaultMediaLimits } from "./Rules.js"
 import { type ContentProblem, type MediaFacts, type MediaLimits, ProviderError, type PublishMedia } from "./SocialProvider.js"
 
 // `url` stays null while the server is still processing the file.
@@ -9,16 +10,9 @@ const MediaAttachment = Schema.Struct({
   url: Schema.optional(Schema.NullOr(Schema.String))
 })
 
-// Mastodon's own (app/models/media_attachment.rb), for servers that do not say, and Postline's types, which it all takes.
-export const defaultMediaLimits: MediaLimits = {
-  maxAttachments: 4,
-  contentTypes: ["image/jpeg", "image/png", "image/webp", "image/gif", "video/mp4"],
-  maxImageBytes: 16 * 1024 * 1024,
-  maxVideoBytes: 99 * 1024 * 1024,
-  maxImagePixels: 7680 * 4320,
-  maxVideoPixels: 3840 * 2160,
-  maxAltTextLength: 1500
-}
+// Mastodon's own (app/models/media_attachment.rb), for servers that do not say, and Postline's types, which it all
+// takes: Rules.ts's, which GET /v1/providers answers.
+export const defaultMediaLimits: MediaLimits = mastodonDefaultMediaLimits
 
 // Mastodon's megabytes are binary. A size is rounded up, so that one just over a limit does not read as the limit.
 const megabytes = (bytes: number, round: (n: number) => number = Math.round) => `${round(bytes / 1024 / 1024 * 10) / 10} MB`

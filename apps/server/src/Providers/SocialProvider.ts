@@ -75,19 +75,47 @@ export interface PublishMedia extends MediaFacts {
   readonly open: Effect.Effect<Blob, ProviderError, Scope.Scope>
 }
 
-export interface PublishRequest {
-  readonly postId: string
+/** A part a provider took: what replying to it and deleting it need. */
+export interface PartReference {
+  readonly externalId: string
+  /** What else the provider needs to name it (Bluesky: the record's CID); null where nothing. */
+  readonly reference: string | null
+}
+
+/** A text and its media: a part of a thread, or a first comment. */
+export interface PublishPart {
   readonly text: string
-  /** The same for every attempt at publishing the same post, so that a retry does not post twice where the provider can tell. */
-  readonly idempotencyKey: string
-  /** Images and videos, in order; already checked with `validateMedia`. */
   readonly media: ReadonlyArray<PublishMedia>
+}
+
+export interface PublishRequest extends PublishPart {
+  readonly postId: string
+  /**
+   * The same for every attempt at publishing the same part to the same account, so that a retry does not post
+   * twice where the provider can tell.
+   */
+  readonly idempotencyKey: string
+  /** The thread this part answers (its first part, and the part before); absent for a post's first part. */
+  readonly replyTo?: { readonly root: PartReference; readonly parent: PartReference }
+  /** Given to a provider that takes a thread whole (`threads: "whole"`): the parts after this one, and the first comment. */
+  readonly rest?: { readonly thread: ReadonlyArray<PublishPart>; readonly firstComment: PublishPart | null }
+}
+
+/** Taking down what a post's parts became on one account. */
+export interface RemoveRequest {
+  readonly postId: string
+  /** The same for every attempt at taking down the same post from the same account. */
+  readonly idempotencyKey: string
+  /** Every part that went out (its first comment included), in order. */
+  readonly parts: ReadonlyArray<PartReference>
 }
 
 export const Published = Schema.Struct({
   /** The provider's id of the post: an at:// URI, a Mastodon status id, a webhook's message id. */
   externalId: Schema.String,
-  url: Schema.NullOr(Schema.String)
+  url: Schema.NullOr(Schema.String),
+  /** Bluesky: the record's CID, which a reply to it names. */
+  reference: Schema.optional(Schema.String)
 })
 export type Published = typeof Published.Type
 
@@ -149,7 +177,14 @@ export interface SocialProvider<P extends ProviderName = ProviderName> {
   readonly defaultLimits: ContentLimits
   /** Checks the credentials and reads the account's profile and content limits. */
   readonly verify: (credentials: CredentialsOf<P>) => Effect.Effect<Profile, ProviderError>
+  /**
+   * How it takes a thread: `replies`, one `publish` per part, each replying to the one before; `whole`, one
+   * `publish` of the first part carrying the rest (a webhook's one event).
+   */
+  readonly threads: "replies" | "whole"
   readonly publish: (account: SocialAccountOf<P>, post: PublishRequest) => Effect.Effect<Published, ProviderError>
+  /** Takes the parts down; a part the provider no longer has counts as taken down. */
+  readonly remove: (account: SocialAccountOf<P>, request: RemoveRequest) => Effect.Effect<void, ProviderError>
   /** The problems the provider would find in this text, counted as it counts; none when it would accept it. */
   readonly validate: (text: string, limits?: ContentLimits) => ReadonlyArray<ContentProblem>
   /** The problems the provider would find in these media (code `media`); none when it would accept them. */

@@ -13,7 +13,12 @@ import { attemptsBefore } from "./TargetsRepo.js"
  * published), which a later attempt with the same provider key resolves.
  */
 export type AttemptOutcome =
-  | { readonly _tag: "Published"; readonly published: Published }
+  | {
+    readonly _tag: "Published"
+    readonly published: Published
+    /** Credits of what was held and not published (a first comment the network refused): given back. */
+    readonly unspent?: number
+  }
   | { readonly _tag: "Failed"; readonly error: PublishError }
   | { readonly _tag: "InDoubt"; readonly error: PublishError }
 
@@ -99,6 +104,7 @@ export class AttemptsRepo extends Effect.Service<AttemptsRepo>()("AttemptsRepo",
       Effect.gen(function*() {
         const published = outcome._tag === "Published" ? outcome.published : undefined
         const error = outcome._tag === "Published" ? undefined : outcome.error
+        const unspent = outcome._tag === "Published" ? outcome.unspent ?? 0 : 0
         const result = outcome._tag === "Published" ? "published" : outcome._tag === "Failed" ? "failed" : "unknown"
         // A published target's first analytics read; a webhook has none to read, so its target is never due.
         const analyticsDue = published
@@ -119,7 +125,7 @@ export class AttemptsRepo extends Effect.Service<AttemptsRepo>()("AttemptsRepo",
               analytics_due_at = ${analyticsDue},
               error_category = ${error?.category ?? null}, error_message = ${error?.message ?? null},
               error_retryable = ${error?.retryable ?? null},
-              credits_spent = ${published ? sql`credits_reserved` : 0}, credits_reserved = 0, updated_at = now()
+              credits_spent = ${published ? sql`credits_reserved - ${unspent}` : 0}, credits_reserved = 0, updated_at = now()
             WHERE post_id = ${postId} AND social_account_id = ${socialAccountId} AND EXISTS (SELECT 1 FROM finished)
             RETURNING *),
           events AS (${insertEventsOf(sql, "ended")})
@@ -178,7 +184,7 @@ export class AttemptsRepo extends Effect.Service<AttemptsRepo>()("AttemptsRepo",
         FROM publish_attempts a
           JOIN post_targets pt ON pt.post_id = a.post_id AND pt.social_account_id = a.social_account_id
           JOIN posts p ON p.id = a.post_id JOIN teams t ON t.id = p.team_id
-        WHERE a.finished_at IS NULL AND (a.started_at < now() - make_interval(secs => ${seconds})
+        WHERE a.kind = 'publish' AND a.finished_at IS NULL AND (a.started_at < now() - make_interval(secs => ${seconds})
           OR a.started_at < ${leftBefore})
         ORDER BY a.started_at LIMIT ${limit} FOR UPDATE OF a SKIP LOCKED`.pipe(
         Effect.orDie,

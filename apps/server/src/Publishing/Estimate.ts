@@ -2,10 +2,10 @@ import type { PostId, TargetAccounts, TeamId } from "@postline/domain"
 import { Effect, Option } from "effect"
 import { authorize } from "../Access/Authorization.js"
 import { CreditEstimates } from "../Credits/Estimates.js"
-import { Links } from "../Links/Service.js"
 import { PostsPolicy } from "../Posts/Policy.js"
 import { PostsRepo } from "../Posts/Repo.js"
 import { postNotFound } from "../Posts/Service.js"
+import { PublishBodies } from "./Bodies.js"
 import { PublishPreparation } from "./Prepare.js"
 
 /** The price of publishing a post now, by the same checks as a publish, without holding or sending anything. */
@@ -13,7 +13,7 @@ export class PublishEstimate extends Effect.Service<PublishEstimate>()("PublishE
   effect: Effect.gen(function*() {
     const posts = yield* PostsRepo
     const policy = yield* PostsPolicy
-    const links = yield* Links
+    const bodies = yield* PublishBodies
     const estimates = yield* CreditEstimates
     const preparation = yield* PublishPreparation
 
@@ -24,16 +24,20 @@ export class PublishEstimate extends Effect.Service<PublishEstimate>()("PublishE
           const post = Option.getOrUndefined(yield* posts.find(teamId, postId))
           if (post === undefined) return yield* postNotFound(postId)
           const chosen = yield* authorize(policy.canPublish(teamId, { lock: false }))(() => preparation.accountsOf(teamId, socialAccountIds))
-          const text = links.preview(post.content, post.linkTracking ?? team.linkTrackingDefault)
-          const media = yield* authorize(policy.canPublish(teamId, { lock: false }))(() => posts.mediaFor(postId, { lock: false }))
-          const perAccount = chosen.map(preparation.check(text, media)).map((checked) => ({
-            socialAccountId: checked.account.id,
-            credits: checked._tag === "Send" ? checked.credits : 0
-          }))
+          const tracked = post.linkTracking ?? team.linkTrackingDefault
+          const accountIds = chosen.map((account) => account.id)
+          const bodiesByAccount = yield* authorize(policy.canPublish(teamId, { lock: false }))(() =>
+            bodies.previewOf(post, accountIds, tracked))
+          const perAccount = chosen.map((account) => {
+            const checked = preparation.check(bodiesByAccount.get(account.id)!)(account)
+            return checked._tag === "Send"
+              ? { socialAccountId: account.id, credits: checked.credits, publishes: checked.publishes, problems: [] }
+              : { socialAccountId: account.id, credits: 0, publishes: 0, problems: [checked.error.message] }
+          })
           return yield* estimates.estimate(team.organizationId, "Publishing", perAccount)
         }))
 
     return { estimate } as const
   }),
-  dependencies: [PostsRepo.Default, PostsPolicy.Default, Links.Default, CreditEstimates.Default, PublishPreparation.Default]
+  dependencies: [PostsRepo.Default, PostsPolicy.Default, PublishBodies.Default, CreditEstimates.Default, PublishPreparation.Default]
 }) {}

@@ -1,5 +1,14 @@
 import { HttpApiBuilder } from "@effect/platform"
-import { Estimate, Post, PostList, PostlineApi, PostNowResponse, PublishAttemptList, ScheduleResponse } from "@postline/domain"
+import {
+  Estimate,
+  Post,
+  PostList,
+  PostlineApi,
+  PostNowResponse,
+  PublishAttemptList,
+  ScheduleResponse,
+  UnpublishResponse
+} from "@postline/domain"
 import { Effect, Layer } from "effect"
 import { asEncoded } from "../Http/Encoded.js"
 import { Idempotency } from "../Idempotency/Service.js"
@@ -43,6 +52,12 @@ export const PostsHttpLive = HttpApiBuilder.group(PostlineApi, "posts", (handler
           scheduling.schedule(path.teamId, path.postId, payload)
         ))
       .handle("unschedulePost", ({ path }) => Effect.map(scheduling.unschedule(path.teamId, path.postId), asEncoded(Post)))
+      .handle("unpublishPost", ({ headers, path, payload }) =>
+        idempotency.respond(
+          { operation: "posts.unpublishPost", key: headers["idempotency-key"], request: { path, payload } },
+          UnpublishResponse,
+          publishing.unpublish(path.teamId, path.postId, payload)
+        ))
       .handle("estimatePost", ({ path, payload }) =>
         Effect.map(publishing.estimate(path.teamId, path.postId, payload), asEncoded(Estimate)))
       .handle("listPublishAttempts", ({ path, urlParams }) =>

@@ -83,7 +83,9 @@ export class SendOutcomes extends Effect.Service<SendOutcomes>()("SendOutcomes",
         if (!(yield* attempts.finishAttempt(ending.postId, ending.socialAccountId, ending.attempt, outcome, summary))) {
           return false
         }
-        yield* credits.settle(ending.organizationId, ending.hold, outcome._tag === "Published" ? "spend" : "release")
+        const unspent = outcome._tag === "Published" ? Math.min(outcome.unspent ?? 0, ending.hold.amount) : ending.hold.amount
+        yield* credits.settle(ending.organizationId, { ...ending.hold, amount: ending.hold.amount - unspent }, "spend")
+        yield* credits.settle(ending.organizationId, { ...ending.hold, amount: unspent }, "release")
         if (outcome._tag === "Failed" && outcome.error.category === "auth") {
           yield* accounts.recordAuthFailure(ending.socialAccountId, outcome.error.message)
         }

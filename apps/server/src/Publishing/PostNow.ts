@@ -18,13 +18,16 @@ import { type TargetResult, TargetsRepo } from "./TargetsRepo.js"
 /** A target as the publish's answer shows it. */
 const resultOf = (target: TargetResult): PublishResult => ({
   socialAccountId: target.socialAccountId,
-  status: target.status,
+  // Taken down since: it was published by this publish.
+  status: target.status === "deleting" || target.status === "deleted" ? "published" : target.status,
   externalId: target.externalId,
   url: target.url,
   error: target.errorCategory === null
     ? null
     : { category: target.errorCategory, message: target.errorMessage ?? "", retryable: target.errorRetryable ?? false },
-  creditsSpent: target.creditsSpent
+  creditsSpent: target.creditsSpent,
+  parts: target.parts,
+  firstComment: target.firstComment
 })
 
 /** What a publish or a schedule came to, from how many of its accounts failed. */

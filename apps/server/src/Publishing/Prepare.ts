@@ -5,14 +5,15 @@ import { MediaSettings } from "../Assets/Settings.js"
 import { CreditCosts } from "../Credits/Costs.js"
 import { CreditsRepo, type Hold } from "../Credits/Repo.js"
 import { transactionally } from "../Database/Transaction.js"
-import { Links } from "../Links/Service.js"
 import { PostsPolicy } from "../Posts/Policy.js"
-import { type PostMediumFacts, PostsRepo } from "../Posts/Repo.js"
+import type { AccountBody, BodyPart } from "../Posts/BodyRepo.js"
+import { PostsRepo } from "../Posts/Repo.js"
 import { accountNotFound, postNotFound } from "../Posts/Service.js"
 import { SocialProviders } from "../Providers/Registry.js"
 import type { PublishingAccount } from "../SocialAccounts/PublishingAccount.js"
 import { SocialAccountsRepo } from "../SocialAccounts/Repo.js"
 import { AttemptsRepo } from "./AttemptsRepo.js"
+import { PublishBodies } from "./Bodies.js"
 import { logTargetFailed } from "./Outcome.js"
 import { TargetsRepo } from "./TargetsRepo.js"
 import type { Check, Sending } from "./Types.js"
@@ -31,8 +32,8 @@ export class PublishPreparation extends Effect.Service<PublishPreparation>()("Pu
     const costs = yield* CreditCosts
     const providers = yield* SocialProviders
     const policy = yield* PostsPolicy
-    const links = yield* Links
     const mediaSettings = yield* MediaSettings
+    const bodies = yield* PublishBodies
 
     /** The accounts, all of the team's, in the order asked: 404 naming the first that is not. */
     const accountsOf = (teamId: TeamId, ids: ReadonlyArray<SocialAccountId>) =>
@@ -42,8 +43,26 @@ export class PublishPreparation extends Effect.Service<PublishPreparation>()("Pu
         return missing === undefined ? Effect.succeed(ids.map((id) => byId.get(id)!)) : accountNotFound(missing)
       })
 
-    /** What the provider would say before anything is sent: an account to reconnect, or a text or media it refuses. */
-    const check = (content: string, media: ReadonlyArray<PostMediumFacts>) => (account: PublishingAccount): Check => {
+    /** The problems the account's provider would find in one part (named when the body has more than one). */
+    const partProblems = (account: PublishingAccount, body: AccountBody, part: BodyPart): ReadonlyArray<string> => {
+      const provider = providers.get(account.provider)
+      const problems = [
+        ...provider.validate(part.content, account.contentLimits),
+        ...provider.validateMedia(part.media, account.contentLimits),
+        // A webhook gets its media as links, which its receiver must be able to follow.
+        ...(account.provider === "webhook" && part.media.length > 0 && mediaSettings.base === null
+          ? [{ code: "media" as const, message: "A webhook gets media as links: the server needs a PUBLIC_URL to send them" }]
+          : [])
+      ].map((problem) => problem.message)
+      const name = part.position === 0 ? "First comment" : body.parts.length > 1 ? `Part ${part.position}` : undefined
+      return name === undefined ? problems : problems.map((problem) => `${name}: ${problem}`)
+    }
+
+    /**
+     * What the provider would say before anything is sent: an account to reconnect, or a part or media it
+     * refuses; else the price of what the account gets, one publish per part and one for a first comment.
+     */
+    const check = (body: AccountBody) => (account: PublishingAccount): Check => {
       if (account.status === "reconnect_required") {
         return {
           _tag: "Refused",
@@ -51,22 +70,16 @@ export class PublishPreparation extends Effect.Service<PublishPreparation>()("Pu
           error: { category: "auth", message: "The account needs reconnecting: update its credentials", retryable: false }
         }
       }
-      const provider = providers.get(account.provider)
-      const problems = [
-        ...provider.validate(content, account.contentLimits),
-        ...provider.validateMedia(media, account.contentLimits),
-        // A webhook gets its media as links, which its receiver must be able to follow.
-        ...(account.provider === "webhook" && media.length > 0 && mediaSettings.base === null
-          ? [{ code: "media" as const, message: "A webhook gets media as links: the server needs a PUBLIC_URL to send them" }]
-          : [])
-      ]
+      const problems = [...body.parts, ...(body.firstComment ? [body.firstComment] : [])]
+        .flatMap((part) => partProblems(account, body, part))
+      const publishes = body.parts.length + (body.firstComment ? 1 : 0)
       return problems.length > 0
         ? {
           _tag: "Refused",
           account,
-          error: { category: "invalid_content", message: problems.map((problem) => problem.message).join("; "), retryable: false }
+          error: { category: "invalid_content", message: problems.join("; "), retryable: false }
         }
-        : { _tag: "Send", account, credits: costs.costOf(account.provider) }
+        : { _tag: "Send", account, credits: costs.costOf(account.provider) * publishes, publishes }
     }
 
     /**
@@ -91,25 +104,34 @@ export class PublishPreparation extends Effect.Service<PublishPreparation>()("Pu
           if (scheduled) {
             if (when._tag === "Now") {
               return yield* new Conflict({
-                message: `Post ${postId} is scheduled: unschedule it first, or schedule it again for another time`
+                message: `Post ${postId} is scheduled: unschedule it first, or schedule it again for another time`,
+                reason: "post_scheduled"
               })
             }
             yield* releaseWaiting(team.organizationId, postId)
           }
           if (when._tag === "At" && post.status === "publishing") {
-            return yield* new Conflict({ message: `Post ${postId} is being published: schedule it once it is done` })
+            return yield* new Conflict({
+              message: `Post ${postId} is being published: schedule it once it is done`,
+              reason: "post_publishing"
+            })
           }
           const [busy] = yield* targets.busyTargets(postId, chosen.map((account) => account.id))
           if (busy !== undefined) {
-            return yield* new Conflict({
-              message: `Post ${postId} was already ${busy.status === "published" ? "published" : "being published"} to ` +
-                `account ${busy.socialAccountId}: publish again only to the accounts that failed`
-            })
+            return yield* busy.status === "deleting" || busy.status === "deleted"
+              ? new Conflict({
+                message: `Post ${postId} was taken down from account ${busy.socialAccountId}: it is not published there again`,
+                reason: "post_deleted"
+              })
+              : new Conflict({
+                message: `Post ${postId} was already ${busy.status === "published" ? "published" : "being published"} to ` +
+                  `account ${busy.socialAccountId}: publish again only to the accounts that failed`,
+                reason: busy.status === "published" ? "already_published" : "post_publishing"
+              })
           }
-          // Providers check and receive the text as sent: with its links tracked, the short links.
-          const text = yield* links.linksFor({ ...post, id: postId, teamId })
-          const media = yield* posts.mediaFor(postId, { lock: true })
-          const checks = chosen.map(check(text, media))
+          // Providers check and receive the texts as sent: with their links tracked, the short links.
+          const bodiesByAccount = yield* bodies.bodiesOf({ ...post, id: postId, teamId }, chosen.map((account) => account.id), { lock: true })
+          const checks = chosen.map((account) => check(bodiesByAccount.get(account.id)!)(account))
           const toSend = checks.filter((checked) => checked._tag === "Send")
           const holds = toSend.map((checked): Hold => ({ postId, socialAccountId: checked.account.id, amount: checked.credits }))
           yield* credits.reserve(team.organizationId, holds)
@@ -126,8 +148,7 @@ export class PublishPreparation extends Effect.Service<PublishPreparation>()("Pu
             Effect.map(attempts.startAttempt(postId, checked.account.id, checked.credits, false), (started): Sending => ({
               organizationId: team.organizationId,
               postId,
-              content: text,
-              media,
+              body: bodiesByAccount.get(checked.account.id)!,
               account: checked.account,
               ...started,
               hold: holds[index]
@@ -168,7 +189,7 @@ export class PublishPreparation extends Effect.Service<PublishPreparation>()("Pu
     CreditsRepo.Default,
     CreditCosts.Default,
     PostsPolicy.Default,
-    Links.Default,
-    MediaSettings.Default
+    MediaSettings.Default,
+    PublishBodies.Default
   ]
 }) {}

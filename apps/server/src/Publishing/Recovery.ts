@@ -2,11 +2,13 @@ import { Duration, Effect, Layer, Option, Schedule } from "effect"
 import { type Authorized, withSystemActor } from "../Access/Authorization.js"
 import { transactionally } from "../Database/Transaction.js"
 import { SoleProcess } from "../Database/SoleProcess.js"
-import { type AbandonedAttempt, type AttemptOutcome, AttemptsRepo } from "./AttemptsRepo.js"
-import { logTargetFailed, SendOutcomes } from "./Outcome.js"
+import { type AbandonedAttempt, type AttemptOutcome, AttemptsRepo, unansweredMessage } from "./AttemptsRepo.js"
+import { DeletionsRepo } from "./DeletionsRepo.js"
+import { logTargetFailed, noAnswerAfter, SendOutcomes } from "./Outcome.js"
 import { TargetSender } from "./Send.js"
 import { TargetsRepo } from "./TargetsRepo.js"
 import { PublishSettings } from "./Settings.js"
+import { Unpublishing } from "./Unpublish.js"
 
 // Targets taken over at once by one process: each is a provider call under way.
 const batchSize = 8
@@ -27,6 +29,8 @@ export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishR
     const attempts = yield* AttemptsRepo
     const targets = yield* TargetsRepo
     const settings = yield* PublishSettings
+    const deletions = yield* DeletionsRepo
+    const unpublishing = yield* Unpublishing
 
     /** What became of an attempt taken over: sent again under a new attempt, or (after the last) its target ended. */
     type TakenOver =
@@ -72,9 +76,39 @@ export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishR
       return taken.length
     }))
 
+    /**
+     * Deletes left unfinished are asked of the network again under a new attempt (a delete is the same delete
+     * however often it is asked); after the last attempt, the target is published again, the delete failed.
+     */
+    const recoverDeletes = withSystemActor(Effect.gen(function*() {
+      const taken = yield* transactionally(Effect.flatMap(
+        deletions.abandonedDeletes(settings.recoverySeconds, batchSize, startedAt),
+        (abandoned) =>
+          Effect.forEach(abandoned, (left) =>
+            Effect.gen(function*() {
+              yield* attempts.endUnanswered(left.postId, left.socialAccountId, left.attempt)
+              const attempt = yield* deletions.startDelete(left.postId, left.socialAccountId)
+              if (left.ordinal < settings.maxAttempts) return { ...left, attempt, resend: true }
+              const error = noAnswerAfter(left.ordinal)
+              yield* deletions.finishDelete(left.postId, left.socialAccountId, attempt, {
+                _tag: "Failed",
+                error: { ...error, message: `The network did not answer the delete: ${error.message}` }
+              }, unansweredMessage)
+              return { ...left, attempt, resend: false }
+            }))
+      ))
+      yield* Effect.forEach(taken, (left) =>
+        Effect.zipRight(
+          left.resend ? unpublishing.deleteAt(left.teamId, left.postId, left.socialAccountId, left.attempt) : Effect.void,
+          targets.refreshStatus(left.postId)
+        ), { concurrency: "unbounded", discard: true })
+      return taken.length
+    }))
+
     /** Batch after batch while there are full ones; then the posts whose sends all ended without a word. */
     const recover = recoverBatch.pipe(
       Effect.repeat({ while: (taken) => taken === batchSize }),
+      Effect.zipRight(recoverDeletes.pipe(Effect.repeat({ while: (taken) => taken === batchSize }))),
       Effect.zipRight(withSystemActor(targets.refreshEnded))
     )
 
@@ -82,7 +116,15 @@ export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishR
 
     return { recover, interval } as const
   }),
-  dependencies: [SendOutcomes.Default, TargetSender.Default, AttemptsRepo.Default, TargetsRepo.Default, PublishSettings.Default]
+  dependencies: [
+    SendOutcomes.Default,
+    TargetSender.Default,
+    AttemptsRepo.Default,
+    TargetsRepo.Default,
+    PublishSettings.Default,
+    DeletionsRepo.Default,
+    Unpublishing.Default
+  ]
 }) {}
 
 /**

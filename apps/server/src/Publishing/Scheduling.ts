@@ -47,14 +47,18 @@ export class Scheduling extends Effect.Service<Scheduling>()("Scheduling", {
         if (!("scheduledAt" in request)) {
           const slot = yield* slots.nextFreeSlot(teamId, new Date(earliest))
           if (Option.isNone(slot)) {
-            return yield* new BadRequest({ message: "This team has no posting slots: set some, or give scheduledAt" })
+            return yield* new BadRequest({
+              message: "This team has no posting slots: set some, or give scheduledAt",
+              reason: "no_posting_slots"
+            })
           }
           return slot.value
         }
         const at = new Date(request.scheduledAt)
         if (at.getTime() < earliest || at.getTime() > now + yearMillis) {
           return yield* new BadRequest({
-            message: `scheduledAt must be at least ${minLeadSeconds} seconds and at most a year ahead`
+            message: `scheduledAt must be at least ${minLeadSeconds} seconds and at most a year ahead`,
+            reason: "scheduled_at_out_of_range"
           })
         }
         return at
@@ -96,7 +100,8 @@ export class Scheduling extends Effect.Service<Scheduling>()("Scheduling", {
                 return yield* new Conflict({
                   message: post.status === "publishing"
                     ? `Post ${postId} has begun publishing: it can no longer be unscheduled`
-                    : `Post ${postId} is not scheduled`
+                    : `Post ${postId} is not scheduled`,
+                  reason: post.status === "publishing" ? "post_publishing" : "post_not_scheduled"
                 })
               }
               yield* publishing.releaseWaiting(team.organizationId, postId)

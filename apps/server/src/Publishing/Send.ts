@@ -8,19 +8,28 @@ import { UrlSigning } from "../Assets/Signing.js"
 import { sha256OfStream } from "../Assets/Hashing.js"
 import { AssetsRepo } from "../Assets/Repo.js"
 import { MediaStorage, type StorageError } from "../Assets/Storage.js"
+import { CreditCosts } from "../Credits/Costs.js"
 import type { Hold } from "../Credits/Repo.js"
 import { transactionally } from "../Database/Transaction.js"
-import { Links } from "../Links/Service.js"
-import { type PostMediumFacts, PostsRepo } from "../Posts/Repo.js"
+import type { BodyPart } from "../Posts/BodyRepo.js"
+import type { PostMediumFacts } from "../Posts/Repo.js"
 import { credentialsFromJson } from "../Providers/Credentials.js"
 import { CredentialsCipher } from "../Secrets/CredentialsCipher.js"
 import { SocialProviders } from "../Providers/Registry.js"
 import type { ProviderName } from "../Providers/Credentials.js"
-import { ProviderError, type PublishMedia } from "../Providers/SocialProvider.js"
+import {
+  type PartReference,
+  type Published,
+  ProviderError,
+  type PublishMedia,
+  type SocialAccountOf
+} from "../Providers/SocialProvider.js"
 import type { PublishingAccount } from "../SocialAccounts/PublishingAccount.js"
 import { SocialAccountsRepo } from "../SocialAccounts/Repo.js"
 import type { AttemptToSend } from "./AttemptsRepo.js"
+import { PublishBodies } from "./Bodies.js"
 import { logEnd, SendOutcomes } from "./Outcome.js"
+import { SentPartsRepo } from "./SentPartsRepo.js"
 import { PublishSettings } from "./Settings.js"
 import type { Ending, SendOutcome, Sending } from "./Types.js"
 
@@ -40,35 +49,118 @@ const asPublishError = (error: ProviderError): PublishError => ({
  */
 export class TargetSender extends Effect.Service<TargetSender>()("TargetSender", {
   effect: Effect.gen(function*() {
-    const posts = yield* PostsRepo
+    const bodies = yield* PublishBodies
+    const sentParts = yield* SentPartsRepo
     const accounts = yield* SocialAccountsRepo
     const outcomes = yield* SendOutcomes
     const providers = yield* SocialProviders
     const cipher = yield* CredentialsCipher
-    const links = yield* Links
     const settings = yield* PublishSettings
     const storage = yield* MediaStorage
     const assets = yield* AssetsRepo
     const signing = yield* UrlSigning
     const mediaSettings = yield* MediaSettings
+    const costs = yield* CreditCosts
 
-    /** The provider's answer to one send, within the timeout, which cuts the send short and leaves it in doubt. */
-    const send = ({ account, content, media, postId }: Sending): Effect.Effect<SendOutcome> =>
-      Effect.flatMap(cipher.decrypt(account.ciphertext), (json) => Effect.orDie(credentialsFromJson(json))).pipe(
-        Effect.flatMap((credentials) =>
-          Effect.flatMap(withStoredHashes(account.provider, media), (hashed) =>
-            providers.publish(
-              { id: account.id, credentials },
-              { postId, text: content, idempotencyKey: `${postId}:${account.id}`, media: publishMedia(account.provider, hashed) }
-            ))
-        ),
-        Effect.map((published): SendOutcome => ({ _tag: "Published", published })),
+    /** An answer that did not come within the timeout: the call may have gone through. */
+    const noAnswer = { _tag: "NoAnswer" } as const
+    const noAnswerMessage = `No answer within ${Duration.format(settings.timeout)}: it may have been published; ` +
+      "Postline tries again with the same provider key"
+
+    /** One call of the provider, cut short by the timeout, whoever runs the send. */
+    const timed = <A>(call: Effect.Effect<A, ProviderError>) =>
+      call.pipe(Effect.interruptible, Effect.timeoutFail({ duration: settings.timeout, onTimeout: () => noAnswer }))
+
+    /**
+     * Sends what the account gets, part after part: each part the provider took is recorded at once, and a part
+     * recorded before (a retry, the recovery after a crash) is not sent again; its provider key is the same on
+     * every attempt, so a part that went out unrecorded is found, not repeated. A provider that takes a thread
+     * whole gets it in one call. The first comment follows; its failure is recorded and the post stands.
+     */
+    const sendParts = (sending: Sending, account: SocialAccountOf) =>
+      Effect.gen(function*() {
+        const { body, postId } = sending
+        const provider = providers.get(sending.account.provider)
+        const keyOf = (position: number) =>
+          `${postId}:${account.id}${position === 1 ? "" : position === 0 ? ":comment" : `:${position}`}`
+        const done = yield* sentParts.sentParts(postId, sending.account.id)
+        const toSend = (part: BodyPart) =>
+          Effect.map(withStoredHashes(provider.name, part.media), (hashed) => ({
+            text: part.content,
+            media: publishMedia(provider.name, hashed)
+          }))
+        const record = (position: number, published: Published) =>
+          Effect.as(sentParts.recordPublished(postId, sending.account.id, position, published), published)
+        const first = done.get(1)
+        if (provider.threads === "whole") {
+          if (first !== undefined) return { published: { externalId: first.externalId!, url: first.url }, unspent: 0 }
+          const [head, ...rest] = yield* Effect.forEach(body.parts, toSend)
+          const firstComment = body.firstComment === null ? null : yield* toSend(body.firstComment)
+          const published = yield* timed(provider.publish(account, {
+            postId,
+            idempotencyKey: keyOf(1),
+            ...head!,
+            rest: { thread: rest, firstComment }
+          }))
+          for (const part of [...body.parts, ...(body.firstComment ? [body.firstComment] : [])]) {
+            yield* record(part.position, published)
+          }
+          return { published, unspent: 0 }
+        }
+        let thread: { readonly root: PartReference; parent: PartReference } | undefined
+        let published: Published | undefined
+        for (const part of body.parts) {
+          const sent = done.get(part.position)
+          const answer = sent !== undefined ? { externalId: sent.externalId!, url: sent.url, reference: sent.reference ?? undefined }
+            : yield* Effect.flatMap(
+              timed(Effect.flatMap(toSend(part), (ready) =>
+                provider.publish(account, {
+                  postId,
+                  idempotencyKey: keyOf(part.position),
+                  ...ready,
+                  ...(thread ? { replyTo: thread } : {})
+                }))),
+              (answer) => record(part.position, answer)
+            )
+          published ??= answer
+          const reference: PartReference = { externalId: answer.externalId, reference: answer.reference ?? null }
+          thread = thread ? { root: thread.root, parent: reference } : { root: reference, parent: reference }
+        }
+        const commented = body.firstComment === null || done.has(0)
+          ? done.get(0)?.status !== "failed"
+          : yield* timed(Effect.flatMap(toSend(body.firstComment), (ready) =>
+            provider.publish(account, { postId, idempotencyKey: keyOf(0), ...ready, replyTo: thread! }))).pipe(
+            Effect.flatMap((answer) => Effect.as(record(0, answer), true)),
+            Effect.catchAll((error) =>
+              Effect.as(
+                sentParts.recordFailedComment(
+                  postId,
+                  sending.account.id,
+                  error._tag === "NoAnswer" ? "No answer in time: it may have been posted" : error.providerMessage
+                ),
+                false
+              ))
+          )
+        // A first comment that did not go out is not paid for.
+        return { published: published!, unspent: commented ? 0 : costs.costOf(provider.name) }
+      })
+
+    /** What sending the target came to: published (its first part), failed, or in doubt when a part got no answer. */
+    const send = (sending: Sending) =>
+      Effect.flatMap(cipher.decrypt(sending.account.ciphertext), (json) => Effect.orDie(credentialsFromJson(json))).pipe(
+        Effect.flatMap((credentials) => sendParts(sending, { id: sending.account.id, credentials })),
+        Effect.map(({ published, unspent }): SendOutcome => ({ _tag: "Published", published, unspent })),
         // Nothing was sent: the account needs reconnecting, as when a provider refuses its credentials.
         Effect.catchTag("CredentialsUnreadable", ({ message }) =>
           Effect.succeed<SendOutcome>({ _tag: "Failed", error: { category: "auth", message, retryable: false } })),
+        Effect.catchTag("NoAnswer", () =>
+          Effect.succeed<SendOutcome>({
+            _tag: "InDoubt",
+            error: { category: "transient", message: noAnswerMessage, retryable: true }
+          })),
         Effect.catchAll((error) =>
-          Effect.succeed({
-            _tag: "Failed" as const,
+          Effect.succeed<SendOutcome>({
+            _tag: "Failed",
             error: asPublishError(error),
             ...(error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {}),
             ...(error.providerStatus !== undefined ? { providerStatus: error.providerStatus } : {})
@@ -77,25 +169,10 @@ export class TargetSender extends Effect.Service<TargetSender>()("TargetSender",
         // A bug of ours must not leave the target pending with its credits held: it fails, and is logged.
         Effect.catchAllDefect((defect) =>
           Effect.as(Effect.logError("Publishing failed unexpectedly", defect), {
-            _tag: "Failed" as const,
-            error: { category: "unknown" as const, message: "Postline failed to send this post", retryable: false }
-          })
-        ),
-        // Whoever runs the send, the timeout can cut it.
-        Effect.interruptible,
-        Effect.timeoutTo({
-          duration: settings.timeout,
-          onSuccess: (outcome) => outcome,
-          onTimeout: (): SendOutcome => ({
-            _tag: "InDoubt",
-            error: {
-              category: "transient",
-              message: `No answer within ${Duration.format(settings.timeout)}: it may have been published; ` +
-                "Postline tries again with the same provider key",
-              retryable: true
-            }
-          })
-        })
+            _tag: "Failed",
+            error: { category: "unknown", message: "Postline failed to send this post", retryable: false }
+          } satisfies SendOutcome as SendOutcome)
+        )
       )
 
     const unreadableMedia = (provider: ProviderName, error: StorageError) =>
@@ -176,10 +253,10 @@ export class TargetSender extends Effect.Service<TargetSender>()("TargetSender",
           if (yield* transactionally(outcomes.endTarget(ending, removed, removed.error.message))) yield* logEnd(ending, removed)
           return removed
         }
-        // The text as checked when the post was sent or scheduled: its links tracked with the codes made then.
-        const content = yield* links.linksFor({ id: postId, teamId, content: target.content, linkTracking: target.linkTracking })
-        const media = yield* posts.mediaFor(postId, { lock: false })
-        return yield* publishTarget({ organizationId, postId, content, media, account, attempt, ordinal, hold }, options)
+        // The texts as checked when the post was sent or scheduled: their links tracked with the codes made then.
+        const post = { id: postId, teamId, content: target.content, linkTracking: target.linkTracking }
+        const body = (yield* bodies.bodiesOf(post, [socialAccountId], { lock: false })).get(socialAccountId)!
+        return yield* publishTarget({ organizationId, postId, body, account, attempt, ordinal, hold }, options)
       })
 
     /** `sendTo` the target's account, read now. */
@@ -192,13 +269,14 @@ export class TargetSender extends Effect.Service<TargetSender>()("TargetSender",
     return { publishTarget, sendTo, sendAgain } as const
   }),
   dependencies: [
-    PostsRepo.Default,
+    PublishBodies.Default,
+    SentPartsRepo.Default,
     SocialAccountsRepo.Default,
     SendOutcomes.Default,
-    Links.Default,
     PublishSettings.Default,
     AssetsRepo.Default,
     UrlSigning.Default,
-    MediaSettings.Default
+    MediaSettings.Default,
+    CreditCosts.Default
   ]
 }) {}

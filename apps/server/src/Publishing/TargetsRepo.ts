@@ -1,5 +1,12 @@
 import { SqlClient } from "@effect/sql"
-import type { PostId, PublishError, SocialAccountId, TargetStatus } from "@postline/domain"
+import type {
+  FirstCommentResult,
+  PostId,
+  PublishedPart,
+  PublishError,
+  SocialAccountId,
+  TargetStatus
+} from "@postline/domain"
 import { Effect } from "effect"
 import { policyRequire } from "../Access/Authorization.js"
 import { insertEventsOf } from "../EventWebhooks/Repo.js"
@@ -14,6 +21,8 @@ export interface TargetResult {
   readonly errorMessage: string | null
   readonly errorRetryable: boolean | null
   readonly creditsSpent: number
+  readonly parts: ReadonlyArray<PublishedPart>
+  readonly firstComment: FirstCommentResult | null
   readonly updatedAt: Date
 }
 
@@ -39,7 +48,7 @@ export class TargetsRepo extends Effect.Service<TargetsRepo>()("TargetsRepo", {
       sql<{ readonly socialAccountId: SocialAccountId; readonly status: TargetStatus }>`SELECT
           social_account_id AS "socialAccountId", status
         FROM post_targets WHERE post_id = ${postId} AND social_account_id IN ${sql.in(ids)}
-          AND status IN ('pending', 'published')`.pipe(Effect.orDie, policyRequire("Post", "publish"))
+          AND status IN ('pending', 'published', 'deleting', 'deleted')`.pipe(Effect.orDie, policyRequire("Post", "publish"))
 
     /**
      * A target failed before anything was sent (a text the provider would refuse, credentials it refused); its
@@ -64,7 +73,13 @@ export class TargetsRepo extends Effect.Service<TargetsRepo>()("TargetsRepo", {
     const resultsOf = (postId: PostId, ids: ReadonlyArray<SocialAccountId>) =>
       sql<TargetResult>`SELECT social_account_id AS "socialAccountId", status, external_id AS "externalId", url,
           error_category AS "errorCategory", error_message AS "errorMessage", error_retryable AS "errorRetryable",
-          credits_spent AS "creditsSpent", updated_at AS "updatedAt"
+          credits_spent AS "creditsSpent", updated_at AS "updatedAt",
+          coalesce((SELECT json_agg(json_build_object('position', tp.position, 'externalId', tp.external_id, 'url', tp.url)
+            ORDER BY tp.position) FROM post_target_parts tp WHERE tp.post_id = post_targets.post_id
+              AND tp.social_account_id = post_targets.social_account_id AND tp.position >= 1), '[]'::json) AS parts,
+          (SELECT json_build_object('status', tp.status, 'externalId', tp.external_id, 'url', tp.url, 'error', tp.error_message)
+            FROM post_target_parts tp WHERE tp.post_id = post_targets.post_id
+              AND tp.social_account_id = post_targets.social_account_id AND tp.position = 0) AS "firstComment"
         FROM post_targets WHERE post_id = ${postId} AND social_account_id IN ${sql.in(ids)}`.pipe(
         Effect.orDie,
         policyRequire("Post", "publish")
@@ -132,15 +147,19 @@ export class TargetsRepo extends Effect.Service<TargetsRepo>()("TargetsRepo", {
           updated_at = now()
         WHERE id = ${postId}`.pipe(Effect.asVoid, Effect.orDie, policyRequire("Post", "publish"))
 
-    /** Each post's status, as its targets say: publishing while any is pending, then how they turned out. */
+    /**
+     * Each post's status, as its targets say: publishing while any is pending, then how they turned out; deleted
+     * once none is left published (a target being deleted still is).
+     */
     const refreshStatuses = (postIds: ReadonlyArray<PostId>) =>
       sql`UPDATE posts p SET updated_at = now(), status = (
           SELECT CASE
             WHEN count(*) = 0 THEN 'draft'
             WHEN p.status = 'scheduled' AND p.scheduled_at IS NOT NULL THEN 'scheduled'
             WHEN bool_or(t.status = 'pending') THEN 'publishing'
-            WHEN bool_and(t.status = 'published') THEN 'published'
+            WHEN bool_and(t.status IN ('published', 'deleting')) THEN 'published'
             WHEN bool_and(t.status = 'failed') THEN 'failed'
+            WHEN bool_and(t.status IN ('deleted', 'failed')) THEN 'deleted'
             ELSE 'partially_published' END
           FROM post_targets t WHERE t.post_id = p.id)
         WHERE p.id IN ${sql.in(postIds)}`.pipe(Effect.asVoid, Effect.orDie, policyRequire("Post", "publish"))

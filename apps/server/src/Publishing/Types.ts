@@ -1,21 +1,21 @@
 import type { OrganizationId, PostId, PublishError, SocialAccountId } from "@postline/domain"
 import type { Hold } from "../Credits/Repo.js"
-import type { PostMediumFacts } from "../Posts/Repo.js"
+import type { AccountBody } from "../Posts/BodyRepo.js"
 import type { ProviderName } from "../Providers/Credentials.js"
 import type { PublishingAccount } from "../SocialAccounts/PublishingAccount.js"
 import type { AttemptOutcome } from "./AttemptsRepo.js"
 
 /** One account of a publish, as checked before anything is sent: to send (with its price), or failed already. */
 export type Check =
-  | { readonly _tag: "Send"; readonly account: PublishingAccount; readonly credits: number }
+  | { readonly _tag: "Send"; readonly account: PublishingAccount; readonly credits: number; readonly publishes: number }
   | { readonly _tag: "Refused"; readonly account: PublishingAccount; readonly error: PublishError }
 
 /** A target about to be sent: its attempt is recorded and its credits held. */
 export interface Sending {
   readonly organizationId: OrganizationId
   readonly postId: PostId
-  readonly content: string
-  readonly media: ReadonlyArray<PostMediumFacts>
+  /** What the account gets, its links as the provider receives them. */
+  readonly body: AccountBody
   readonly account: PublishingAccount
   readonly attempt: number
   /** Which attempt of its publish it is: 1 for the first. */

@@ -23,7 +23,10 @@ import { type CheckOutcome, SocialAccountsRepo } from "./Repo.js"
 const notFound = (id: SocialAccountId) => new NotFound({ message: `Social account ${id} not found` })
 
 const refused = (error: ProviderError) =>
-  new BadRequest({ message: `The ${error.provider} account could not be connected: ${error.providerMessage}` })
+  new BadRequest({
+    message: `The ${error.provider} account could not be connected: ${error.providerMessage}`,
+    reason: "credentials_not_verified"
+  })
 
 /**
  * A team's social accounts. Credentials are checked with the provider before
@@ -96,7 +99,8 @@ export class SocialAccounts extends Effect.Service<SocialAccounts>()("SocialAcco
           new Conflict({
             message: "This server cannot read the webhook's stored signing secret, so it cannot be kept: remove the " +
               "account and connect the webhook again for a new signing secret, or give the server the key its " +
-              "credentials were encrypted with"
+              "credentials were encrypted with",
+            reason: "credentials_unreadable"
           }))
       )
 
@@ -110,7 +114,8 @@ export class SocialAccounts extends Effect.Service<SocialAccounts>()("SocialAcco
         const { account, ciphertext: stored } = yield* storedCredentials(teamId, id)
         if (input.provider !== account.provider) {
           return yield* new BadRequest({
-            message: `This is a ${account.provider} account: send ${account.provider} credentials, or connect a new account`
+            message: `This is a ${account.provider} account: send ${account.provider} credentials, or connect a new account`,
+            reason: "provider_mismatch"
           })
         }
         // Other providers' old credentials are not read: new ones repair an account whose old ones cannot be.

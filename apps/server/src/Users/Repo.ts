@@ -36,7 +36,7 @@ export class UsersRepo extends Effect.Service<UsersRepo>()("UsersRepo", {
         const user = yield* insertUser(input).pipe(
           Effect.catchIf(
             (error) => error._tag === "SqlError" && isUniqueViolation(error),
-            () => new Conflict({ message: `A user with email ${input.email} already exists` })
+            () => new Conflict({ message: `A user with email ${input.email} already exists`, reason: "email_taken" })
           )
         )
         return { user, token: yield* insertToken(user.id) }

@@ -28,7 +28,7 @@ layer(FileServer.Live, { excludeTestServices: true })("postline's exit codes", (
 
       const broke = yield* runCli(["post-now", post.id, "--yes", "--json"], cli)
       expect(broke.code).toBe(6)
-      expect(jsonOf(broke)).toEqual({ error: { _tag: "PaymentRequired", message: expect.any(String) } })
+      expect(jsonOf(broke)).toEqual({ error: { _tag: "PaymentRequired", reason: "insufficient_credits", message: expect.any(String) } })
 
       const refused = yield* runCli(["whoami"], { ...cli, POSTLINE_TOKEN: "plt_not_a_token" })
       expect(refused.code).toBe(3)
@@ -42,6 +42,31 @@ layer(FileServer.Live, { excludeTestServices: true })("postline's exit codes", (
       expect(jsonOf(badId)).toEqual({ error: { _tag: "ValidationError", message: "<postId> must be a UUID (8-4-4-4-12 hexadecimal digits)" } })
       expect((yield* runCli(["posts", "list", "--bogus"], cli)).code).toBe(2)
       expect((yield* runCli(["posts"], cli)).code).toBe(2)
+    }))
+
+  it.scoped("shows the server's reason after the _tag, and exits 8, not 6, when the month's spend cap stops a publish", () =>
+    Effect.gen(function*() {
+      const { env, home, receiver, server } = yield* publishingOnFileServer
+      const { call, organizationId, token } = yield* userWithTeam(env, server, 0)
+      const cli = cliEnv(home, server.base, { POSTLINE_TOKEN: token })
+      const first = yield* answerOf(["accounts", "connect", "--webhook", `${receiver.url}/first`, "--yes"], cli)
+      const second = yield* answerOf(["accounts", "connect", "--webhook", `${receiver.url}/second`, "--yes"], cli)
+      const post = yield* answerOf(["posts", "create", "--text", "Capped", "--yes"], cli)
+      const publish = ["post-now", post.id, "--account", first.id, "--account", second.id, "--yes"]
+
+      // --yes asks the server itself: its 402 and reason, as people and scripts read them.
+      const broke = yield* runCli(publish, cli)
+      expect(broke).toMatchObject({ code: 6, stdout: "" })
+      expect(broke.stderr).toMatch(/^Error \(PaymentRequired: insufficient_credits\): Publishing needs 2 credits /)
+
+      yield* grantCredits(env, organizationId, 5)
+      expect((yield* call("PATCH", `/v1/organizations/${organizationId}/billing/spend-cap`, { monthlyCredits: 1 })).status).toBe(200)
+      const capped = yield* runCli([...publish, "--json"], cli)
+      expect(capped.code).toBe(8)
+      expect(jsonOf(capped)).toEqual({
+        error: { _tag: "PaymentRequired", reason: "spend_cap_reached", message: expect.stringContaining("monthly spend cap of 1 credit") }
+      })
+      expect(receiver.received).toHaveLength(0)
     }))
 
   it.scoped("exits 2 for every change without a terminal or --yes, doing nothing, and for an OAuth endpoint's 400", () =>
@@ -151,7 +176,8 @@ layer(FileServer.Live, { excludeTestServices: true })("postline's exit codes", (
         .map((line) => /^\| (\d) \| (.+) \| (.*) \|$/.exec(line))
         .filter((match) => match !== null)
         .map((match) => [match[1], match[2], match[3]])
-      expect(helpRows.map(([code]) => code)).toEqual(["0", "2", "3", "4", "5", "6", "7", "1"])
+      expect(helpRows.map(([code]) => code)).toEqual(["0", "2", "3", "4", "5", "6", "7", "8", "1"])
+      expect(helpRows.find(([code]) => code === "8")?.[2]).toBe("`PaymentRequired: spend_cap_reached`")
       expect(readmeRows).toEqual(helpRows)
     }))
 

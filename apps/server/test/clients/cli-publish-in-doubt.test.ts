@@ -21,6 +21,7 @@ const apiStillPublishing = Effect.acquireRelease(
           keys.push(Array.isArray(key) ? key[0] : key)
           response.writeHead(409, { "content-type": "application/json" }).end(JSON.stringify({
             _tag: "Conflict",
+            reason: "idempotency_key_in_progress",
             message: "A request with this Idempotency-Key is still being processed: retry it later for its answer"
           }))
         } else {

@@ -44,7 +44,7 @@ layer(FileServer.Live, { excludeTestServices: true })("postline, publishing to a
 
       expect(yield* answerOf(["estimate", post.id], cli)).toEqual({
         total: 1,
-        perAccount: [{ socialAccountId: account.id, credits: 1 }],
+        perAccount: [{ socialAccountId: account.id, credits: 1, publishes: 1, problems: [] }],
         available: 5,
         sufficient: true
       })
@@ -63,7 +63,9 @@ layer(FileServer.Live, { excludeTestServices: true })("postline, publishing to a
           externalId: "rcv-1",
           url: "https://receiver.test/p/1",
           error: null,
-          creditsSpent: 1
+          creditsSpent: 1,
+          parts: [{ position: 1, externalId: "rcv-1", url: "https://receiver.test/p/1" }],
+          firstComment: null
         }]
       })
       expect(receiver.received).toHaveLength(1)
@@ -86,8 +88,151 @@ layer(FileServer.Live, { excludeTestServices: true })("postline, publishing to a
       // The same post to the same account again: refused (409), nothing sent.
       const again = yield* runCli(["post-now", post.id, "--account", account.id, "--yes", "--json"], cli)
       expect(again.code).toBe(5)
-      expect(jsonOf(again)).toEqual({ error: { _tag: "Conflict", message: expect.stringContaining("already published") } })
+      expect(jsonOf(again)).toEqual({
+        error: { _tag: "Conflict", reason: "already_published", message: expect.stringContaining("already published") }
+      })
       expect(receiver.received).toHaveLength(1)
+    }))
+
+  it.scoped("providers: each provider's rules, with --json the API's answer (this server's webhook costs 1), else tables", () =>
+    Effect.gen(function*() {
+      const { env, home, server } = yield* publishingOnFileServer
+      const { call, token } = yield* userWithTeam(env, server, 0)
+      const cli = cliEnv(home, server.base, { POSTLINE_TOKEN: token })
+      const rules = yield* answerOf(["providers"], cli)
+      expect(rules).toEqual((yield* call("GET", "/v1/providers")).body)
+      expect(rules.data.map(({ provider, credits }: any) => [provider, credits.perPublish])).toEqual([["bluesky", 1], ["mastodon", 1], ["webhook", 1]])
+      expect(rules.data[0]).toMatchObject({ text: { maxLength: 300, maxBytes: 3000 }, media: { maxItems: 4 } })
+      expect(rules.data[1]).toMatchObject({ text: { maxLength: 500, urlLength: 23 }, media: { perAccount: true } })
+
+      const shown = yield* runCli(["providers"], cli)
+      expect(shown.code, shown.stderr).toBe(0)
+      const lines = shown.stdout.split("\n")
+      expect(lines[0]).toMatch(/^PROVIDER +CONNECT +TEXT +THREADS +FIRST COMMENT +DELETE +CREDITS$/)
+      expect(lines[1]).toMatch(/^bluesky +app_password +300 graphemes, 3000 bytes +up to 25 parts +yes +yes +1$/)
+      expect(lines[2]).toMatch(/^mastodon +access_token +500 graphemes, URL = 23 +up to 25 parts +yes +yes +1$/)
+      expect(lines[3]).toMatch(/^webhook +signed_webhook +no limit +up to 25 parts +yes +yes +1$/)
+      expect(shown.stdout).toMatch(/\nbluesky +4 +jpeg png webp gif +2 MB, none +not taken +none\n/)
+      expect(shown.stdout).toMatch(/\nmastodon \* +4 +jpeg png webp gif mp4 +16 MiB, 33.2 MP +99 MiB, 8.3 MP, none +1500\n/)
+      expect(shown.stdout).toContain("\n  mastodon: 300 per 5 min\n  webhook: no limit\n")
+    }))
+
+  it.scoped("a thread with a first comment and a version for one account: drafted (--part, --first-comment, --account-version, --parts-file), shown, published to two webhooks and unpublished (asks first; --account, then the rest), credits kept", () =>
+    Effect.gen(function*() {
+      const { env, home, receiver, server } = yield* publishingOnFileServer
+      const { token } = yield* userWithTeam(env, server, 10)
+      let answered = 0
+      receiver.answerWith((_event, response) => {
+        answered += 1
+        response.writeHead(200, { "content-type": "application/json" })
+          .end(JSON.stringify({ id: `rcv-${answered}`, url: `https://receiver.test/p/${answered}` }))
+      })
+      const cli = cliEnv(home, server.base, { POSTLINE_TOKEN: token })
+      const harbour = yield* answerOf(["accounts", "connect", "--webhook", `${receiver.url}/harbour`, "--yes"], cli)
+      const pier = yield* answerOf(["accounts", "connect", "--webhook", `${receiver.url}/pier`, "--yes"], cli)
+
+      const draft = yield* answerOf([
+        "posts", "create", "--text", "1/ Why the tide turns",
+        "--part", "2/ The moon pulls the sea", "--part", "3/ The sun helps, less",
+        "--first-comment", "Tide tables at the harbour office",
+        "--account-version", `${pier.id}=Tides, in one line`,
+        "--account", harbour.id, "--account", pier.id, "--yes"
+      ], cli)
+      expect(draft).toMatchObject({
+        content: "1/ Why the tide turns",
+        status: "draft",
+        thread: [{ content: "2/ The moon pulls the sea", media: [] }, { content: "3/ The sun helps, less", media: [] }],
+        firstComment: { content: "Tide tables at the harbour office", media: [] },
+        versions: [{ socialAccountId: pier.id, content: "Tides, in one line", media: null, thread: null }]
+      })
+      // Two places for one field: refused before anything is sent.
+      const partsFile = Path.join(home, "parts.json")
+      writeFileSync(partsFile, JSON.stringify({ thread: [{ content: "2/ The moon pulls, the sea follows" }], versions: [{ socialAccountId: pier.id, thread: [] }] }))
+      const twice = yield* runCli(["posts", "update", draft.id, "--parts-file", partsFile, "--part", "2/ Again", "--yes", "--json"], cli)
+      expect(twice.code).toBe(2)
+      expect(jsonOf(twice)).toEqual({ error: { _tag: "UsageError", message: "The thread comes from one place: --part or --parts-file's thread, not both" } })
+      // A script's file: the thread and the versions replaced, the first comment kept.
+      const post = yield* answerOf(["posts", "update", draft.id, "--parts-file", partsFile, "--yes"], cli)
+      expect(post).toMatchObject({
+        thread: [{ content: "2/ The moon pulls, the sea follows", media: [] }],
+        firstComment: { content: "Tide tables at the harbour office" },
+        versions: [{ socialAccountId: pier.id, content: null, media: null, thread: [] }]
+      })
+      const shown = yield* runCli(["posts", "show", post.id], cli)
+      expect(shown.stdout).toContain("Thread:         2 parts\nFirst comment:  yes\n")
+      expect(shown.stdout).toContain(
+        "\n1/ Why the tide turns\n\nPart 2:\n2/ The moon pulls, the sea follows\n\nFirst comment:\nTide tables at the harbour office\n\n" +
+          `Version for ${pier.id}:\n(the post's text)\n(no thread)\n\nResults per account:\n(none)\n`
+      )
+
+      const estimate = yield* answerOf(["estimate", post.id], cli)
+      expect(estimate.perAccount).toEqual([
+        { socialAccountId: harbour.id, credits: expect.any(Number), publishes: 3, problems: [] },
+        { socialAccountId: pier.id, credits: expect.any(Number), publishes: 2, problems: [] }
+      ])
+      // What each account gets sent: the parts of its version and the first comment.
+      expect((yield* runCli(["estimate", post.id], cli)).stdout).toMatch(new RegExp(
+        `^ACCOUNT +PROVIDER +HANDLE +NAME +PUBLISHES +CREDITS\n${harbour.id} +webhook +\\S+ +- +3 +3\n${pier.id} +webhook +\\S+ +- +2 +2\n`
+      ))
+      const published = yield* answerOf(["post-now", post.id, "--yes"], cli)
+      expect(published).toMatchObject({
+        outcome: "none_failed",
+        results: [{ socialAccountId: harbour.id, status: "published" }, { socialAccountId: pier.id, status: "published" }]
+      })
+      // A webhook gets the thread whole, in one event per account, with the first comment.
+      const events = receiver.received.map((event) => JSON.parse(event.body))
+      const sentTo = (accountId: string) => events.filter((event) => event.data.socialAccountId === accountId)
+      expect(sentTo(harbour.id)).toMatchObject([{
+        type: "post.published",
+        data: { text: "1/ Why the tide turns", thread: [{ text: "2/ The moon pulls, the sea follows" }], firstComment: { text: "Tide tables at the harbour office" } }
+      }])
+      expect(sentTo(pier.id)).toMatchObject([{ type: "post.published", data: { text: "1/ Why the tide turns", thread: [] } }])
+      const balance = (yield* answerOf(["credits"], cli)).balance
+      expect(balance).toBe(10 - estimate.total)
+
+      // Deleting from the networks asks first: without a terminal or --yes, nothing is deleted.
+      const unconfirmed = yield* runCli(["posts", "unpublish", post.id], cli)
+      expect(unconfirmed).toMatchObject({ code: 2, stdout: "" })
+      expect(unconfirmed.stderr).toBe(
+        "Error (UsageError): Not deleting the post from the networks without confirmation: standard input is not a terminal, so pass --yes to proceed without asking\n"
+      )
+      const fromHarbour = yield* answerOf(["posts", "unpublish", post.id, "--account", harbour.id, "--yes"], cli)
+      expect(fromHarbour).toEqual({ postId: post.id, results: [{ socialAccountId: harbour.id, status: "deleted", error: null }], outcome: "none_failed" })
+      // Targets come oldest first: the two published at once may come in either order.
+      const targetsOf = (shown: { targets: ReadonlyArray<{ socialAccountId: string }> }) =>
+        Object.fromEntries(shown.targets.map((target) => [target.socialAccountId, target]))
+      expect(targetsOf(yield* answerOf(["posts", "show", post.id], cli))).toMatchObject({
+        [harbour.id]: { status: "deleted", deletedAt: expect.any(String) },
+        [pier.id]: { status: "published", deletedAt: null }
+      })
+      const again = yield* runCli(["posts", "unpublish", post.id, "--account", harbour.id, "--yes", "--json"], cli)
+      expect(again.code).toBe(5)
+      expect(jsonOf(again).error._tag).toBe("Conflict")
+
+      // The rest, for people: every account it is still published to.
+      const rest = yield* runCli(["posts", "unpublish", post.id, "--idempotency-key", "tides-down", "--yes"], cli)
+      expect(rest.code, rest.stderr).toBe(0)
+      expect(rest.stdout).toBe([
+        `ACCOUNT${" ".repeat(31)}STATUS   ERROR`,
+        `${pier.id}  deleted  -`,
+        "",
+        "Outcome: none_failed",
+        "Credits spent publishing it are not given back.",
+        ""
+      ].join("\n"))
+      // The same key again: the first answer, nothing deleted twice.
+      expect(yield* answerOf(["posts", "unpublish", post.id, "--idempotency-key", "tides-down", "--yes"], cli))
+        .toEqual({ postId: post.id, results: [{ socialAccountId: pier.id, status: "deleted", error: null }], outcome: "none_failed" })
+      const deleted = receiver.received.map((event) => JSON.parse(event.body)).filter((event) => event.type === "post.deleted")
+      expect(deleted.map((event) => event.data.socialAccountId)).toEqual([harbour.id, pier.id])
+      const gone = yield* answerOf(["posts", "show", post.id], cli)
+      expect(gone.status).toBe("deleted")
+      expect(targetsOf(gone)).toMatchObject({ [harbour.id]: { status: "deleted" }, [pier.id]: { status: "deleted" } })
+      const shownDeleted = yield* runCli(["posts", "show", post.id], cli)
+      expect(shownDeleted.stdout).toMatch(/\nResults per account:\nACCOUNT +STATUS +CREDITS +PARTS +FIRST COMMENT +DELETED AT +URL +ERROR\n/)
+      expect(shownDeleted.stdout).toMatch(/\nPublished parts:\nACCOUNT +PART +ID +URL\n/)
+      // Nothing given back.
+      expect(yield* answerOf(["credits"], cli)).toMatchObject({ balance })
     }))
 
   it.scoped("analytics of a post published to Mastodon (its FAKE: no real instance here): shown, refreshed with --yes for a credit, 402 exit 6; billing and its spend cap as the owner and as a member", () =>
@@ -165,6 +310,7 @@ layer(FileServer.Live, { excludeTestServices: true })("postline, publishing to a
       expect(jsonOf(broke)).toEqual({
         error: {
           _tag: "PaymentRequired",
+          reason: "insufficient_credits",
           message: "Reading analytics needs 1 credit and the organization has 0 available. " +
             `Billing is off on this server, so an operator adds credits with \`pnpm admin credits grant --organization ${organizationId} --amount 1\``
         }

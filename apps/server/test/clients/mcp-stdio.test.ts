@@ -8,15 +8,17 @@ import { makeLocalServer } from "../support/LocalServer.js"
 import {
   call,
   type ConnectAs,
+  created,
   crossOrganizationRefused,
   everyToolOnce,
   invalidArgumentsRefused,
   type McpServerSetup,
   mcpServerSetup,
   organizationWithKey,
+  success,
   toolNames
 } from "../support/McpFlow.js"
-import { readUntil } from "../support/ProcessPublishing.js"
+import { grantCredits, readUntil } from "../support/ProcessPublishing.js"
 import { scopedTempDir } from "../support/TestDatabase.js"
 
 class Setup extends Context.Tag("Setup")<Setup, McpServerSetup & {
@@ -112,7 +114,7 @@ const toolCall = (id: number, name: string, args: Record<string, unknown>) =>
   ({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } })
 
 layer(SetupLive, { excludeTestServices: true })("postline mcp over stdio", (it) => {
-  it.scoped("lists the 22 tools and introduces itself as postline", () =>
+  it.scoped("lists every tool and introduces itself as postline", () =>
     Effect.gen(function*() {
       const { env, mcpEnv, server } = yield* Setup
       const outputErrors: Array<Error> = []
@@ -123,8 +125,117 @@ layer(SetupLive, { excludeTestServices: true })("postline mcp over stdio", (it) 
       expect(outputErrors).toEqual([])
     }))
 
-  it.scoped("every tool once, as an organization's API key: a draft published to a webhook, replayed, scheduled, unscheduled; a Mastodon post's analytics refreshed until 402; billing", () =>
+  it.scoped("every tool once, as an organization's API key: a draft published to a webhook, replayed, unpublished; another scheduled, unscheduled; a Mastodon post's analytics refreshed until 402; billing", () =>
     overStdio(everyToolOnce))
+
+  it.scoped("a thread with a first comment and a version: created and changed through the tools, published to two webhooks, unpublish_post from one and then the rest (replayed with its key), credits kept", () =>
+    Effect.gen(function*() {
+      const { env, mcpEnv, receiver, server } = yield* Setup
+      const tides = yield* organizationWithKey(server, env, "Tides Co")
+      const teamId = tides.teamId
+      const webhook = (path: string) =>
+        Effect.map(tides.asKey("POST", `/v1/teams/${teamId}/social-accounts`, { provider: "webhook", url: `${receiver.url}/${path}` }), created)
+      const harbour = yield* webhook("harbour")
+      const pier = yield* webhook("pier")
+      yield* grantCredits(env, tides.organizationId, 10)
+      const outputErrors: Array<Error> = []
+      const client = yield* startMcp(mcpEnv(tides.apiKey), outputErrors)
+      const eventsOf = (accountId: string) =>
+        receiver.received.map((event) => JSON.parse(event.body)).filter((event) => event.data.socialAccountId === accountId)
+
+      const draft = yield* success(client, "create_post", {
+        teamId,
+        content: "1/ Why the tide turns",
+        socialAccountIds: [harbour.id, pier.id],
+        thread: [{ content: "2/ The moon pulls the sea" }, { content: "3/ The sun helps, less" }],
+        firstComment: { content: "Tables: https://tides.example" },
+        versions: [{ socialAccountId: pier.id, content: "Tides, in one line" }]
+      })
+      expect(draft).toMatchObject({
+        status: "draft",
+        thread: [{ content: "2/ The moon pulls the sea", media: [] }, { content: "3/ The sun helps, less", media: [] }],
+        firstComment: { content: "Tables: https://tides.example", media: [] },
+        versions: [{ socialAccountId: pier.id, content: "Tides, in one line", media: null, thread: null }]
+      })
+      const tooLong = yield* call(client, "update_post", {
+        teamId,
+        postId: draft.id,
+        thread: Array.from({ length: 25 }, (_, i) => ({ content: `Part ${i + 2}` }))
+      })
+      expect(tooLong).toEqual({
+        isError: true,
+        value: {
+          _tag: "InvalidArguments",
+          message: "Invalid arguments: thread: must be at most 24 parts, each { content, media? }",
+          issues: [{ path: ["thread"], message: "must be at most 24 parts, each { content, media? }" }]
+        }
+      })
+      const post = yield* success(client, "update_post", {
+        teamId,
+        postId: draft.id,
+        thread: [{ content: "2/ The moon pulls, the sea follows" }],
+        versions: [{ socialAccountId: pier.id, thread: [] }]
+      })
+      expect(post).toMatchObject({
+        thread: [{ content: "2/ The moon pulls, the sea follows" }],
+        firstComment: { content: "Tables: https://tides.example" },
+        versions: [{ socialAccountId: pier.id, content: null, media: null, thread: [] }]
+      })
+
+      const estimate = yield* success(client, "estimate_post", { teamId, postId: post.id, socialAccountIds: [harbour.id, pier.id] })
+      expect(estimate.perAccount).toEqual([
+        { socialAccountId: harbour.id, credits: expect.any(Number), publishes: 3, problems: [] },
+        { socialAccountId: pier.id, credits: expect.any(Number), publishes: 2, problems: [] }
+      ])
+      const published = yield* success(client, "post_now", { teamId, postId: post.id, socialAccountIds: [harbour.id, pier.id] })
+      expect(published).toMatchObject({
+        outcome: "none_failed",
+        results: [
+          { socialAccountId: harbour.id, status: "published", parts: [{ position: 1 }, { position: 2 }], firstComment: { status: "published" } },
+          { socialAccountId: pier.id, status: "published", parts: [{ position: 1 }], firstComment: { status: "published" } }
+        ]
+      })
+      expect(eventsOf(harbour.id)).toMatchObject([{
+        type: "post.published",
+        data: { text: "1/ Why the tide turns", thread: [{ text: "2/ The moon pulls, the sea follows" }], firstComment: { text: "Tables: https://tides.example" } }
+      }])
+      const { balance } = yield* success(client, "get_credits", { organizationId: tides.organizationId })
+      expect(balance).toBe(10 - estimate.total)
+
+      const fromHarbour = yield* success(client, "unpublish_post", { teamId, postId: post.id, socialAccountIds: [harbour.id] })
+      expect(fromHarbour).toEqual({
+        postId: post.id,
+        results: [{ socialAccountId: harbour.id, status: "deleted", error: null }],
+        outcome: "none_failed",
+        idempotencyKey: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        replayed: false
+      })
+      expect(yield* call(client, "unpublish_post", { teamId, postId: post.id, socialAccountIds: [harbour.id] }))
+        .toMatchObject({ isError: true, value: { _tag: "Conflict" } })
+      const rest = yield* success(client, "unpublish_post", { teamId, postId: post.id, idempotencyKey: "tides-down" })
+      expect(rest).toEqual({
+        postId: post.id,
+        results: [{ socialAccountId: pier.id, status: "deleted", error: null }],
+        outcome: "none_failed",
+        idempotencyKey: "tides-down",
+        replayed: false
+      })
+      expect(yield* success(client, "unpublish_post", { teamId, postId: post.id, idempotencyKey: "tides-down" }))
+        .toEqual({ ...rest, replayed: true })
+      for (const account of [harbour, pier]) {
+        expect(eventsOf(account.id).map((event) => event.type)).toEqual(["post.published", "post.deleted"])
+      }
+      const gone = yield* success(client, "get_post", { teamId, postId: post.id })
+      expect(gone.status).toBe("deleted")
+      // Targets come oldest first: the two published at once may come in either order.
+      expect(Object.fromEntries(gone.targets.map((target: { socialAccountId: string }) => [target.socialAccountId, target]))).toMatchObject({
+        [harbour.id]: { status: "deleted", deletedAt: expect.any(String), parts: [{ position: 1 }, { position: 2 }] },
+        [pier.id]: { status: "deleted", deletedAt: expect.any(String), parts: [{ position: 1 }] }
+      })
+      // Nothing given back.
+      expect(yield* success(client, "get_credits", { organizationId: tides.organizationId })).toMatchObject({ balance })
+      expect(outputErrors).toEqual([])
+    }))
 
   it.scoped("another organization's real team: each tool error carries the API's 404 NotFound and its message", () =>
     overStdio(crossOrganizationRefused))

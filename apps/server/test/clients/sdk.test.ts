@@ -84,8 +84,12 @@ const scriptedClient = (
 /** The server's answer to a key whose first request still runs (apps/server/src/Idempotency/Service.ts). */
 const stillRunning = {
   _tag: "Conflict",
+  reason: "idempotency_key_in_progress",
   message: "A request with this Idempotency-Key is still being processed: retry it later for its answer"
 }
+
+/** The same answer from a server older than reasons: its message alone says so. */
+const { reason: _reason, ...stillRunningBeforeReasons } = stillRunning
 
 /** Builds the service over a recording client and a memory store, makes one call, and says what was sent where. */
 const probe = (options: PostlineOptions, stored?: StoredLogin) =>
@@ -410,10 +414,13 @@ describe("@postline/sdk", () => {
           ))
         const retry = { maxAttempts: 2, inDoubtFor: "2 minutes", baseDelay: "1 second", maxDelay: "10 seconds" } as const
 
-        // Ten 409s (more than maxAttempts), then the first request's answer: the call has it.
+        // Ten 409s (more than maxAttempts; from a server older than reasons after the first five), then the first
+        // request's answer: the call has it.
         const answer = { postId, results: [], outcome: "none_failed" }
         const finishing = scriptedClient((_request, index) =>
-          index < 10 ? { status: 409, body: stillRunning } : { status: 200, body: answer, headers: { [replayedHeader]: "true" } }
+          index < 10
+            ? { status: 409, body: index < 5 ? stillRunning : stillRunningBeforeReasons }
+            : { status: 200, body: answer, headers: { [replayedHeader]: "true" } }
         )
         const patient = yield* serviceOver(finishing, retry)
         const done = yield* Effect.fork(patient.postNow({ teamId, postId, payload, idempotencyKey: "key-1" }))

@@ -70,7 +70,15 @@ describe("Webhook", () => {
       expect(event).toEqual({
         type: "post.published",
         timestamp: expect.any(String),
-        data: { postId: "post-1", socialAccountId: "account-7", text: post.text, idempotencyKey: post.idempotencyKey, media: [] }
+        data: {
+          postId: "post-1",
+          socialAccountId: "account-7",
+          text: post.text,
+          idempotencyKey: post.idempotencyKey,
+          media: [],
+          thread: [],
+          firstComment: null
+        }
       })
       expect(delivery.headers["content-type"]).toBe("application/json")
       // The same instant: the header in whole Unix seconds, the event to the millisecond.

@@ -36,6 +36,13 @@ export const documentExceptions: ReadonlyArray<DocumentException> = [
     refuses: (value) =>
       Array.isArray(value) &&
       new Set(value.map((id) => String(id).toLowerCase())).size !== value.length
+  },
+  {
+    property: "versions",
+    rule: "at most one version per social account (uniqueItems cannot compare one property of its items)",
+    refuses: (value) =>
+      Array.isArray(value) &&
+      new Set(value.map((version) => String(version?.socialAccountId).toLowerCase())).size !== value.length
   }
 ]
 

@@ -7,7 +7,10 @@
  * processes in the background, `GET /api/v1/media/:id` answering 206 until it is done; a status may name
  * only processed media, at most `max_media_attachments` of them. Analytics: `GET /api/v1/statuses?id[]=`
  * (Mastodon 4.3) answers the statuses it has of those asked, in order, with the counts a test sets
- * (`setCounts`), and `verify_credentials` the account's counts (`setAccountCounts`). It records every request,
+ * (`setCounts`), and `verify_credentials` the account's counts (`setAccountCounts`). Threads and deletion
+ * (docs.joinmastodon.org/methods/statuses: "Post a new status", "Delete a status"): `in_reply_to_id` must name a
+ * status it has (else 404), and `DELETE /api/v1/statuses/:id` deletes one of the account's statuses, answering
+ * it, and 404 for one it does not have or has deleted. It records every request,
  * every status it created (with its media ids) and every upload (with its description), so tests can assert them.
  */
 import { Effect } from "effect"
@@ -28,6 +31,8 @@ export interface FakeStatus {
   readonly idempotencyKey: string | undefined
   /** The attachments it names, in order; absent when none (as before media, for tests that compare statuses whole). */
   readonly mediaIds?: ReadonlyArray<string>
+  /** The status it replies to; absent when none. */
+  readonly inReplyToId?: string
 }
 
 export interface FakeMedia {
@@ -65,9 +70,15 @@ export interface MastodonFake {
   readonly token: string
   readonly requests: ReadonlyArray<ReceivedRequest>
   readonly statuses: ReadonlyArray<FakeStatus>
+  /** The ids of the statuses deleted, in the order they were. */
+  readonly deleted: ReadonlyArray<string>
   readonly media: ReadonlyArray<FakeMedia>
   /** The next request gets this answer instead of the API's (a 429, a 503, ...). */
   readonly answerNext: (answer: CannedAnswer) => void
+  /** A status posted with this text gets no answer, ever: the instance hangs on it (and posts nothing). */
+  readonly neverAnswerStatusWithText: (text: string) => void
+  /** A status posted with this text gets this answer instead of the API's; other requests are answered as before. */
+  readonly answerStatusWithText: (text: string, answer: CannedAnswer) => void
   /** The next request waits for the answered function to be called before it is answered (a slow instance). */
   readonly holdNext: () => () => void
   /** The user revokes the token at the instance: from now on it gets 401. */
@@ -130,8 +141,12 @@ export const makeMastodonFake = (options: MastodonFakeOptions = {}) =>
     const token = "fake-token-0123456789"
     const requests: Array<ReceivedRequest> = []
     const statuses: Array<FakeStatus> = []
+    const deleted: Array<string> = []
+    const live = (id: string) => statuses.find((status) => status.id === id && !deleted.includes(id))
     const media: Array<FakeMedia> = []
     const canned: Array<CannedAnswer> = []
+    const cannedStatuses = new Map<string, CannedAnswer>()
+    const hanging = new Set<string>()
     const holds: Array<Promise<void>> = []
     let url = ""
     let revoked = false
@@ -265,8 +280,19 @@ export const makeMastodonFake = (options: MastodonFakeOptions = {}) =>
           if (ids.length > 20) return send(422, { error: "Too many ids requested" })
           return send(200, ids.flatMap((id) => statuses.filter((status) => status.id === id).map(statusJson)))
         }
+        const statusPath = /^\/api\/v1\/statuses\/([^/?]+)$/.exec(path)
+        if (request.method === "DELETE" && statusPath) {
+          if (!authorized) return unauthorized()
+          const status = live(statusPath[1]!)
+          if (!status) return send(404, { error: "Record not found" })
+          deleted.push(status.id)
+          return send(200, { ...statusJson(status), text: status.text })
+        }
         if (request.method === "POST" && path === "/api/v1/statuses") {
           if (!authorized) return unauthorized()
+          if (hanging.delete(String(JSON.parse(body || "{}").status))) return
+          const cannedStatus = cannedStatuses.get(String(JSON.parse(body || "{}").status))
+          if (cannedStatus) return send(cannedStatus.status, cannedStatus.body ?? { error: "Canned answer" }, cannedStatus.headers)
           const json = JSON.parse(body || "{}")
           const text = String(json.status ?? "")
           const mediaIds: ReadonlyArray<string> = json.media_ids ?? []
@@ -275,6 +301,8 @@ export const makeMastodonFake = (options: MastodonFakeOptions = {}) =>
             ? undefined
             : statuses.find((status) => status.idempotencyKey === idempotencyKey)
           if (earlier) return send(200, statusJson(earlier))
+          const inReplyToId = json.in_reply_to_id === undefined || json.in_reply_to_id === null ? undefined : String(json.in_reply_to_id)
+          if (inReplyToId !== undefined && !live(inReplyToId)) return send(404, { error: "Record not found" })
           if (text.trim() === "" && mediaIds.length === 0) return send(422, { error: "Validation failed: Text can't be blank" })
           if (countable(text) > maxCharacters) {
             return send(422, { error: `Validation failed: Text character limit of ${maxCharacters} exceeded` })
@@ -291,7 +319,8 @@ export const makeMastodonFake = (options: MastodonFakeOptions = {}) =>
             id: String(110000000000000000n + BigInt(statuses.length + 1)),
             text,
             idempotencyKey,
-            ...(mediaIds.length > 0 ? { mediaIds } : {})
+            ...(mediaIds.length > 0 ? { mediaIds } : {}),
+            ...(inReplyToId !== undefined ? { inReplyToId } : {})
           }
           statuses.push(status)
           return send(200, statusJson(status))
@@ -316,8 +345,11 @@ export const makeMastodonFake = (options: MastodonFakeOptions = {}) =>
       token,
       requests,
       statuses,
+      deleted,
       media,
       answerNext: (answer) => void canned.push(answer),
+      answerStatusWithText: (text, answer) => void cannedStatuses.set(text, answer),
+      neverAnswerStatusWithText: (text) => void hanging.add(text),
       holdNext: () => {
         let release = () => {}
         holds.push(new Promise<void>((resolve) => (release = resolve)))

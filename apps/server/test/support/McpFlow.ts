@@ -21,6 +21,7 @@ export const toolNames = [
   "list_organizations",
   "list_teams",
   "list_social_accounts",
+  "list_providers",
   "create_post",
   "update_post",
   "get_post",
@@ -29,6 +30,7 @@ export const toolNames = [
   "post_now",
   "schedule_post",
   "unschedule_post",
+  "unpublish_post",
   "get_credits",
   "list_posting_slots",
   "import_asset_from_url",
@@ -113,7 +115,7 @@ export const mcpServerSetup: Effect.Effect<McpServerSetup, never, Scope.Scope> =
 
 /**
  * Every tool once, as an organization's API key: the reads, media imported from a URL, a draft published to a
- * webhook once (a retry with its key replays, a second publish is a Conflict), scheduled and unscheduled; a post
+ * webhook once (a retry with its key replays, a second publish is a Conflict) and taken down, scheduled and unscheduled; a post
  * published to Mastodon (its FAKE: no real instance can be reached here), its analytics and its account's
  * refreshed for credits until they run out (402), and the billing state.
  */
@@ -149,6 +151,12 @@ export const everyToolOnce = (setup: McpServerSetup, connectAs: ConnectAs) =>
     expect(teams).toMatchObject({ total: 1, data: [{ id: teamId, name: "Acme Social" }] })
     const accounts = yield* use("list_social_accounts", { teamId })
     expect(accounts).toMatchObject({ total: 1, data: [{ id: account.id, provider: "webhook", status: "connected" }] })
+    // The rules the API answers, this server's webhook publish at 1 credit (CREDIT_COSTS) among them.
+    const providers = yield* use("list_providers", {})
+    expect(providers).toEqual((yield* acme.asKey("GET", "/v1/providers")).body)
+    expect(providers.data.map(({ provider, credits }: any) => [provider, credits.perPublish]))
+      .toEqual([["bluesky", 1], ["mastodon", 1], ["webhook", 1]])
+    expect(providers.data[1]).toMatchObject({ provider: "mastodon", text: { maxLength: 500, urlLength: 23 } })
     expect(yield* use("list_posting_slots", { teamId })).toEqual({ slots: [{ weekday: 3, time: "09:30" }] })
     expect(yield* use("get_credits", { organizationId: acme.organizationId }))
       .toEqual({ balance: 5, reserved: 0, available: 5 })
@@ -171,7 +179,12 @@ export const everyToolOnce = (setup: McpServerSetup, connectAs: ConnectAs) =>
     expect(posts).toMatchObject({ total: 1, data: [{ id: draft.id }] })
 
     const estimate = yield* use("estimate_post", { teamId, postId: draft.id, socialAccountIds: [account.id] })
-    expect(estimate).toEqual({ total: 1, perAccount: [{ socialAccountId: account.id, credits: 1 }], available: 5, sufficient: true })
+    expect(estimate).toEqual({
+      total: 1,
+      perAccount: [{ socialAccountId: account.id, credits: 1, publishes: 1, problems: [] }],
+      available: 5,
+      sufficient: true
+    })
 
     const published = yield* use("post_now", { teamId, postId: draft.id, socialAccountIds: [account.id] })
     expect(published).toMatchObject({
@@ -192,7 +205,7 @@ export const everyToolOnce = (setup: McpServerSetup, connectAs: ConnectAs) =>
     })
     expect(replay).toEqual({ ...published, replayed: true })
     const again = yield* call(client, "post_now", { teamId, postId: draft.id, socialAccountIds: [account.id] })
-    expect(again).toMatchObject({ isError: true, value: { _tag: "Conflict" } })
+    expect(again).toMatchObject({ isError: true, value: { _tag: "Conflict", reason: "already_published" } })
     expect(deliveries()).toHaveLength(1)
 
     const later = yield* use("create_post", { teamId, content: "Tomorrow's tide table" })
@@ -219,6 +232,18 @@ export const everyToolOnce = (setup: McpServerSetup, connectAs: ConnectAs) =>
     expect(yield* use("get_credits", { organizationId: acme.organizationId }))
       .toEqual({ balance: 4, reserved: 0, available: 4 })
     expect(deliveries()).toHaveLength(1)
+
+    // Taken down from the webhook: a signed post.deleted to the receiver, and no credit given back.
+    const unpublished = yield* use("unpublish_post", { teamId, postId: draft.id })
+    expect(unpublished).toMatchObject({
+      postId: draft.id,
+      outcome: "none_failed",
+      results: [{ socialAccountId: account.id, status: "deleted", error: null }],
+      replayed: false
+    })
+    expect(JSON.parse(deliveries()[1]!.body)).toMatchObject({ type: "post.deleted", data: { postId: draft.id } })
+    expect(yield* use("get_credits", { organizationId: acme.organizationId }))
+      .toEqual({ balance: 4, reserved: 0, available: 4 })
 
     const mastodon = yield* makeMastodonFake()
     const toot = created(yield* acme.asKey("POST", `/v1/teams/${teamId}/social-accounts`, {
@@ -285,6 +310,7 @@ export const everyToolOnce = (setup: McpServerSetup, connectAs: ConnectAs) =>
       isError: true,
       value: {
         _tag: "PaymentRequired",
+        reason: "insufficient_credits",
         message: "Reading analytics needs 1 credit and the organization has 0 available. " +
           `Billing is off on this server, so an operator adds credits with \`pnpm admin credits grant --organization ${acme.organizationId} --amount 1\``
       }

@@ -91,10 +91,17 @@ export class PaymentEventsReceiver extends Effect.Service<PaymentEventsReceiver>
           onNone: () => new NotFound({ message: "Billing is off on this server: it takes no payment events" }),
           onSome: Effect.succeed
         })
-        if (signature === undefined) return yield* new BadRequest({ message: "The Stripe-Signature header is missing" })
+        if (signature === undefined) {
+          return yield* new BadRequest({ message: "The Stripe-Signature header is missing", reason: "invalid_signature" })
+        }
         const received = yield* provider.receive(body, signature).pipe(
           Effect.tapErrorTag("UnreadableEvent", (error) => Effect.logWarning(`Billing: ${error.message}`)),
-          Effect.mapError((error) => new BadRequest({ message: error.message }))
+          Effect.mapError((error) =>
+            new BadRequest({
+              message: error.message,
+              reason: error._tag === "InvalidSignature" ? "invalid_signature" : "unreadable_event"
+            })
+          )
         )
         if (received.event._tag === "Ignored") return
         yield* Effect.gen(function*() {

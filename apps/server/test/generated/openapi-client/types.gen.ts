@@ -138,12 +138,41 @@ export type DecodeIssue = {
 };
 
 /**
- * The request could not be understood
+ * The request could not be understood; `reason`, when given, says why (BadRequestReason)
  */
 export type BadRequest = {
     message: string;
+    reason?: BadRequestReason;
     _tag: 'BadRequest';
 };
+
+/**
+ * Why the request was refused, as a stable code: the request cannot be taken as sent (400). One of:
+ *
+ * - `invalid_json`: The request body is not valid JSON
+ * - `wrong_content_type`: The request body's Content-Type is not the one the endpoint takes
+ * - `body_too_large`: The request body is larger than the server takes
+ * - `body_not_utf8`: The request body, or a form's percent-encoded bytes, are not valid UTF-8
+ * - `body_unreadable`: The request body could not be read to its end
+ * - `invalid_form`: The multipart/form-data form cannot be taken: its boundary, its parts or its fields
+ * - `invalid_cursor`: The cursor is not one a page of this list handed out
+ * - `cursor_sort_mismatch`: The cursor belongs to another sortBy or sortOrder: repeat those with it
+ * - `idempotency_key_reused`: This Idempotency-Key was used with a different request: use a new key for a new request
+ * - `team_not_in_organization`: The team is not a team of that organization
+ * - `credentials_not_verified`: The provider did not accept the account's credentials, or could not be reached to check them
+ * - `provider_mismatch`: The credentials are of another provider than the account's
+ * - `duplicate_media`: An asset is given more than once in the post's media
+ * - `no_posting_slots`: The team has no posting slots: set some, or give scheduledAt
+ * - `scheduled_at_out_of_range`: scheduledAt is too soon or more than a year ahead
+ * - `url_not_callable`: The server will not call this URL, or cannot: not https, not on the public internet, unresolvable, or a redirect
+ * - `size_mismatch`: The bytes sent are not the size the upload declared
+ * - `checksum_mismatch`: The bytes sent do not have the SHA-256 the upload declared
+ * - `unknown_pack`: No credit pack of that many credits is on sale
+ * - `auto_recharge_incomplete`: Auto-recharge needs a threshold and an amount
+ * - `invalid_signature`: The Stripe-Signature header is missing or does not match the body
+ * - `unreadable_event`: The Stripe event is signed but its content cannot be read
+ */
+export type BadRequestReason = 'invalid_json' | 'wrong_content_type' | 'body_too_large' | 'body_not_utf8' | 'body_unreadable' | 'invalid_form' | 'invalid_cursor' | 'cursor_sort_mismatch' | 'idempotency_key_reused' | 'team_not_in_organization' | 'credentials_not_verified' | 'provider_mismatch' | 'duplicate_media' | 'no_posting_slots' | 'scheduled_at_out_of_range' | 'url_not_callable' | 'size_mismatch' | 'checksum_mismatch' | 'unknown_pack' | 'auto_recharge_incomplete' | 'invalid_signature' | 'unreadable_event';
 
 /**
  * Rate limit exceeded
@@ -162,12 +191,21 @@ export type Unauthorized = {
 };
 
 /**
- * Not enough organization credits
+ * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
  */
 export type PaymentRequired = {
     message: string;
+    reason?: PaymentRequiredReason;
     _tag: 'PaymentRequired';
 };
+
+/**
+ * Why the request was refused, as a stable code: the organization cannot pay for it (402). One of:
+ *
+ * - `insufficient_credits`: The organization's available credits do not cover it: nothing was spent
+ * - `spend_cap_reached`: It would take the organization's spending this month past its spend cap: nothing was spent
+ */
+export type PaymentRequiredReason = 'insufficient_credits' | 'spend_cap_reached';
 
 /**
  * The caller's role does not allow this
@@ -186,12 +224,46 @@ export type NotFound = {
 };
 
 /**
- * The request conflicts with the current state
+ * The request conflicts with the current state; `reason` says how (ConflictReason)
  */
 export type Conflict = {
     message: string;
+    reason?: ConflictReason;
     _tag: 'Conflict';
 };
+
+/**
+ * Why the request was refused, as a stable code: it conflicts with the current state (409). One of:
+ *
+ * - `post_not_draft`: The post is not a draft (it is scheduled, publishing or sent): only a draft can be changed or deleted
+ * - `post_scheduled`: The post is scheduled, nothing of it sent yet: unschedule it first, or schedule it again for another time
+ * - `post_publishing`: A publish of the post is under way (to one of the accounts asked for): wait for it to end
+ * - `post_not_scheduled`: The post is not scheduled: there is nothing to unschedule
+ * - `already_published`: The post was already published to one of the accounts: publish again only to those that failed
+ * - `idempotency_key_in_progress`: A request with this Idempotency-Key is still running: repeat it later, with the same key, for its answer
+ * - `folder_name_taken`: The parent folder already has a folder of that name
+ * - `folder_cycle`: A folder cannot be moved into itself or into one of its own folders
+ * - `folder_not_empty`: The folder holds folders or assets: move or delete them first
+ * - `asset_in_use`: The asset is carried by a post that is not a draft
+ * - `too_many_open_uploads`: The team has as many uploads open as it may: complete them, or wait for them to expire
+ * - `upload_already_sent`: The upload's bytes were already sent, or are arriving: complete it
+ * - `upload_busy`: The upload is still receiving its bytes, or is being completed
+ * - `upload_bytes_missing`: Nothing was sent to the upload's URL yet: send the bytes, then complete it
+ * - `analytics_read_refused`: The account's provider refused the read, for a reason that does not pass by itself (e.g. the account needs reconnecting)
+ * - `credentials_unreadable`: This server cannot read the account's stored credentials: connect the account again
+ * - `email_taken`: A user with this email already exists
+ * - `already_member`: The user is already a member of the organization
+ * - `last_admin_or_owner`: An organization keeps at least one admin or owner
+ * - `already_subscribed`: The organization has a subscription that has not ended: change it in the billing portal
+ * - `checkout_in_progress`: Another subscription checkout of the organization is being made: try again in a moment
+ * - `subscription_pending`: The organization's previous subscription checkout was paid and its subscription is being set up
+ * - `no_subscription_plan`: This server offers no subscription plan
+ * - `no_payment_method`: The organization has no saved payment method: buy a credit pack first
+ * - `post_deleted`: The post was taken down from one of the accounts (unpublish): it is not published there again
+ * - `post_not_published`: The post is not published to one of the accounts asked for (not sent, failed, or taken down already): there is nothing to take down
+ * - `post_deleting`: The post is being taken down from one of the accounts asked for: wait for it to end
+ */
+export type ConflictReason = 'post_not_draft' | 'post_scheduled' | 'post_publishing' | 'post_not_scheduled' | 'already_published' | 'idempotency_key_in_progress' | 'folder_name_taken' | 'folder_cycle' | 'folder_not_empty' | 'asset_in_use' | 'too_many_open_uploads' | 'upload_already_sent' | 'upload_busy' | 'upload_bytes_missing' | 'analytics_read_refused' | 'credentials_unreadable' | 'email_taken' | 'already_member' | 'last_admin_or_owner' | 'already_subscribed' | 'checkout_in_progress' | 'subscription_pending' | 'no_subscription_plan' | 'no_payment_method' | 'post_deleted' | 'post_not_published' | 'post_deleting';
 
 /**
  * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
@@ -545,9 +617,159 @@ export type ConnectWebhook = {
 };
 
 /**
- * draft until published; scheduled while it waits for its time; then publishing while targets are pending, and published, partially_published or failed as its targets turned out
+ * Every provider, each once: the whole list, never paged
  */
-export type PostStatus = 'draft' | 'scheduled' | 'publishing' | 'published' | 'partially_published' | 'failed';
+export type ProviderRulesList = {
+    data: Array<ProviderRules>;
+};
+
+/**
+ * What one provider takes and allows, as this server checks it before sending
+ */
+export type ProviderRules = {
+    provider: SocialProvider;
+    displayName: string;
+    connect: ProviderConnect;
+    text: ProviderTextRules;
+    media: ProviderMediaRules;
+    features: ProviderFeatures;
+    credits: ProviderCredits;
+    /**
+     * The calls one account may make, per window, on this server (its PROVIDER_BUDGETS); none: no limit
+     */
+    budgets: Array<ProviderBudgetWindow>;
+};
+
+/**
+ * How an account of this provider is connected today
+ */
+export type ProviderConnect = {
+    method: ProviderConnectMethod;
+    /**
+     * What POST /v1/teams/{teamId}/social-accounts takes, in a sentence
+     */
+    description: string;
+};
+
+/**
+ * app_password: a handle and an app password; access_token: an instance and an access token; signed_webhook: an address of your own, which receives signed events. More methods will be added (OAuth): treat one you do not know as not supported by your client
+ */
+export type ProviderConnectMethod = 'app_password' | 'access_token' | 'signed_webhook';
+
+/**
+ * What the provider takes as text; null: no limit of the provider's own (a post holds at most 10000 characters anywhere)
+ */
+export type ProviderTextRules = {
+    /**
+     * The most characters a post's text (and each part of a thread) may have, counted as `counting` says
+     */
+    maxLength: number | null;
+    counting: TextCounting;
+    /**
+     * What every URL counts as, whatever its length (Mastodon: 23); null: a URL counts as written
+     */
+    urlLength: number | null;
+    /**
+     * The most bytes of UTF-8 the text may take besides (Bluesky: 3000)
+     */
+    maxBytes: number | null;
+};
+
+/**
+ * graphemes: what a person sees as one character counts as one (an emoji with a skin tone or a flag too). Where urlLength is set, every URL counts as that many whatever its length, and a mention of an account of another server (@bob@example.org) as its username alone (@bob)
+ */
+export type TextCounting = 'graphemes';
+
+/**
+ * The images and videos it takes, checked before anything is sent; null: no limit of the provider's own, or, for videos, none taken (no video type in contentTypes)
+ */
+export type ProviderMediaRules = {
+    /**
+     * The most images and videos in one post (a post holds at most 10 anywhere)
+     */
+    maxItems: number | null;
+    /**
+     * The media types it takes, of those Postline stores (a video is video/mp4); none: no media
+     */
+    contentTypes: Array<string>;
+    /**
+     * The largest image in bytes. Bluesky: Postline sends a larger image re-encoded to fit
+     */
+    maxImageBytes: number | null;
+    /**
+     * The largest video in bytes
+     */
+    maxVideoBytes: number | null;
+    /**
+     * The most pixels of an image (width × height)
+     */
+    maxImagePixels: number | null;
+    /**
+     * The most pixels of a video's frame (width × height)
+     */
+    maxVideoPixels: number | null;
+    /**
+     * The most characters of a medium's alt text (Postline takes at most 1500 anywhere)
+     */
+    maxAltTextLength: number | null;
+    /**
+     * The longest video in seconds
+     */
+    maxVideoSeconds: number | null;
+    /**
+     * true: each account's server sets its own limits (a Mastodon instance), read when the account is connected or checked, and those are the ones applied; the values here are the provider's defaults
+     */
+    perAccount: boolean;
+};
+
+export type ProviderFeatures = {
+    /**
+     * Whether a post may be published as a thread of parts
+     */
+    threads: boolean;
+    /**
+     * The most parts of a thread (25)
+     */
+    maxThreadParts: number;
+    /**
+     * Whether a post may carry a first comment, published after it
+     */
+    firstComment: boolean;
+    /**
+     * Whether a published post may be deleted from the provider
+     */
+    delete: boolean;
+};
+
+export type ProviderCredits = {
+    /**
+     * The credits one publish to one account costs on this server (its CREDIT_COSTS). A thread costs one publish per part, and a first comment one more
+     */
+    perPublish: number;
+};
+
+/**
+ * At most `limit` points in any `seconds`, each call costing `cost`: a send over it waits until the window lets it through
+ */
+export type ProviderBudgetWindow = {
+    /**
+     * The points an account may spend in the window
+     */
+    limit: number;
+    /**
+     * The points each call costs
+     */
+    cost: number;
+    /**
+     * The window's length in seconds
+     */
+    seconds: number;
+};
+
+/**
+ * draft until published; scheduled while it waits for its time; then publishing while targets are pending, and published, partially_published or failed as its targets turned out; deleted once every account it was published to has taken it down (unpublish)
+ */
+export type PostStatus = 'draft' | 'scheduled' | 'publishing' | 'published' | 'partially_published' | 'failed' | 'deleted';
 
 /**
  * Field to sort by; default createdAt. By scheduledAt, posts that are not scheduled come last
@@ -587,6 +809,15 @@ export type Post = {
      */
     linkTracking: boolean | null;
     media: Array<PostMedium>;
+    /**
+     * The parts after the first, in order: empty unless a thread
+     */
+    thread: Array<PostPart>;
+    firstComment: PostPart | null;
+    /**
+     * Versions for single accounts
+     */
+    versions: Array<PostVersion>;
     createdBy: PostAuthor;
     createdAt: Timestamp;
     updatedAt: Timestamp;
@@ -614,9 +845,24 @@ export type PostTarget = {
      * Credits this account's publish spent
      */
     creditsSpent: number;
+    /**
+     * Each part that went out to the account, in order: one for a post, one per part for a thread
+     */
+    parts: Array<PublishedPart>;
+    /**
+     * null until a first comment was sent
+     */
+    firstComment: FirstCommentResult | null;
+    /**
+     * When it was taken down from the account
+     */
+    deletedAt: Timestamp | null;
 };
 
-export type TargetStatus = 'pending' | 'published' | 'failed';
+/**
+ * pending while it is sent (or waits for its time); published or failed as it turned out; deleting while it is taken down from the account, and deleted once it is
+ */
+export type TargetStatus = 'pending' | 'published' | 'failed' | 'deleting' | 'deleted';
 
 export type PublishError = {
     category: ProviderErrorCategory;
@@ -625,6 +871,31 @@ export type PublishError = {
      * Whether a later attempt may succeed
      */
     retryable: boolean;
+};
+
+export type PublishedPart = {
+    /**
+     * 1 for the post's first part, 2 for the reply to it, and so on
+     */
+    position: number;
+    /**
+     * The provider's id of this part
+     */
+    externalId: string | null;
+    url: string | null;
+};
+
+/**
+ * What became of the first comment on one account
+ */
+export type FirstCommentResult = {
+    status: 'published' | 'failed';
+    externalId: string | null;
+    url: string | null;
+    /**
+     * Why it failed; null unless it failed
+     */
+    error: string | null;
 };
 
 /**
@@ -642,6 +913,27 @@ export type PostMedium = {
  * Asset UUID
  */
 export type AssetId = string;
+
+export type PostPart = {
+    content: string;
+    media: Array<PostMedium>;
+};
+
+export type PostVersion = {
+    socialAccountId: SocialAccountId;
+    /**
+     * null: the post's
+     */
+    content: string | null;
+    /**
+     * null: the post's
+     */
+    media: Array<PostMedium> | null;
+    /**
+     * null: the post's
+     */
+    thread: Array<PostPart> | null;
+};
 
 /**
  * Who created the post: a user, or an API key
@@ -665,6 +957,18 @@ export type CreatePost = {
      * Images and videos of the team's library to send with it, in order: at most 10, each once; each provider's own limits (Bluesky: 4 images; Mastodon: the instance's) are checked before sending
      */
     media?: Array<PostMediumInput>;
+    /**
+     * The parts that follow the first (content and media), in order: published as the network's own thread, each a reply to the one before. At most 24, so 25 parts in all; each part is checked against the account's limits and costs one publish
+     */
+    thread?: Array<PostPartInput>;
+    /**
+     * Posted as a reply right after the post (its last part, on a thread), on networks that take one: its failure does not fail the post and is shown per account. Costs one publish. null: none
+     */
+    firstComment?: PostPartInput | null;
+    /**
+     * Versions for single accounts, at most one per account and 50 in all; they replace the post's versions as a whole. Validation, estimates and results use the version each account gets
+     */
+    versions?: Array<PostVersionInput>;
 };
 
 /**
@@ -685,6 +989,36 @@ export type PostMediumInput = {
  */
 export type AltText = string;
 
+/**
+ * A text and its media
+ */
+export type PostPartInput = {
+    content: PostContent;
+    /**
+     * Images and videos of the team's library to send with it, in order: at most 10, each once; each provider's own limits (Bluesky: 4 images; Mastodon: the instance's) are checked before sending
+     */
+    media?: Array<PostMediumInput>;
+};
+
+/**
+ * What this account gets instead of the post's content, media or thread: what it leaves out is the post's
+ */
+export type PostVersionInput = {
+    /**
+     * An account the post is meant for
+     */
+    socialAccountId: string;
+    content?: PostContent;
+    /**
+     * Images and videos of the team's library to send with it, in order: at most 10, each once; each provider's own limits (Bluesky: 4 images; Mastodon: the instance's) are checked before sending
+     */
+    media?: Array<PostMediumInput>;
+    /**
+     * The parts that follow the first (content and media), in order: published as the network's own thread, each a reply to the one before. At most 24, so 25 parts in all; each part is checked against the account's limits and costs one publish
+     */
+    thread?: Array<PostPartInput>;
+};
+
 export type UpdatePost = {
     content?: PostContent;
     /**
@@ -699,6 +1033,18 @@ export type UpdatePost = {
      * Images and videos of the team's library to send with it, in order: at most 10, each once; each provider's own limits (Bluesky: 4 images; Mastodon: the instance's) are checked before sending
      */
     media?: Array<PostMediumInput>;
+    /**
+     * The parts that follow the first (content and media), in order: published as the network's own thread, each a reply to the one before. At most 24, so 25 parts in all; each part is checked against the account's limits and costs one publish
+     */
+    thread?: Array<PostPartInput>;
+    /**
+     * Posted as a reply right after the post (its last part, on a thread), on networks that take one: its failure does not fail the post and is shown per account. Costs one publish. null: none
+     */
+    firstComment?: PostPartInput | null;
+    /**
+     * Versions for single accounts, at most one per account and 50 in all; they replace the post's versions as a whole. Validation, estimates and results use the version each account gets
+     */
+    versions?: Array<PostVersionInput>;
 };
 
 export type TargetAccounts = {
@@ -735,6 +1081,11 @@ export type PublishResult = {
      * Credits this publish spent: its price when published, else 0
      */
     creditsSpent: number;
+    /**
+     * Each part that went out, in order
+     */
+    parts: Array<PublishedPart>;
+    firstComment: FirstCommentResult | null;
 };
 
 export type PublishOutcome = 'none_failed' | 'partially_failed' | 'all_failed';
@@ -777,6 +1128,31 @@ export type ScheduleResult = {
     error: PublishError | null;
 };
 
+export type UnpublishRequest = {
+    /**
+     * The accounts to take the post down from; absent: every account it is published to
+     */
+    socialAccountIds?: Array<SocialAccountId>;
+};
+
+export type UnpublishResponse = {
+    postId: PostId;
+    /**
+     * One per account, in the order of the request, else of the post's targets
+     */
+    results: Array<UnpublishResult>;
+    outcome: PublishOutcome;
+};
+
+export type UnpublishResult = {
+    socialAccountId: SocialAccountId;
+    /**
+     * deleting: the network did not answer in time; Postline asks it again until it can tell
+     */
+    status: 'deleted' | 'failed' | 'deleting';
+    error: PublishError | null;
+};
+
 /**
  * What publishing to these accounts would cost, and whether the organization has it: changes nothing
  */
@@ -791,6 +1167,14 @@ export type Estimate = {
          * 0 for an account that would fail before anything is sent
          */
         credits: number;
+        /**
+         * A publish's estimate: what the account gets sent, one per part of the version it gets and one for a first comment
+         */
+        publishes?: number;
+        /**
+         * A publish's estimate: why the account would fail before anything is sent (a part too long, media it refuses, an account to reconnect); empty when it would be sent
+         */
+        problems?: Array<string>;
     }>;
     /**
      * The organization's available credits now
@@ -821,6 +1205,10 @@ export type PublishAttemptList = {
 export type PublishAttempt = {
     id: PublishAttemptId;
     socialAccountId: SocialAccountId;
+    /**
+     * A publish, or taking the post down (unpublish)
+     */
+    kind: 'publish' | 'delete';
     /**
      * The account's provider when the attempt was made; null for attempts recorded before this was kept, whose account has since been removed
      */
@@ -855,9 +1243,9 @@ export type PublishAttempt = {
 export type PublishAttemptId = string;
 
 /**
- * pending: sent, its answer not yet recorded (under way, or it timed out and waits for the recovery); published; failed: the provider refused or could not be reached; in_doubt: it ended without an answer (its send timed out or its server process stopped), so it may have been published: a later attempt with the same provider key tells
+ * pending: sent, its answer not yet recorded (under way, or it timed out and waits for the recovery); published; failed: the provider refused or could not be reached; in_doubt: it ended without an answer (its send timed out or its server process stopped), so it may have been published (or, for a delete, taken down): a later attempt with the same provider key tells; deleted: a delete the provider carried out
  */
-export type AttemptOutcome = 'pending' | 'published' | 'failed' | 'in_doubt';
+export type AttemptOutcome = 'pending' | 'published' | 'failed' | 'in_doubt' | 'deleted';
 
 /**
  * A published post's engagement per account. Snapshots are read about 15 minutes, 1 hour, 6 hours, 1, 3, 7 and 30 days after publishing, then never; a refresh reads now
@@ -1279,9 +1667,9 @@ export type EventWebhook = {
 };
 
 /**
- * post.published: a post reached an account; post.failed: it failed there for good, or until it is published again (see error.retryable)
+ * post.published: a post reached an account; post.failed: it failed there for good, or until it is published again (see error.retryable); post.deleted: it was taken down from an account (unpublish)
  */
-export type EventType = 'post.published' | 'post.failed';
+export type EventType = 'post.published' | 'post.failed' | 'post.deleted';
 
 /**
  * The last delivery that failed, and why; null again once a delivery goes through
@@ -1690,7 +2078,7 @@ export type OrganizationsListOrganizationsErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -1706,7 +2094,7 @@ export type OrganizationsListOrganizationsErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -1751,7 +2139,7 @@ export type OrganizationsCreateOrganizationErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -1767,7 +2155,7 @@ export type OrganizationsCreateOrganizationErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -1848,7 +2236,7 @@ export type OrganizationsGetOrganizationErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -1864,7 +2252,7 @@ export type OrganizationsGetOrganizationErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -1911,7 +2299,7 @@ export type OrganizationsUpdateOrganizationErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -1927,7 +2315,7 @@ export type OrganizationsUpdateOrganizationErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -1978,7 +2366,7 @@ export type TeamsListTeamsErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -1994,7 +2382,7 @@ export type TeamsListTeamsErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -2039,7 +2427,7 @@ export type TeamsCreateTeamErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -2055,7 +2443,7 @@ export type TeamsCreateTeamErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -2120,7 +2508,7 @@ export type TeamsGetTeamErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -2136,7 +2524,7 @@ export type TeamsGetTeamErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -2183,7 +2571,7 @@ export type TeamsUpdateTeamErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -2199,7 +2587,7 @@ export type TeamsUpdateTeamErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -2251,7 +2639,7 @@ export type MembersListMembersErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -2267,7 +2655,7 @@ export type MembersListMembersErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -2314,7 +2702,7 @@ export type MembersAddMemberErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -2330,7 +2718,7 @@ export type MembersAddMemberErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -2386,7 +2774,7 @@ export type MembersRemoveMemberErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -2402,7 +2790,7 @@ export type MembersRemoveMemberErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -2450,7 +2838,7 @@ export type MembersUpdateMemberErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -2466,7 +2854,7 @@ export type MembersUpdateMemberErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -2518,7 +2906,7 @@ export type ApiKeysListApiKeysErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -2534,7 +2922,7 @@ export type ApiKeysListApiKeysErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -2581,7 +2969,7 @@ export type ApiKeysCreateApiKeyErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -2597,7 +2985,7 @@ export type ApiKeysCreateApiKeyErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -2662,7 +3050,7 @@ export type ApiKeysRevokeApiKeyErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -2678,7 +3066,7 @@ export type ApiKeysRevokeApiKeyErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -2723,7 +3111,7 @@ export type AgentGetContextErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -2739,7 +3127,7 @@ export type AgentGetContextErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -2784,7 +3172,7 @@ export type AgentSetDefaultsErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -2800,7 +3188,7 @@ export type AgentSetDefaultsErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -2854,7 +3242,7 @@ export type SocialAccountsListSocialAccountsErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -2870,7 +3258,7 @@ export type SocialAccountsListSocialAccountsErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -2917,7 +3305,7 @@ export type SocialAccountsConnectSocialAccountErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -2933,7 +3321,7 @@ export type SocialAccountsConnectSocialAccountErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -3000,7 +3388,7 @@ export type SocialAccountsRemoveSocialAccountErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -3016,7 +3404,7 @@ export type SocialAccountsRemoveSocialAccountErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -3064,7 +3452,7 @@ export type SocialAccountsGetSocialAccountErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -3080,7 +3468,7 @@ export type SocialAccountsGetSocialAccountErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -3128,7 +3516,7 @@ export type SocialAccountsUpdateSocialAccountErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -3144,7 +3532,7 @@ export type SocialAccountsUpdateSocialAccountErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -3192,7 +3580,7 @@ export type SocialAccountsVerifySocialAccountErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -3208,7 +3596,7 @@ export type SocialAccountsVerifySocialAccountErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -3235,6 +3623,67 @@ export type SocialAccountsVerifySocialAccountResponses = {
 };
 
 export type SocialAccountsVerifySocialAccountResponse = SocialAccountsVerifySocialAccountResponses[keyof SocialAccountsVerifySocialAccountResponses];
+
+export type ProvidersListProvidersData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v1/providers';
+};
+
+export type ProvidersListProvidersErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type ProvidersListProvidersError = ProvidersListProvidersErrors[keyof ProvidersListProvidersErrors];
+
+export type ProvidersListProvidersResponses = {
+    /**
+     * Every provider, each once: the whole list, never paged
+     */
+    200: ProviderRulesList;
+};
+
+export type ProvidersListProvidersResponse = ProvidersListProvidersResponses[keyof ProvidersListProvidersResponses];
 
 export type PostsListPostsData = {
     body?: never;
@@ -3265,7 +3714,7 @@ export type PostsListPostsErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -3281,7 +3730,7 @@ export type PostsListPostsErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -3328,7 +3777,7 @@ export type PostsCreatePostErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -3344,7 +3793,7 @@ export type PostsCreatePostErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -3393,6 +3842,15 @@ export type PostsCreatePostResponses = {
          */
         linkTracking: boolean | null;
         media: Array<PostMedium>;
+        /**
+         * The parts after the first, in order: empty unless a thread
+         */
+        thread: Array<PostPart>;
+        firstComment: PostPart | null;
+        /**
+         * Versions for single accounts
+         */
+        versions: Array<PostVersion>;
         createdBy: PostAuthor;
         createdAt: Timestamp;
         updatedAt: Timestamp;
@@ -3421,7 +3879,7 @@ export type PostsDeletePostErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -3437,7 +3895,7 @@ export type PostsDeletePostErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -3485,7 +3943,7 @@ export type PostsGetPostErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -3501,7 +3959,7 @@ export type PostsGetPostErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -3549,7 +4007,7 @@ export type PostsUpdatePostErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -3565,7 +4023,7 @@ export type PostsUpdatePostErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -3616,7 +4074,7 @@ export type PostsPostNowErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -3632,7 +4090,7 @@ export type PostsPostNowErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -3683,7 +4141,7 @@ export type PostsSchedulePostErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -3699,7 +4157,7 @@ export type PostsSchedulePostErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -3747,7 +4205,7 @@ export type PostsUnschedulePostErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -3763,7 +4221,7 @@ export type PostsUnschedulePostErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -3791,6 +4249,73 @@ export type PostsUnschedulePostResponses = {
 
 export type PostsUnschedulePostResponse = PostsUnschedulePostResponses[keyof PostsUnschedulePostResponses];
 
+export type PostsUnpublishPostData = {
+    body: UnpublishRequest;
+    headers?: {
+        'idempotency-key'?: IdempotencyKey;
+    };
+    path: {
+        teamId: TeamId;
+        postId: PostId;
+    };
+    query?: never;
+    url: '/v1/teams/{teamId}/posts/{postId}/unpublish';
+};
+
+export type PostsUnpublishPostErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type PostsUnpublishPostError = PostsUnpublishPostErrors[keyof PostsUnpublishPostErrors];
+
+export type PostsUnpublishPostResponses = {
+    /**
+     * UnpublishResponse
+     */
+    200: UnpublishResponse;
+};
+
+export type PostsUnpublishPostResponse = PostsUnpublishPostResponses[keyof PostsUnpublishPostResponses];
+
 export type PostsEstimatePostData = {
     body: TargetAccounts;
     path: {
@@ -3811,7 +4336,7 @@ export type PostsEstimatePostErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -3827,7 +4352,7 @@ export type PostsEstimatePostErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -3884,7 +4409,7 @@ export type PostsListPublishAttemptsErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -3900,7 +4425,7 @@ export type PostsListPublishAttemptsErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -3957,7 +4482,7 @@ export type AnalyticsGetPostAnalyticsErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -3973,7 +4498,7 @@ export type AnalyticsGetPostAnalyticsErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -4021,7 +4546,7 @@ export type AnalyticsEstimatePostAnalyticsRefreshErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -4037,7 +4562,7 @@ export type AnalyticsEstimatePostAnalyticsRefreshErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -4088,7 +4613,7 @@ export type AnalyticsRefreshPostAnalyticsErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -4104,7 +4629,7 @@ export type AnalyticsRefreshPostAnalyticsErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -4165,7 +4690,7 @@ export type AnalyticsGetAccountAnalyticsErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -4181,7 +4706,7 @@ export type AnalyticsGetAccountAnalyticsErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -4229,7 +4754,7 @@ export type AnalyticsEstimateAccountAnalyticsRefreshErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -4245,7 +4770,7 @@ export type AnalyticsEstimateAccountAnalyticsRefreshErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -4296,7 +4821,7 @@ export type AnalyticsRefreshAccountAnalyticsErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -4312,7 +4837,7 @@ export type AnalyticsRefreshAccountAnalyticsErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -4363,7 +4888,7 @@ export type CreditsGetCreditsErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -4379,7 +4904,7 @@ export type CreditsGetCreditsErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -4431,7 +4956,7 @@ export type CreditsListCreditTransactionsErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -4447,7 +4972,7 @@ export type CreditsListCreditTransactionsErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -4494,7 +5019,7 @@ export type PostingSlotsGetPostingSlotsErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -4510,7 +5035,7 @@ export type PostingSlotsGetPostingSlotsErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -4557,7 +5082,7 @@ export type PostingSlotsSetPostingSlotsErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -4573,7 +5098,7 @@ export type PostingSlotsSetPostingSlotsErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -4626,7 +5151,7 @@ export type LinksListPostLinksErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -4642,7 +5167,7 @@ export type LinksListPostLinksErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -4698,7 +5223,7 @@ export type FoldersListFoldersErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -4714,7 +5239,7 @@ export type FoldersListFoldersErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -4761,7 +5286,7 @@ export type FoldersCreateFolderErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -4777,7 +5302,7 @@ export type FoldersCreateFolderErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -4835,7 +5360,7 @@ export type FoldersDeleteFolderErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -4851,7 +5376,7 @@ export type FoldersDeleteFolderErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -4899,7 +5424,7 @@ export type FoldersGetFolderErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -4915,7 +5440,7 @@ export type FoldersGetFolderErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -4963,7 +5488,7 @@ export type FoldersUpdateFolderErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -4979,7 +5504,7 @@ export type FoldersUpdateFolderErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -5040,7 +5565,7 @@ export type AssetsListAssetsErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -5056,7 +5581,7 @@ export type AssetsListAssetsErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -5117,7 +5642,7 @@ export type AssetUploadsUploadAssetErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -5133,7 +5658,7 @@ export type AssetUploadsUploadAssetErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict | QuotaExceeded;
     /**
@@ -5275,7 +5800,7 @@ export type AssetsDeleteAssetErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -5291,7 +5816,7 @@ export type AssetsDeleteAssetErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -5339,7 +5864,7 @@ export type AssetsGetAssetErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -5355,7 +5880,7 @@ export type AssetsGetAssetErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -5403,7 +5928,7 @@ export type AssetsUpdateAssetErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -5419,7 +5944,7 @@ export type AssetsUpdateAssetErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -5466,7 +5991,7 @@ export type AssetsCreateAssetUploadErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -5482,7 +6007,7 @@ export type AssetsCreateAssetUploadErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict | QuotaExceeded;
     /**
@@ -5554,7 +6079,7 @@ export type AssetsCompleteAssetUploadErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -5570,7 +6095,7 @@ export type AssetsCompleteAssetUploadErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict | QuotaExceeded;
     /**
@@ -5712,7 +6237,7 @@ export type AssetsCancelAssetUploadErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -5728,7 +6253,7 @@ export type AssetsCancelAssetUploadErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -5775,7 +6300,7 @@ export type AssetsImportAssetErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -5791,7 +6316,7 @@ export type AssetsImportAssetErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict | QuotaExceeded;
     /**
@@ -5936,7 +6461,7 @@ export type EventWebhooksDeleteEventWebhookErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -5952,7 +6477,7 @@ export type EventWebhooksDeleteEventWebhookErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -5999,7 +6524,7 @@ export type EventWebhooksGetEventWebhookErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -6015,7 +6540,7 @@ export type EventWebhooksGetEventWebhookErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -6062,7 +6587,7 @@ export type EventWebhooksSetEventWebhookErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -6078,7 +6603,7 @@ export type EventWebhooksSetEventWebhookErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -6125,7 +6650,7 @@ export type BillingGetBillingErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -6141,7 +6666,7 @@ export type BillingGetBillingErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -6188,7 +6713,7 @@ export type BillingCreateCheckoutErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -6204,7 +6729,7 @@ export type BillingCreateCheckoutErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict | BillingDisabled;
     /**
@@ -6256,7 +6781,7 @@ export type BillingCreatePortalErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -6272,7 +6797,7 @@ export type BillingCreatePortalErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict | BillingDisabled;
     /**
@@ -6324,7 +6849,7 @@ export type BillingUpdateAutoRechargeErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -6340,7 +6865,7 @@ export type BillingUpdateAutoRechargeErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict | BillingDisabled;
     /**
@@ -6387,7 +6912,7 @@ export type BillingUpdateSpendCapErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -6403,7 +6928,7 @@ export type BillingUpdateSpendCapErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -6461,7 +6986,7 @@ export type AssetContentGetAssetContentErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -6477,7 +7002,7 @@ export type AssetContentGetAssetContentErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -6540,7 +7065,7 @@ export type AssetContentPutAssetUploadErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -6556,7 +7081,7 @@ export type AssetContentPutAssetUploadErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -6601,7 +7126,7 @@ export type AuthRequestDeviceCodeErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -6617,7 +7142,7 @@ export type AuthRequestDeviceCodeErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -6662,7 +7187,7 @@ export type AuthTokenErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -6678,7 +7203,7 @@ export type AuthTokenErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -6723,7 +7248,7 @@ export type AuthRevokeErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -6739,7 +7264,7 @@ export type AuthRevokeErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -6782,7 +7307,7 @@ export type AuthAuthorizationServerMetadataErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -6798,7 +7323,7 @@ export type AuthAuthorizationServerMetadataErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -6843,7 +7368,7 @@ export type BillingWebhooksReceiveStripeEventErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -6859,7 +7384,7 @@ export type BillingWebhooksReceiveStripeEventErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**
@@ -6900,7 +7425,7 @@ export type HealthHealthErrors = {
      */
     401: Unauthorized;
     /**
-     * Not enough organization credits
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
      */
     402: PaymentRequired;
     /**
@@ -6916,7 +7441,7 @@ export type HealthHealthErrors = {
      */
     408: RequestTimeout;
     /**
-     * The request conflicts with the current state
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
      */
     409: Conflict;
     /**

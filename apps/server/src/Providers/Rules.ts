@@ -1,0 +1,114 @@
+import { maxThreadParts, type ProviderRules, type SocialProvider } from "@postline/domain"
+import { defaultBlueskyService } from "./Credentials.js"
+import type { ContentLimits, MediaLimits } from "./SocialProvider.js"
+
+/**
+ * Each provider's rules, in one place: what GET /v1/providers answers and what the adapters check before sending
+ * (Bluesky.ts, Mastodon.ts, MastodonMedia.ts, Webhook.ts read their limits from here). The configured parts, a
+ * publish's credits (CREDIT_COSTS) and an account's budgets (PROVIDER_BUDGETS), are added by Http.ts.
+ */
+export type FixedRules = Omit<ProviderRules, "credits" | "budgets">
+
+const imageTypes = ["image/jpeg", "image/png", "image/webp", "image/gif"] as const
+
+// Every type Postline stores (Assets/Inspection.ts).
+const storedTypes = [...imageTypes, "video/mp4"] as const
+
+// Replies to the post's root and parent, a reply of the account's own, and deleting the record or status; a
+// webhook gets one signed event with every part and the first comment, and a signed post.deleted event.
+const features = { threads: true, maxThreadParts, firstComment: true, delete: true } as const
+
+const bluesky = {
+  provider: "bluesky",
+  displayName: "Bluesky",
+  connect: {
+    method: "app_password",
+    description: "The handle (alice.bsky.social), email or DID the account logs in with and an app password " +
+      `(xxxx-xxxx-xxxx-xxxx, from Bluesky's settings), never the account's own; serviceUrl for a PDS other than ${defaultBlueskyService}`
+  },
+  // app.bsky.feed.post caps the text at 300 graphemes and at 3000 bytes of UTF-8, which 300 long graphemes can pass.
+  text: { maxLength: 300, counting: "graphemes", urlLength: null, maxBytes: 3000 },
+  // app.bsky.embed.images: at most 4 images of at most 2,000,000 bytes (a larger one is sent re-encoded to fit,
+  // BlueskyImages.ts); the lexicon sets no pixels or alt text length. Postline sends no video to Bluesky yet.
+  media: {
+    maxItems: 4,
+    contentTypes: imageTypes,
+    maxImageBytes: 2_000_000,
+    maxVideoBytes: null,
+    maxImagePixels: null,
+    maxVideoPixels: null,
+    maxAltTextLength: null,
+    maxVideoSeconds: null,
+    perAccount: false
+  },
+  features
+} as const satisfies FixedRules
+
+const mastodon = {
+  provider: "mastodon",
+  displayName: "Mastodon",
+  connect: {
+    method: "access_token",
+    description: "The instance's URL (instanceUrl, e.g. https://mastodon.social) and an access token with the " +
+      "read:accounts, write:statuses and write:media scopes"
+  },
+  // Mastodon's defaults; an instance says its own (/api/v2/instance), read when the account is connected.
+  text: { maxLength: 500, counting: "graphemes", urlLength: 23, maxBytes: null },
+  // Mastodon's own (app/models/media_attachment.rb), for servers that do not say; it sets no video duration.
+  media: {
+    maxItems: 4,
+    contentTypes: storedTypes,
+    maxImageBytes: 16 * 1024 * 1024,
+    maxVideoBytes: 99 * 1024 * 1024,
+    maxImagePixels: 7680 * 4320,
+    maxVideoPixels: 3840 * 2160,
+    maxAltTextLength: 1500,
+    maxVideoSeconds: null,
+    perAccount: true
+  },
+  features
+} as const satisfies FixedRules
+
+const webhook = {
+  provider: "webhook",
+  displayName: "Webhook",
+  connect: {
+    method: "signed_webhook",
+    description: "An address of your own (url): each publish is POSTed to it as a JSON event, signed (Standard " +
+      "Webhooks) with a secret made when it is connected and shown that once"
+  },
+  text: { maxLength: null, counting: "graphemes", urlLength: null, maxBytes: null },
+  // Media go as links (Webhook.ts): nothing about them is refused.
+  media: {
+    maxItems: null,
+    contentTypes: storedTypes,
+    maxImageBytes: null,
+    maxVideoBytes: null,
+    maxImagePixels: null,
+    maxVideoPixels: null,
+    maxAltTextLength: null,
+    maxVideoSeconds: null,
+    perAccount: false
+  },
+  features
+} as const satisfies FixedRules
+
+export const providerRules = { bluesky, mastodon, webhook } as const satisfies { readonly [P in SocialProvider]: FixedRules & { readonly provider: P } }
+
+/** Mastodon's media limits where an instance does not say its own, as MastodonMedia.ts checks them. */
+export const mastodonDefaultMediaLimits: MediaLimits = {
+  maxAttachments: mastodon.media.maxItems,
+  contentTypes: mastodon.media.contentTypes,
+  maxImageBytes: mastodon.media.maxImageBytes,
+  maxVideoBytes: mastodon.media.maxVideoBytes,
+  maxImagePixels: mastodon.media.maxImagePixels,
+  maxVideoPixels: mastodon.media.maxVideoPixels,
+  maxAltTextLength: mastodon.media.maxAltTextLength
+}
+
+/** The limits each adapter applies until an account's own are read (`SocialProvider.defaultLimits`). */
+export const defaultContentLimits = {
+  bluesky: { maxLength: bluesky.text.maxLength, urlLength: bluesky.text.urlLength },
+  mastodon: { maxLength: mastodon.text.maxLength, urlLength: mastodon.text.urlLength, media: mastodonDefaultMediaLimits },
+  webhook: { maxLength: webhook.text.maxLength, urlLength: webhook.text.urlLength }
+} as const satisfies { readonly [P in SocialProvider]: ContentLimits }
