@@ -77,3 +77,40 @@ describe("a thread whose process dies (SIGKILL) after part 2 of 3 went out", () 
       expect(credits).toMatchObject({ balance: 7, reserved: 0, sums: { grant: 10, reserve: 3, spend: 3 } })
     }))
 })
+
+describe("unpublish across server processes", () => {
+  it.scopedLive.skipIf(testDatabaseKind !== "postgres")("asked of two processes at once, the thread is taken down once: one answer deletes, each status deleted once", () =>
+    Effect.gen(function*() {
+      const mastodon = yield* makeMastodonFake()
+      const env = publishEnv(yield* freshDatabaseEnv, {})
+      const { token } = yield* createUserWithToken(env)
+      const [one, two] = yield* Effect.all([startServer(env), startServer(env)], { concurrency: 2 })
+      const call = callsAs(one, token)
+      const organization = created(yield* call("POST", "/v1/organizations", { name: "Twice asked" }))
+      const team = created(yield* call("POST", "/v1/teams", { organizationId: organization.id, name: "Social" }))
+      yield* grantCredits(env, organization.id, 10)
+      const toot = created(yield* call("POST", `/v1/teams/${team.id}/social-accounts`, {
+        provider: "mastodon",
+        instanceUrl: mastodon.url,
+        accessToken: mastodon.token
+      }))
+      const post = created(yield* call("POST", `/v1/teams/${team.id}/posts`, { content: "1/2 Oops", thread: [{ content: "2/2 Oops" }] }))
+      const postPath = `/v1/teams/${team.id}/posts/${post.id}`
+      expect((yield* call("POST", `${postPath}/post-now`, { socialAccountIds: [toot.id] })).body.outcome).toBe("none_failed")
+
+      const answers = yield* Effect.all(
+        [one, two, one, two, one, two].map((server) => callsAs(server, token)("POST", `${postPath}/unpublish`, {})),
+        { concurrency: "unbounded" }
+      )
+      expect(answers.filter((answer) => answer.status === 200).map((answer) => answer.body.results)).toEqual([
+        [{ socialAccountId: toot.id, status: "deleted", error: null }]
+      ])
+      for (const answer of answers.filter((answer) => answer.status !== 200)) {
+        expect(answer.status).toBe(409)
+        expect(["post_deleting", "post_not_published"]).toContain(answer.body.reason)
+      }
+      expect([...mastodon.deleted].sort()).toEqual(mastodon.statuses.map((status) => status.id).sort())
+      expect(mastodon.requests.filter((request) => request.method === "DELETE")).toHaveLength(2)
+      expect((yield* callsAs(two, token)("GET", postPath)).body).toMatchObject({ status: "deleted", targets: [{ status: "deleted" }] })
+    }))
+})

@@ -180,7 +180,8 @@ layer(ImpatientServer, { excludeTestServices: true })("unpublish without an answ
       expect((yield* postNow(post.id, [toot.id])).body.outcome).toBe("none_failed")
 
       const release = mastodon.holdNext()
-      const answer = yield* call("POST", `/posts/${post.id}/unpublish`, {})
+      const key = { "idempotency-key": "slow-delete" }
+      const answer = yield* call("POST", `/posts/${post.id}/unpublish`, {}, key)
       expect(answer.body.results).toEqual([{
         socialAccountId: toot.id,
         status: "deleting",
@@ -189,6 +190,9 @@ layer(ImpatientServer, { excludeTestServices: true })("unpublish without an answ
       expect((yield* call("GET", `/posts/${post.id}`)).body).toMatchObject({ status: "published", targets: [{ status: "deleting" }] })
       const busy = yield* call("POST", `/posts/${post.id}/unpublish`, { socialAccountIds: [toot.id] })
       expect(busy).toMatchObject({ status: 409, body: { reason: "post_deleting" } })
+      // Its key is held until the delete ends: then it answers the end.
+      const early = yield* call("POST", `/posts/${post.id}/unpublish`, {}, key)
+      expect(early).toMatchObject({ status: 409, body: { reason: "idempotency_key_in_progress" } })
       // The held delete goes through at the instance after all; the recovery's repeat finds it gone (404).
       release()
       const done = yield* eventually(
@@ -198,6 +202,11 @@ layer(ImpatientServer, { excludeTestServices: true })("unpublish without an answ
       expect(done.body.targets[0]).toMatchObject({ status: "deleted", deletedAt: expect.stringMatching(/Z$/) })
       expect(mastodon.deleted).toEqual([mastodon.statuses[0].id])
       expect(mastodon.requests.filter((request) => request.method === "DELETE")).toHaveLength(2)
+      const replayed = yield* call("POST", `/posts/${post.id}/unpublish`, {}, key)
+      expect(replayed).toMatchObject({
+        status: 200,
+        body: { postId: post.id, outcome: "none_failed", results: [{ socialAccountId: toot.id, status: "deleted", error: null }] }
+      })
       const attempts = (yield* call("GET", `/posts/${post.id}/attempts`)).body.data
       expect(attempts.map((attempt: any) => [attempt.kind, attempt.outcome])).toEqual([
         ["delete", "deleted"],

@@ -23,29 +23,6 @@ export interface AccountBody {
   readonly firstComment: BodyPart | null
 }
 
-/** The JSON of one part's media, in order. */
-const partMedia = (version: string, part: string) =>
-  `coalesce((SELECT json_agg(json_build_object('assetId', m.asset_id, 'altText', m.alt_text) ORDER BY m.position)
-    FROM post_part_media m WHERE m.post_id = p.id AND m.version = ${version} AND m.part = ${part}), '[]'::json)`
-
-/** The JSON of a post's thread, first comment and versions, for `PostsRepo`'s columns (`p` is the post). */
-export const bodyColumns = {
-  thread: `coalesce((SELECT json_agg(json_build_object('content', pp.content, 'media', ${partMedia("''", "pp.position")})
-      ORDER BY pp.position) FROM post_parts pp WHERE pp.post_id = p.id AND pp.version = '' AND pp.position >= 2), '[]'::json)`,
-  firstComment: `(SELECT json_build_object('content', pp.content, 'media', ${partMedia("''", "0")})
-      FROM post_parts pp WHERE pp.post_id = p.id AND pp.version = '' AND pp.position = 0)`,
-  versions: `coalesce((SELECT json_agg(json_build_object(
-      'socialAccountId', v.social_account_id,
-      'content', CASE WHEN v.replaces_content THEN (SELECT vp.content FROM post_parts vp
-        WHERE vp.post_id = p.id AND vp.version = v.social_account_id::text AND vp.position = 1) END,
-      'media', CASE WHEN v.replaces_media THEN ${partMedia("v.social_account_id::text", "1")} END,
-      'thread', CASE WHEN v.replaces_thread THEN coalesce((SELECT json_agg(json_build_object('content', vp.content,
-          'media', ${partMedia("v.social_account_id::text", "vp.position")}) ORDER BY vp.position)
-        FROM post_parts vp WHERE vp.post_id = p.id AND vp.version = v.social_account_id::text AND vp.position >= 2),
-        '[]'::json) END
-    ) ORDER BY v.social_account_id) FROM post_versions v WHERE v.post_id = p.id), '[]'::json)`
-}
-
 /** A post's thread, first comment and versions: what it is made of beyond its first text and media. */
 export class PostBodyRepo extends Effect.Service<PostBodyRepo>()("PostBodyRepo", {
   effect: Effect.gen(function*() {

@@ -18,7 +18,7 @@ import { policyRequire } from "../Access/Authorization.js"
 import { isoUtc, selectFields } from "../Database/Columns.js"
 import { type PageRequest, paginate } from "../Pagination/Keyset.js"
 import type { MediaFacts } from "../Providers/SocialProvider.js"
-import { bodyColumns } from "./BodyRepo.js"
+import { bodyColumns } from "./BodyColumns.js"
 
 type PostSortField = NonNullable<PostListQuery["sortBy"]>
 

@@ -227,9 +227,18 @@ export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
       // Each part's record is deleted; deleting a record that is no longer there succeeds as well.
       remove: (account, { parts }) =>
         withSession(account.credentials, async (atproto, agent, { did }) => {
-          for (const part of parts) {
-            const uri = new atproto.AtUri(part.externalId)
-            if (uri.host !== did) continue
+          const uris = parts.map((part) => new atproto.AtUri(part.externalId))
+          // Only the account's own repository can be written: a post of another account is not this one's to delete.
+          const foreign = uris.find((uri) => uri.host !== did)
+          if (foreign !== undefined) {
+            throw new ProviderError({
+              provider: "bluesky",
+              category: "unknown",
+              retryable: false,
+              providerMessage: `${foreign.toString()} is not in the repository of the account connected now (${did})`
+            })
+          }
+          for (const uri of uris) {
             await agent.com.atproto.repo.deleteRecord({ repo: did, collection: uri.collection, rkey: uri.rkey })
           }
         }),

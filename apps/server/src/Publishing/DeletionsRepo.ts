@@ -93,6 +93,25 @@ export class DeletionsRepo extends Effect.Service<DeletionsRepo>()("DeletionsRep
         policyRequire("Post", "publish")
       )
 
-    return { statusesOf, startDelete, finishDelete, abandonedDeletes } as const
+    /**
+     * The targets whose delete began at or after `since` (of `accountIds`, when given), in the order of the post's
+     * targets, with how their last delete attempt ended: what an unpublish that began then came to.
+     */
+    const deletedSince = (postId: PostId, accountIds: ReadonlyArray<SocialAccountId> | undefined, since: Date) =>
+      sql<{
+        readonly socialAccountId: SocialAccountId
+        readonly status: TargetStatus
+        readonly errorCategory: PublishError["category"] | null
+        readonly errorMessage: string | null
+      }>`SELECT t.social_account_id AS "socialAccountId", t.status, a.error_category AS "errorCategory",
+          a.error_message AS "errorMessage"
+        FROM post_targets t JOIN LATERAL (SELECT * FROM publish_attempts a WHERE a.post_id = t.post_id
+          AND a.social_account_id = t.social_account_id AND a.kind = 'delete' AND a.started_at >= ${since}
+          ORDER BY a.attempt DESC LIMIT 1) a ON TRUE
+        WHERE t.post_id = ${postId}
+          ${accountIds === undefined ? sql`` : sql`AND t.social_account_id IN ${sql.in(accountIds)}`}
+        ORDER BY t.created_at, t.social_account_id`.pipe(Effect.orDie, policyRequire("Post", "publish"))
+
+    return { statusesOf, startDelete, finishDelete, abandonedDeletes, deletedSince } as const
   })
 }) {}

@@ -16,6 +16,7 @@ import { Posts } from "../Posts/Service.js"
 import { Scheduling } from "./Scheduling.js"
 import { isFinalAnswer } from "./PostNow.js"
 import { Publishing } from "./Service.js"
+import { isFinalUnpublish } from "./Unpublish.js"
 
 /**
  * The posts group: a post's life, from draft to schedule and publish, is one story, told by the publishing
@@ -56,7 +57,11 @@ export const PostsHttpLive = HttpApiBuilder.group(PostlineApi, "posts", (handler
         idempotency.respond(
           { operation: "posts.unpublishPost", key: headers["idempotency-key"], request: { path, payload } },
           UnpublishResponse,
-          publishing.unpublish(path.teamId, path.postId, payload)
+          publishing.unpublish(path.teamId, path.postId, payload),
+          {
+            final: isFinalUnpublish,
+            resume: (startedAt) => publishing.unpublishAnswer(path.teamId, path.postId, payload, startedAt)
+          }
         ))
       .handle("estimatePost", ({ path, payload }) =>
         Effect.map(publishing.estimate(path.teamId, path.postId, payload), asEncoded(Estimate)))

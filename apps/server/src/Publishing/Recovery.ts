@@ -99,7 +99,9 @@ export class PublishRecovery extends Effect.Service<PublishRecovery>()("PublishR
       ))
       yield* Effect.forEach(taken, (left) =>
         Effect.zipRight(
-          left.resend ? unpublishing.deleteAt(left.teamId, left.postId, left.socialAccountId, left.attempt) : Effect.void,
+          left.resend
+            ? Effect.asVoid(unpublishing.deleteAt(left.teamId, left.postId, left.socialAccountId, left.attempt))
+            : Effect.void,
           targets.refreshStatus(left.postId)
         ), { concurrency: "unbounded", discard: true })
       return taken.length

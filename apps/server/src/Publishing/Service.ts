@@ -14,8 +14,8 @@ export class Publishing extends Effect.Service<Publishing>()("Publishing", {
     const { postNow, postNowAnswer } = yield* PostNow
     const { estimate } = yield* PublishEstimate
     const { accountsOf, prepare, releaseWaiting } = yield* PublishPreparation
-    const { unpublish } = yield* Unpublishing
-    return { postNow, postNowAnswer, estimate, accountsOf, prepare, releaseWaiting, unpublish } as const
+    const { unpublish, unpublishAnswer } = yield* Unpublishing
+    return { postNow, postNowAnswer, estimate, accountsOf, prepare, releaseWaiting, unpublish, unpublishAnswer } as const
   }),
   dependencies: [PostNow.Default, PublishEstimate.Default, PublishPreparation.Default, Unpublishing.Default]
 }) {}

@@ -25,6 +25,9 @@ import { referenceOf, SentPartsRepo } from "./SentPartsRepo.js"
 import { PublishSettings } from "./Settings.js"
 import { TargetsRepo } from "./TargetsRepo.js"
 
+/** Whether an unpublish's answer is its last word: no account of it is still being taken down. */
+export const isFinalUnpublish = (answer: UnpublishResponse) => answer.results.every((result) => result.status !== "deleting")
+
 /** A delete that got no answer in time: it stays deleting, and the recovery asks the network again. */
 type Unanswered = { readonly _tag: "Unanswered" }
 
@@ -165,7 +168,37 @@ export class Unpublishing extends Effect.Service<Unpublishing>()("Unpublishing",
           return { postId, results, outcome: outcomeOf(failed, results.length) } satisfies UnpublishResponse
         }))
 
-    return { unpublish, deleteAt } as const
+    /**
+     * The answer of an unpublish that began at `since` and has ended, read from its targets: none while any of
+     * them is still deleting, or was not asked since (its request ended before it started a delete).
+     */
+    const unpublishAnswer = (teamId: TeamId, postId: PostId, { socialAccountIds }: UnpublishRequest, since: Date) =>
+      authorize(policy.canPublish(teamId, { lock: false }))(() =>
+        Effect.map(deletions.deletedSince(postId, socialAccountIds, since), (found) => {
+          if (found.length === 0 || (socialAccountIds !== undefined && found.length !== socialAccountIds.length)) {
+            return Option.none()
+          }
+          if (found.some((target) => target.status === "deleting")) return Option.none()
+          const byId = new Map(found.map((target) => [target.socialAccountId as string, target]))
+          const results = (socialAccountIds ?? found.map((target) => target.socialAccountId)).map((socialAccountId) => {
+            const target = byId.get(socialAccountId)!
+            return target.status === "deleted"
+              ? { socialAccountId, status: "deleted", error: null } satisfies UnpublishResult
+              : {
+                socialAccountId,
+                status: "failed",
+                error: {
+                  category: target.errorCategory ?? "unknown",
+                  message: target.errorMessage ?? "The delete failed",
+                  retryable: target.errorCategory === "transient" || target.errorCategory === "rate_limited"
+                }
+              } satisfies UnpublishResult
+          })
+          const failed = results.filter((result) => result.status === "failed").length
+          return Option.some({ postId, results, outcome: outcomeOf(failed, results.length) } satisfies UnpublishResponse)
+        }))
+
+    return { unpublish, unpublishAnswer, deleteAt } as const
   }),
   dependencies: [
     PostsRepo.Default,
