@@ -56,7 +56,7 @@ layer(EventsServer, { excludeTestServices: true })("the organization's event web
       expect(set.body).toMatchObject({
         organizationId: organization.id,
         url: events.url,
-        events: ["post.published", "post.failed"],
+        events: ["post.published", "post.failed", "post.deleted"],
         pendingDeliveries: 0,
         lastDeliveredAt: null,
         lastError: null
@@ -101,7 +101,8 @@ layer(EventsServer, { excludeTestServices: true })("the organization's event web
           url: null,
           publishedAt: expect.any(String),
           error: null,
-          creditsSpent: 0
+          creditsSpent: 0,
+          deletedAt: null
         }
       })
       expect(byType.get("post.failed")).toEqual({
@@ -118,7 +119,8 @@ layer(EventsServer, { excludeTestServices: true })("the organization's event web
           url: null,
           publishedAt: null,
           error: { category: "transient", message: "The receiver answered 503 Service Unavailable", retryable: true },
-          creditsSpent: 0
+          creditsSpent: 0,
+          deletedAt: null
         }
       })
       // Signed as the provider webhook is: Standard Webhooks headers, an id per event.

@@ -1,5 +1,5 @@
 import { SqlClient, type Statement } from "@effect/sql"
-import type { EventType, EventWebhook, OrganizationId } from "@postline/domain"
+import { type EventType, eventTypes, type EventWebhook, type OrganizationId } from "@postline/domain"
 import { Effect, Option } from "effect"
 import { policyRequire } from "../Access/Authorization.js"
 import { isoUtc, selectFields } from "../Database/Columns.js"
@@ -49,7 +49,7 @@ export class EventWebhooksRepo extends Effect.Service<EventWebhooksRepo>()("Even
     const columns = selectFields<EventWebhook>(sql, {
       organizationId: "w.organization_id",
       url: "w.url",
-      events: `'["post.published","post.failed"]'::json`,
+      events: `'${JSON.stringify(eventTypes)}'::json`,
       secretCreatedAt: isoUtc("w.secret_created_at"),
       pendingDeliveries: "(SELECT count(*)::int FROM event_deliveries d WHERE d.organization_id = w.organization_id)",
       lastDeliveredAt: isoUtc("w.last_delivered_at"),
