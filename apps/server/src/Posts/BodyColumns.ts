@@ -1,4 +1,5 @@
-// The post's body beyond its first text and media, as PostsRepo reads it (BodyRepo.ts writes it).
+// The post's body beyond its first text and media, as PostsRepo reads it (BodyRepo.ts writes it), and what its
+// parts became on each account.
 
 /** The JSON of one part's media, in order. */
 const partMedia = (version: string, part: string) =>
@@ -22,3 +23,16 @@ export const bodyColumns = {
         '[]'::json) END
     ) ORDER BY v.social_account_id) FROM post_versions v WHERE v.post_id = p.id), '[]'::json)`
 }
+
+/** The JSON of what each part became on one account: the parts of the target aliased `target`, in order. */
+export const targetPartsJson = (target: string) =>
+  `coalesce((SELECT json_agg(json_build_object('position', tp.position, 'externalId', tp.external_id, 'url', tp.url)
+      ORDER BY tp.position) FROM post_target_parts tp
+    WHERE tp.post_id = ${target}.post_id AND tp.social_account_id = ${target}.social_account_id AND tp.position >= 1),
+    '[]'::json)`
+
+/** The JSON of what the first comment became on the target aliased `target`; null until it was sent. */
+export const targetFirstCommentJson = (target: string) =>
+  `(SELECT json_build_object('status', tp.status, 'externalId', tp.external_id, 'url', tp.url, 'error', tp.error_message)
+    FROM post_target_parts tp
+    WHERE tp.post_id = ${target}.post_id AND tp.social_account_id = ${target}.social_account_id AND tp.position = 0)`

@@ -18,7 +18,7 @@ import { policyRequire } from "../Access/Authorization.js"
 import { isoUtc, selectFields } from "../Database/Columns.js"
 import { type PageRequest, paginate } from "../Pagination/Keyset.js"
 import type { MediaFacts } from "../Providers/SocialProvider.js"
-import { bodyColumns } from "./BodyColumns.js"
+import { bodyColumns, targetFirstCommentJson, targetPartsJson } from "./BodyColumns.js"
 
 type PostSortField = NonNullable<PostListQuery["sortBy"]>
 
@@ -59,12 +59,8 @@ export class PostsRepo extends Effect.Service<PostsRepo>()("PostsRepo", {
           'error', CASE WHEN pt.error_category IS NULL THEN NULL ELSE json_build_object(
             'category', pt.error_category, 'message', pt.error_message, 'retryable', pt.error_retryable) END,
           'creditsSpent', pt.credits_spent,
-          'parts', coalesce((SELECT json_agg(json_build_object('position', tp.position, 'externalId', tp.external_id,
-              'url', tp.url) ORDER BY tp.position) FROM post_target_parts tp
-            WHERE tp.post_id = pt.post_id AND tp.social_account_id = pt.social_account_id AND tp.position >= 1), '[]'::json),
-          'firstComment', (SELECT json_build_object('status', tp.status, 'externalId', tp.external_id, 'url', tp.url,
-              'error', tp.error_message) FROM post_target_parts tp
-            WHERE tp.post_id = pt.post_id AND tp.social_account_id = pt.social_account_id AND tp.position = 0),
+          'parts', ${targetPartsJson("pt")},
+          'firstComment', ${targetFirstCommentJson("pt")},
           'deletedAt', ${isoUtc("pt.deleted_at")}
         ) ORDER BY pt.created_at, pt.social_account_id) FROM post_targets pt WHERE pt.post_id = p.id), '[]'::json)`,
       scheduledAt: isoUtc("p.scheduled_at"),

@@ -57,6 +57,25 @@ export interface Started {
 }
 
 /**
+ * Records the next attempt at the target, a publish or a delete, numbered after every earlier one of either kind,
+ * with the account's provider as it is now; answers its number.
+ */
+export const insertAttempt = (
+  sql: SqlClient.SqlClient,
+  postId: PostId,
+  socialAccountId: SocialAccountId,
+  kind: "publish" | "delete"
+) =>
+  Effect.map(
+    sql<{ readonly attempt: number }>`INSERT INTO publish_attempts (post_id, social_account_id, attempt, provider, kind)
+      SELECT ${postId}, ${socialAccountId}, coalesce(max(attempt), 0) + 1,
+        (SELECT provider FROM social_accounts WHERE id = ${socialAccountId}), ${kind}
+      FROM publish_attempts WHERE post_id = ${postId} AND social_account_id = ${socialAccountId}
+      RETURNING attempt`,
+    ([row]) => row.attempt
+  )
+
+/**
  * Attempts: each call of a provider, recorded before it is made and after it answers (with its target's end
  * or wait), so that a publish, a scheduled one or one run again after a crash follows one path.
  */
@@ -78,13 +97,7 @@ export class AttemptsRepo extends Effect.Service<AttemptsRepo>()("AttemptsRepo",
             credits_reserved = EXCLUDED.credits_reserved, credits_spent = 0, attempts_before = ${attemptsBefore(sql)},
             due_at = NULL, scheduled = EXCLUDED.scheduled, updated_at = now()
           RETURNING attempts_before AS before`
-        const [{ attempt }] = yield* sql<{ readonly attempt: number }>`INSERT INTO publish_attempts
-            (post_id, social_account_id, attempt, provider)
-          SELECT ${postId}, ${socialAccountId}, coalesce(max(attempt), 0) + 1,
-            (SELECT provider FROM social_accounts WHERE id = ${socialAccountId})
-          FROM publish_attempts
-          WHERE post_id = ${postId} AND social_account_id = ${socialAccountId}
-          RETURNING attempt`
+        const attempt = yield* insertAttempt(sql, postId, socialAccountId, "publish")
         return { attempt, ordinal: attempt - before } satisfies Started
       }).pipe(Effect.orDie, policyRequire("Post", "publish"))
 

@@ -3,6 +3,7 @@ import type { OrganizationId, PostId, PublishError, SocialAccountId, TargetStatu
 import { Effect } from "effect"
 import { policyRequire } from "../Access/Authorization.js"
 import { insertEventsOf } from "../EventWebhooks/Repo.js"
+import { insertAttempt } from "./AttemptsRepo.js"
 
 /** How taking a post down from an account ended: done, or refused (the target stays published). */
 export type DeleteOutcome = { readonly _tag: "Deleted" } | { readonly _tag: "Failed"; readonly error: PublishError }
@@ -37,13 +38,7 @@ export class DeletionsRepo extends Effect.Service<DeletionsRepo>()("DeletionsRep
       Effect.gen(function*() {
         yield* sql`UPDATE post_targets SET status = 'deleting', updated_at = now()
           WHERE post_id = ${postId} AND social_account_id = ${socialAccountId} AND status IN ('published', 'deleting')`
-        const [{ attempt }] = yield* sql<{ readonly attempt: number }>`INSERT INTO publish_attempts
-            (post_id, social_account_id, attempt, provider, kind)
-          SELECT ${postId}, ${socialAccountId}, coalesce(max(attempt), 0) + 1,
-            (SELECT provider FROM social_accounts WHERE id = ${socialAccountId}), 'delete'
-          FROM publish_attempts WHERE post_id = ${postId} AND social_account_id = ${socialAccountId}
-          RETURNING attempt`
-        return attempt
+        return yield* insertAttempt(sql, postId, socialAccountId, "delete")
       }).pipe(Effect.orDie, policyRequire("Post", "publish"))
 
     /**

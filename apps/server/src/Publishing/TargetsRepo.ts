@@ -10,6 +10,7 @@ import type {
 import { Effect } from "effect"
 import { policyRequire } from "../Access/Authorization.js"
 import { insertEventsOf } from "../EventWebhooks/Repo.js"
+import { targetFirstCommentJson, targetPartsJson } from "../Posts/BodyColumns.js"
 
 /** A target as its publish's answer shows it. */
 export interface TargetResult {
@@ -74,12 +75,8 @@ export class TargetsRepo extends Effect.Service<TargetsRepo>()("TargetsRepo", {
       sql<TargetResult>`SELECT social_account_id AS "socialAccountId", status, external_id AS "externalId", url,
           error_category AS "errorCategory", error_message AS "errorMessage", error_retryable AS "errorRetryable",
           credits_spent AS "creditsSpent", updated_at AS "updatedAt",
-          coalesce((SELECT json_agg(json_build_object('position', tp.position, 'externalId', tp.external_id, 'url', tp.url)
-            ORDER BY tp.position) FROM post_target_parts tp WHERE tp.post_id = post_targets.post_id
-              AND tp.social_account_id = post_targets.social_account_id AND tp.position >= 1), '[]'::json) AS parts,
-          (SELECT json_build_object('status', tp.status, 'externalId', tp.external_id, 'url', tp.url, 'error', tp.error_message)
-            FROM post_target_parts tp WHERE tp.post_id = post_targets.post_id
-              AND tp.social_account_id = post_targets.social_account_id AND tp.position = 0) AS "firstComment"
+          ${sql.literal(targetPartsJson("post_targets"))} AS parts,
+          ${sql.literal(targetFirstCommentJson("post_targets"))} AS "firstComment"
         FROM post_targets WHERE post_id = ${postId} AND social_account_id IN ${sql.in(ids)}`.pipe(
         Effect.orDie,
         policyRequire("Post", "publish")
