@@ -143,8 +143,8 @@ layer(Server, { excludeTestServices: true })("threads, versions and first commen
       const [first, second, third] = skyParts.filter((part) => part.position > 0)
       const comment = skyParts.find((part) => part.position === 0)!
       const records = yield* Effect.promise(() => Promise.all([first, second, third, comment].map((part) => network.getRecord(part.externalId))))
-      // The comment's link is tracked, as the team's posts' links are.
-      const tracked = expect.stringMatching(/^Tide tables: https:\/\/postline\.example\/l\/\w+$/)
+      // The comment's link is tracked, as the team's posts' links are: a code of 16 base64url characters.
+      const tracked = expect.stringMatching(/^Tide tables: https:\/\/postline\.example\/l\/[\w-]{16}$/)
       expect(records.map((record) => record.text)).toEqual(["1/3 The tide", "2/3 comes in", "3/3 and goes out", tracked])
       expect(records[0].reply).toBeUndefined()
       const ref = (part: typeof first) => ({ uri: part.externalId, cid: part.reference })
