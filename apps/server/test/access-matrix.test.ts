@@ -265,10 +265,11 @@ const forgetEarlierWorlds = Effect.gen(function*() {
     WHERE schemaname = current_schema() AND tablename NOT LIKE 'cluster\_%'
       AND tablename NOT IN ('server_secrets', 'postline_migrations')`
   // Row by row, with the foreign keys' triggers off (the whole world goes): TRUNCATE makes each table's files anew.
+  // The server's background workers write some of these tables meanwhile: a deadlock with one of them is tried again.
   yield* sql.withTransaction(Effect.gen(function*() {
     yield* sql`SET LOCAL session_replication_role = replica`
     for (const { name } of tables) yield* sql`DELETE FROM ${sql(name)}`
-  }))
+  })).pipe(Effect.retry({ times: 5, while: (error) => String(error.cause).includes("deadlock detected") }))
 })
 
 interface Call {
