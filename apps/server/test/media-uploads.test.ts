@@ -2,8 +2,9 @@ import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { ConfigProvider, Effect, Layer, Logger, LogLevel, Option } from "effect"
 import { createHash, randomBytes, randomUUID } from "node:crypto"
-import { writeFileSync } from "node:fs"
+import { mkdtempSync, writeFileSync } from "node:fs"
 import type { ServerResponse } from "node:http"
+import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import { MediaStorage } from "../src/Assets/Storage.js"
 import { makeLocalServer } from "./support/LocalServer.js"
@@ -260,8 +261,16 @@ for (const kind of testStorageKinds) {
     }
   })
 
-  // The storage sweep every second; a dead process's claims lapse after one.
-  const sweptServer = serverOn(kind, { guarded: false, settings: { MEDIA_SWEEP_SECONDS: "1", MEDIA_LEASE_SECONDS: "1" } })
+  // The storage sweep every second; a dead process's claims lapse after one. Its own parent of temporary folders: a
+  // lease of a second is one a busy machine's other processes, sharing the system's, would judge lapsed and sweep.
+  const sweptServer = serverOn(kind, {
+    guarded: false,
+    settings: {
+      MEDIA_SWEEP_SECONDS: "1",
+      MEDIA_LEASE_SECONDS: "1",
+      MEDIA_TMP_DIR: mkdtempSync(Path.join(tmpdir(), "media-uploads-swept-"))
+    }
+  })
 
   layer(sweptServer, { excludeTestServices: true })(`presigned uploads' leftovers on ${kind} storage`, (it) => {
     it.effect("a spent upload's URL PUT again: refused, or its object swept; what an expired upload stored swept too; an open one's kept", () =>
