@@ -9,6 +9,8 @@ export interface TestAccount {
 export interface BlueskyNetwork {
   /** The PDS's address, e.g. `http://localhost:41234`. */
   readonly serviceUrl: string
+  /** The PLC directory's address, where the accounts' did:plc documents are. */
+  readonly plcUrl: string
   /** A new account `userN.test` with an app password, and optionally a display name and an avatar. */
   readonly createAccount: (profile?: { readonly displayName?: string; readonly avatar?: boolean }) => Promise<TestAccount>
   /** The record at an `at://` URI, read from the PDS. */

@@ -12,7 +12,7 @@ export const startBlueskyNetwork = async (options = {}) => {
   const network = await TestNetworkNoAppView.create({
     pds: { rateLimitsEnabled: options.rateLimits ?? false }
   })
-  return { ...accountsOn(network.pds.url), close: () => network.close() }
+  return { ...accountsOn(network.pds.url), plcUrl: network.plc.url, close: () => network.close() }
 }
 
 /** @type {import("./index.d.ts").startBlueskyNetworkWithAppView} */
@@ -20,7 +20,7 @@ export const startBlueskyNetworkWithAppView = async ({ dbPostgresUrl, redisHost 
   // TestNetwork insists on a Redis host; the AppView of this version keeps nothing there.
   process.env.REDIS_HOST ??= redisHost
   const network = await TestNetwork.create({ dbPostgresUrl, dbPostgresSchema: "network", pds: { rateLimitsEnabled: false } })
-  const accounts = accountsOn(network.pds.url)
+  const accounts = { ...accountsOn(network.pds.url), plcUrl: network.plc.url }
 
   /** The account's agent, logged in with its main password. */
   const agentOf = async (account) => {

@@ -1,6 +1,8 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { PostlineApi } from "@postline/domain"
 import { Layer } from "effect"
+import { ConnectCallbackLive } from "./AccountConnects/Callback.js"
+import { AccountConnectsHttpLive } from "./AccountConnects/Http.js"
 import { AgentContextHttpLive } from "./AgentContext/Http.js"
 import { AnalyticsHttpLive } from "./Analytics/Http.js"
 import { ApiKeysHttpLive } from "./ApiKeys/Http.js"
@@ -39,6 +41,7 @@ const ApiLive = HttpApiBuilder.api(PostlineApi).pipe(
     ApiKeysHttpLive,
     AgentContextHttpLive,
     SocialAccountsHttpLive,
+    AccountConnectsHttpLive,
     ProvidersHttpLive,
     PostsHttpLive,
     AnalyticsHttpLive,
@@ -58,15 +61,16 @@ const ApiLive = HttpApiBuilder.api(PostlineApi).pipe(
 
 /**
  * The whole HTTP application: the API, its error bodies, `/openapi.json`,
- * `/docs`, the device approval page, the MCP tools at `/mcp` and the short links' redirects, with an access log line per request
+ * `/docs`, the device approval page, the connect callback, the MCP tools at `/mcp` and the short links' redirects, with an access log line per request
  * or without. Needs an `HttpServer`, a `SqlClient`, the `CredentialsCipher` and the
- * `SocialProviders` (with the outbound guard), which the edge configures.
+ * `SocialProviders` and `OAuthNetworks` (with the outbound guard), which the edge configures.
  */
 export const makeHttpLive = (options: { readonly accessLog: boolean }) =>
   (options.accessLog ? HttpApiBuilder.serve(accessLog) : HttpApiBuilder.serve()).pipe(
     Layer.provide(ErrorBodiesLive),
     Layer.provide(DocsLive),
     Layer.provide(DevicePageLive),
+    Layer.provide(ConnectCallbackLive),
     Layer.provide(McpHttpLive),
     Layer.provide(LinkRedirectLive),
     Layer.provide(ApiLive)

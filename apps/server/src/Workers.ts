@@ -6,13 +6,14 @@ import { EventDeliveryLive } from "./EventWebhooks/Delivery.js"
 import { Dispatcher, DispatcherLive } from "./Publishing/Dispatcher.js"
 import { SchedulerHealth } from "./Publishing/Health.js"
 import { PublishRecovery, PublishRecoveryLive } from "./Publishing/Recovery.js"
+import { TokenRenewalLive } from "./SocialAccounts/TokenRenewal.js"
 
 const WatchdogLive = Layer.scopedDiscard(Effect.forkScoped(Effect.flatMap(SchedulerHealth, (health) => health.watchdog)))
 
 /**
  * Scheduled publishing in the background of a server process: the dispatch of due targets, a watchdog over
  * what waits, the recovery of sends no process is finishing, the delivery of the organizations' events, the
- * analytics snapshots and billing's recharges; its health is offered to `/health`.
+ * analytics snapshots, billing's recharges and the renewal of accounts' tokens; its health is offered to `/health`.
  */
 export const SchedulerLive = Layer.mergeAll(
   DispatcherLive,
@@ -22,7 +23,8 @@ export const SchedulerLive = Layer.mergeAll(
   AnalyticsSnapshotsLive,
   RechargerLive,
   // Overage bought beyond the plan's credits, reported to the payment provider.
-  UsageReporterLive
+  UsageReporterLive,
+  TokenRenewalLive
 ).pipe(
   Layer.provideMerge(SchedulerHealth.Default),
   Layer.provideMerge(Dispatcher.Default),

@@ -15,7 +15,10 @@ import { serverTimeouts } from "./Http/ServerTimeouts.js"
 import { SendScope } from "./Publishing/SendScope.js"
 import { ProvidersOutboundLive } from "./Publishing/Settings.js"
 import { CredentialsCipherLive } from "./Secrets/CredentialsCipher.js"
+import { OAuthNetworks } from "./Providers/OAuthNetworks.js"
 import { SocialProviders } from "./Providers/Registry.js"
+import { XSettings } from "./Providers/XSettings.js"
+import { BlueskyOAuthSettings } from "./Providers/BlueskyOAuthClient.js"
 import { SchedulerLive } from "./Workers.js"
 import { CredentialsKeysCheckLive } from "./SocialAccounts/CredentialsKeysCheck.js"
 import { logStartFailure, StartupError } from "./StartupError.js"
@@ -38,12 +41,13 @@ const CipherLive = CredentialsCipherLive.pipe(Layer.mapError((error) =>
 ))
 
 /**
- * The social networks, reached through the outbound guard; credentials encrypted with the configured key, which
+ * The social networks and their sign-in, reached through the outbound guard; credentials encrypted with the configured key, which
  * must read every stored record (CredentialsKeysCheck.ts) before anything, the scheduler first, reads one.
  */
-const ProvidersLive = Layer.merge(
-  SocialProviders.Default.pipe(Layer.provide(ProvidersOutboundLive)),
-  CredentialsKeysCheckLive.pipe(Layer.provideMerge(CipherLive))
+const ProvidersLive = Layer.merge(SocialProviders.Default, OAuthNetworks.Default).pipe(
+  Layer.provide(ProvidersOutboundLive),
+  Layer.provide([XSettings.Default, BlueskyOAuthSettings.Default]),
+  Layer.provideMerge(CredentialsKeysCheckLive.pipe(Layer.provideMerge(CipherLive)))
 )
 
 /** On PostgreSQL, processes share the scheduled work; the embedded database has one process. */

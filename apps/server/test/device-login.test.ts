@@ -10,7 +10,7 @@ import { makeHttpLive } from "../src/Api.js"
 import { freshTestStorage } from "./support/TestStorage.js"
 import { SoleProcess } from "../src/Database/SoleProcess.js"
 import { SchedulerLive } from "../src/Workers.js"
-import { LocalProviders } from "./support/Providers.js"
+import { LocalOAuthNetworks, LocalProviders } from "./support/Providers.js"
 import { UsersRepo } from "../src/Users/Repo.js"
 import { hashSecret } from "../src/Users/Secrets.js"
 import { TestDatabase } from "./support/TestDatabase.js"
@@ -775,6 +775,7 @@ const PublicServer = makeHttpLive({ accessLog: true }).pipe(
   Layer.provideMerge(InProcessHttpServer),
   Layer.provideMerge(UsersRepo.Default),
   Layer.provide(SchedulerLive.pipe(Layer.provide(Layer.succeed(SoleProcess, true)))),
+  Layer.provide(LocalOAuthNetworks),
   Layer.provide([LocalProviders, TestCipher, freshTestStorage("filesystem")]),
   Layer.provideMerge(TestDatabase),
   Layer.provide(capturingLogger),

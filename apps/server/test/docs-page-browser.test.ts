@@ -66,7 +66,7 @@ describe.skipIf(!withChromium)("the API reference, /docs, in a browser", () => {
         expect(sections.map((section) => section.title)).toEqual([...expected.keys()])
         for (const section of sections) expect(section.operations.sort(), section.title).toEqual(expected.get(section.title)!.sort())
         // Every group of the document was compared, and the document has them all.
-        expect(expected.size).toBe(21)
+        expect(expected.size).toBe(22)
         expectNoProblems(problems)
       }))
 

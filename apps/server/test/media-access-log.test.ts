@@ -5,7 +5,7 @@ import { SoleProcess } from "../src/Database/SoleProcess.js"
 import { SchedulerLive } from "../src/Workers.js"
 import { UsersRepo } from "../src/Users/Repo.js"
 import { download, noisyPng, upload } from "./support/Media.js"
-import { LocalProviders } from "./support/Providers.js"
+import { LocalOAuthNetworks, LocalProviders } from "./support/Providers.js"
 import { TestDatabase } from "./support/TestDatabase.js"
 import { InProcessHttpServer, raw, signUp, TestCipher } from "./support/TestServer.js"
 import { freshTestStorage } from "./support/TestStorage.js"
@@ -36,6 +36,7 @@ const LoggingServer = makeHttpLive({ accessLog: true }).pipe(
   Layer.provideMerge(InProcessHttpServer),
   Layer.provideMerge(UsersRepo.Default),
   Layer.provide(SchedulerLive.pipe(Layer.provide(Layer.succeed(SoleProcess, true)))),
+  Layer.provide(LocalOAuthNetworks),
   Layer.provide([LocalProviders, TestCipher, freshTestStorage("filesystem")]),
   Layer.provideMerge(TestDatabase),
   Layer.provide(capturingLogger)

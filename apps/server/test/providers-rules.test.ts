@@ -35,8 +35,8 @@ const readRules = (token: string) =>
     expect(isValid(responseSchema, answer.body), JSON.stringify(answer.body)).toBe(true)
     expect(Either.isRight(decodeStrictly(answer.body))).toBe(true)
     const { data } = answer.body as ProviderRulesList
-    expect(data.map((rules) => rules.provider)).toEqual(["bluesky", "mastodon", "webhook"])
-    return { answer: answer.body, bluesky: data[0]!, mastodon: data[1]!, webhook: data[2]! }
+    expect(data.map((rules) => rules.provider)).toEqual(["bluesky", "mastodon", "x", "webhook"])
+    return { answer: answer.body, bluesky: data[0]!, mastodon: data[1]!, x: data[2]!, webhook: data[3]! }
   })
 
 const image = (contentType = "image/jpeg", size = 1000, width = 100, height = 100, altText: string | null = null): MediaFacts => ({

@@ -30,6 +30,7 @@ import { FoldersGroup } from "./Folders.js"
 import { OrganizationsGroup } from "./Organizations.js"
 import { PostingSlotsGroup } from "./PostingSlots.js"
 import { PostsGroup } from "./Posts.js"
+import { AccountConnectsGroup } from "./AccountConnects.js"
 import { ProvidersGroup } from "./Providers.js"
 import { CallerRateLimit } from "./RateLimits.js"
 import { SocialAccountsGroup } from "./SocialAccounts.js"
@@ -101,6 +102,7 @@ export class AuthenticatedApi extends HttpApi.make("authenticated")
   .add(ApiKeysGroup)
   .add(AgentGroup)
   .add(SocialAccountsGroup)
+  .add(AccountConnectsGroup)
   .add(ProvidersGroup)
   .add(PostsGroup)
   .add(AnalyticsGroup)

@@ -33,7 +33,8 @@ const conflictReasons = {
   no_payment_method: "The organization has no saved payment method: buy a credit pack first",
   post_deleted: "The post was taken down from one of the accounts (unpublish): it is not published there again",
   post_not_published: "The post is not published to one of the accounts asked for (not sent, failed, or taken down already): there is nothing to take down",
-  post_deleting: "The post is being taken down from one of the accounts asked for: wait for it to end"
+  post_deleting: "The post is being taken down from one of the accounts asked for: wait for it to end",
+  provider_not_configured: "This server is not set up to connect accounts of that network: the message names the settings it needs"
 } as const
 
 const paymentRequiredReasons = {
@@ -63,7 +64,8 @@ const badRequestReasons = {
   unknown_pack: "No credit pack of that many credits is on sale",
   auto_recharge_incomplete: "Auto-recharge needs a threshold and an amount",
   invalid_signature: "The Stripe-Signature header is missing or does not match the body",
-  unreadable_event: "The Stripe event is signed but its content cannot be read"
+  unreadable_event: "The Stripe event is signed but its content cannot be read",
+  return_to_not_allowed: "returnTo is neither an address of this server nor a loopback address"
 } as const
 
 const reasonSchema = <Code extends string>(identifier: string, refused: string, meanings: Readonly<Record<Code, string>>) =>

@@ -35,6 +35,9 @@ export type ApiKeyId = typeof ApiKeyId.Type
 export const SocialAccountId = id("SocialAccountId", "Social account UUID")
 export type SocialAccountId = typeof SocialAccountId.Type
 
+export const ConnectId = id("ConnectId", "Account connect UUID")
+export type ConnectId = typeof ConnectId.Type
+
 export const PostId = id("PostId", "Post UUID")
 export type PostId = typeof PostId.Type
 

@@ -10,23 +10,44 @@ const wholeNumber = Schema.Number.pipe(Schema.filter(Number.isInteger, { jsonSch
 /** A limit as a whole number, or null where there is none; described as a whole, where readers of the document look. */
 const limit = (description: string) => Schema.NullOr(wholeNumber).annotations({ description })
 
-// A literal rather than a boolean: OAuth is to come, and further methods after it.
-export const ProviderConnectMethod = oneOf("app_password", "access_token", "signed_webhook").annotations({
+export const ProviderConnectMethod = oneOf("app_password", "access_token", "signed_webhook", "oauth").annotations({
   identifier: "ProviderConnectMethod",
   description: "app_password: a handle and an app password; access_token: an instance and an access token; " +
-    "signed_webhook: an address of your own, which receives signed events. More methods will be added (OAuth): " +
-    "treat one you do not know as not supported by your client"
+    "signed_webhook: an address of your own, which receives signed events; oauth: only by signing in at the network " +
+    "(POST /v1/teams/{teamId}/social-accounts/connect). More methods may be added: treat one you do not know as not " +
+    "supported by your client"
 })
 export type ProviderConnectMethod = typeof ProviderConnectMethod.Type
 
+export const ProviderOAuth = Schema.Struct({
+  configured: Schema.Boolean.annotations({
+    description: "Whether this server can connect accounts of this network by signing in now"
+  }),
+  missingSettings: Schema.Array(Schema.String).annotations({
+    description: "The settings this server needs for it and lacks (e.g. X_CLIENT_ID); none when configured"
+  }),
+  scopes: Schema.Array(Schema.String).annotations({ description: "What Postline asks the network to allow" }),
+  refreshes: Schema.Boolean.annotations({
+    description: "Whether the network's tokens expire and Postline renews them (the account stays connected)"
+  })
+}).annotations({
+  identifier: "ProviderOAuth",
+  description: "Connecting by signing in at the network: POST /v1/teams/{teamId}/social-accounts/connect"
+})
+
 export const ProviderConnect = Schema.Struct({
   method: ProviderConnectMethod,
-  description: Schema.String.annotations({ description: "What POST /v1/teams/{teamId}/social-accounts takes, in a sentence" })
-}).annotations({ identifier: "ProviderConnect", description: "How an account of this provider is connected today" })
+  description: Schema.String.annotations({
+    description: "What POST /v1/teams/{teamId}/social-accounts takes, in a sentence (for oauth: what the connect takes)"
+  }),
+  oauth: Schema.NullOr(ProviderOAuth).annotations({ description: "null: the network is not connected by signing in" })
+}).annotations({ identifier: "ProviderConnect", description: "How an account of this provider is connected" })
 
-export const TextCounting = oneOf("graphemes").annotations({
+export const TextCounting = oneOf("graphemes", "weighted").annotations({
   identifier: "TextCounting",
-  description: "graphemes: what a person sees as one character counts as one (an emoji with a skin tone or a flag " +
+  description: "weighted: as X counts (twitter-text): a character of Latin, Cyrillic and similar scripts counts one, " +
+    "any other (CJK, emoji) two, normalized (NFC) first, and every URL 23. " +
+    "graphemes: what a person sees as one character counts as one (an emoji with a skin tone or a flag " +
     "too). Where urlLength is set, every URL counts as that many whatever its length, and a mention of an account " +
     "of another server (@bob@example.org) as its username alone (@bob)"
 })

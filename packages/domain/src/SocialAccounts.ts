@@ -16,16 +16,17 @@ import {
 import { SocialAccountId, TeamId } from "./Ids.js"
 import { ListEnvelope, listQueryFields } from "./Lists.js"
 
-export const SocialProvider = oneOf("bluesky", "mastodon", "webhook").annotations({
+export const SocialProvider = oneOf("bluesky", "mastodon", "x", "webhook").annotations({
   identifier: "SocialProvider",
-  description: "Where posts go: a Bluesky account, a Mastodon account, or a webhook of the team's own"
+  description: "Where posts go: a Bluesky, Mastodon or X account, or a webhook of the team's own"
 })
 export type SocialProvider = typeof SocialProvider.Type
 
 export const SocialAccountStatus = oneOf("connected", "reconnect_required").annotations({
   identifier: "SocialAccountStatus",
-  description: "reconnect_required: the provider refused the credentials, or this server cannot read them (see " +
-    "lastError); update them (PATCH) to publish again"
+  description: "reconnect_required: the provider refused the credentials, or this server cannot read them, or a " +
+    "network refused to renew its tokens (see lastError); connect it again (POST …/social-accounts/connect, or PATCH " +
+    "new credentials) to publish again"
 })
 export type SocialAccountStatus = typeof SocialAccountStatus.Type
 

@@ -1,6 +1,5 @@
 import { Effect } from "effect"
-import { credentialsFromJson } from "../Providers/Credentials.js"
-import { CredentialsCipher } from "../Secrets/CredentialsCipher.js"
+import { TokenRenewal } from "../SocialAccounts/TokenRenewal.js"
 import { SocialProviders } from "../Providers/Registry.js"
 import { type AccountCounts, type Engagement, ProviderError, type SocialAccountOf } from "../Providers/SocialProvider.js"
 import { ProviderBudgets } from "../Providers/Budgets.js"
@@ -26,14 +25,14 @@ const refused = (error: ProviderError | { readonly message: string }): ReadFailu
 export class AnalyticsReader extends Effect.Service<AnalyticsReader>()("AnalyticsReader", {
   effect: Effect.gen(function*() {
     const providers = yield* SocialProviders
-    const cipher = yield* CredentialsCipher
+    const renewal = yield* TokenRenewal
     const budgets = yield* ProviderBudgets
     const repo = yield* AnalyticsRepo
 
     const analyticsOf = (account: ReadableAccount) => providers.get(account.provider).analytics
 
     const open = (account: ReadableAccount) =>
-      Effect.flatMap(cipher.decrypt(account.ciphertext), (json) => Effect.orDie(credentialsFromJson(json))).pipe(
+      renewal.open(account.id, account.ciphertext).pipe(
         Effect.map((credentials): SocialAccountOf => ({ id: account.id, credentials })),
         Effect.mapError(refused)
       )
@@ -75,5 +74,5 @@ export class AnalyticsReader extends Effect.Service<AnalyticsReader>()("Analytic
 
     return { hasAnalytics: (account: ReadableAccount) => analyticsOf(account) !== null, engagement, counts } as const
   }),
-  dependencies: [AnalyticsRepo.Default, ProviderBudgets.Default]
+  dependencies: [AnalyticsRepo.Default, ProviderBudgets.Default, TokenRenewal.Default]
 }) {}

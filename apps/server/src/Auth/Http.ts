@@ -1,4 +1,4 @@
-import { HttpApiBuilder, type HttpServerRequest } from "@effect/platform"
+import { HttpApiBuilder } from "@effect/platform"
 import {
   type AuthorizationServerMetadata,
   DeviceCodeGrant,
@@ -10,7 +10,8 @@ import {
   RevocationRequest,
   type TokenResponse
 } from "@postline/domain"
-import { Config, Effect, Layer, Option } from "effect"
+import { Effect, Layer } from "effect"
+import { PublicOrigin } from "../Http/PublicOrigin.js"
 import type { IssuedTokens } from "./LoginsRepo.js"
 import { decodeParameters, noStore, readParameters } from "./OAuthParameters.js"
 import { DeviceLogin } from "./Service.js"
@@ -23,9 +24,6 @@ const tokenResponse = (expiresIn: number) => (tokens: IssuedTokens): typeof Toke
   expires_in: expiresIn,
   refresh_token: tokens.refreshToken
 })
-
-// host[:port], by name, IPv4 or [IPv6]: a Host header that is anything else is not echoed into a link.
-const hostAndPort = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/
 
 const metadata = (issuer: string): typeof AuthorizationServerMetadata.Type => ({
   issuer,
@@ -43,17 +41,7 @@ export const AuthHttpLive = HttpApiBuilder.group(PostlineApi, "auth", (handlers)
   Effect.gen(function*() {
     const login = yield* DeviceLogin
     const toTokenResponse = tokenResponse((yield* DeviceLoginSettings).accessTokenLifetimeSeconds)
-    const publicUrl = yield* Config.option(Config.url("PUBLIC_URL"))
-
-    /** Where users reach this server: PUBLIC_URL, else the Host the device used, over http. */
-    const originOf = (request: HttpServerRequest.HttpServerRequest) =>
-      Option.match(publicUrl, {
-        onSome: (url) => url.href.replace(/\/+$/, ""),
-        onNone: () => {
-          const host = request.headers.host ?? ""
-          return `http://${hostAndPort.test(host) ? host : "localhost"}`
-        }
-      })
+    const originOf = (yield* PublicOrigin).of
 
     // The handlers read the body themselves: a body the schema refuses is an OAuth invalid_request, not a DecodeError.
     return handlers
@@ -97,4 +85,4 @@ export const AuthHttpLive = HttpApiBuilder.group(PostlineApi, "auth", (handlers)
           yield* login.revoke(token)
         }))
       .handle("authorizationServerMetadata", ({ request }) => Effect.succeed(metadata(originOf(request))))
-  })).pipe(Layer.provide([DeviceLogin.Default, DeviceLoginSettings.Default]))
+  })).pipe(Layer.provide([DeviceLogin.Default, DeviceLoginSettings.Default, PublicOrigin.Default]))

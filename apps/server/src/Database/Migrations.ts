@@ -21,6 +21,7 @@ import scheduledTargets from "./migrations/0018_scheduled_targets.js"
 import storedMediaHashes from "./migrations/0019_stored_media_hashes.js"
 import uploadClaims from "./migrations/0020_upload_claims.js"
 import threadsAndDeletion from "./migrations/0021_threads_and_deletion.js"
+import accountConnects from "./migrations/0022_account_connects.js"
 
 const run = Migrator.make({})
 
@@ -46,7 +47,8 @@ export const migrations = {
   "0018_scheduled_targets": scheduledTargets,
   "0019_stored_media_hashes": storedMediaHashes,
   "0020_upload_claims": uploadClaims,
-  "0021_threads_and_deletion": threadsAndDeletion
+  "0021_threads_and_deletion": threadsAndDeletion,
+  "0022_account_connects": accountConnects
 }
 
 /** Runs `these` migrations that have not run yet: all of them, unless a test stops at an earlier schema. */

@@ -1,11 +1,12 @@
-import type { AtpAgent } from "@atproto/api"
+import type { Agent } from "@atproto/api"
 import { Effect, Redacted } from "effect"
 import { type LazyModule, lazyModule } from "../LazyModule.js"
 import { Outbound } from "../Outbound/Outbound.js"
 import { OutboundError } from "../Outbound/OutboundError.js"
 import { type FittedImage, fitImage } from "./BlueskyImages.js"
 import { postRecordKey } from "./BlueskyRecordKey.js"
-import { type CredentialsOf, defaultBlueskyService } from "./Credentials.js"
+import { BlueskyOAuthClients } from "./BlueskyOAuthClient.js"
+import { type BlueskyAppPassword, type BlueskySignedIn, type CredentialsOf, defaultBlueskyService } from "./Credentials.js"
 import { fromOutbound, fromStatus } from "./Errors.js"
 import { defaultContentLimits, providerRules } from "./Rules.js"
 import {
@@ -19,6 +20,7 @@ import { graphemeLength, lengthProblems } from "./TextLength.js"
 
 /** The network's client: 1.6 MB of code, loaded when an account is first used rather than at every start. */
 export const AtProtoModule = lazyModule("@atproto/api", () => import("@atproto/api"), {
+  Agent: "function",
   AtpAgent: "function",
   AtUri: "function",
   BlobRef: "function",
@@ -26,6 +28,13 @@ export const AtProtoModule = lazyModule("@atproto/api", () => import("@atproto/a
   XRPCError: "function"
 })
 type AtProto = LazyModule.Exports<typeof AtProtoModule>
+
+/** A session with the account's PDS, for one call, and how to end it. */
+interface OpenSession {
+  readonly agent: Agent
+  readonly session: { readonly did: string; readonly handle: string; readonly pdsUrl: string }
+  readonly close: () => Promise<unknown>
+}
 
 // The limits are Rules.ts's, which GET /v1/providers answers.
 const defaultLimits: ContentLimits = defaultContentLimits.bluesky
@@ -57,7 +66,7 @@ const mediaProblems = (media: ReadonlyArray<MediaFacts>): ReadonlyArray<ContentP
 }
 
 /** Uploads each image in turn, as the post's app.bsky.embed.images embed. */
-const embedImages = async (agent: AtpAgent, images: ReadonlyArray<readonly [FittedImage, MediaFacts]>) => {
+const embedImages = async (agent: Agent, images: ReadonlyArray<readonly [FittedImage, MediaFacts]>) => {
   const embedded = []
   for (const [image, { altText }] of images) {
     const { data } = await agent.uploadBlob(image.data, { encoding: image.contentType })
@@ -113,29 +122,53 @@ const toProviderError = (atproto: AtProto, during: "login" | "write" | "read") =
 export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
   effect: Effect.gen(function*() {
     const outbound = yield* Outbound
+    const oauthClients = yield* BlueskyOAuthClients
     const loadAtProto = yield* Effect.cached(AtProtoModule.load)
+
+    /** A session logged in with the app password, logged out after. */
+    const appPasswordSession = (atproto: AtProto, credentials: typeof BlueskyAppPassword.Type) =>
+      Effect.tryPromise({
+        try: async (): Promise<OpenSession> => {
+          const service = credentials.serviceUrl ?? defaultBlueskyService
+          const agent = new atproto.AtpAgent({ service, fetch: outbound.fetch })
+          const { data } = await agent.login({ identifier: credentials.handle, password: Redacted.value(credentials.appPassword) })
+          return {
+            // An AtpAgent is an Agent whose session it keeps itself.
+            agent: agent as unknown as Agent,
+            session: { did: data.did, handle: data.handle, pdsUrl: agent.pdsUrl?.toString() ?? service },
+            close: () => agent.logout().catch(() => undefined)
+          }
+        },
+        catch: toProviderError(atproto, "login")
+      })
+
+    /** The session of an account connected by signing in (its tokens renewed beforehand by TokenRenewal). */
+    const signedInSession = (atproto: AtProto, credentials: typeof BlueskySignedIn.Type) =>
+      Effect.flatMap(Effect.mapError(oauthClients.session(credentials), ({ error }) => toProviderError(atproto, "login")(error)), (oauthSession) =>
+        Effect.tryPromise({
+          try: async (): Promise<OpenSession> => {
+            const agent = new atproto.Agent(oauthSession)
+            const { data } = await agent.com.atproto.repo.describeRepo({ repo: oauthSession.did })
+            const { aud } = await oauthSession.getTokenInfo(false)
+            return { agent, session: { did: oauthSession.did, handle: data.handle, pdsUrl: aud }, close: async () => undefined }
+          },
+          catch: toProviderError(atproto, "login")
+        }))
 
     const withSession = <A>(
       credentials: CredentialsOf<"bluesky">,
-      use: (atproto: AtProto, agent: AtpAgent, session: { readonly did: string; readonly handle: string }) => Promise<A>,
+      use: (atproto: AtProto, agent: Agent, session: OpenSession["session"]) => Promise<A>,
       during: "write" | "read" = "write"
     ) =>
       Effect.flatMap(loadAtProto, (atproto) =>
         Effect.acquireUseRelease(
-          Effect.tryPromise({
-            try: async () => {
-              const agent = new atproto.AtpAgent({ service: credentials.serviceUrl ?? defaultBlueskyService, fetch: outbound.fetch })
-              const { data } = await agent.login({ identifier: credentials.handle, password: Redacted.value(credentials.appPassword) })
-              return { agent, session: { did: data.did, handle: data.handle } }
-            },
-            catch: toProviderError(atproto, "login")
-          }),
+          "oauthSession" in credentials ? signedInSession(atproto, credentials) : appPasswordSession(atproto, credentials),
           ({ agent, session }) => Effect.tryPromise({ try: () => use(atproto, agent, session), catch: toProviderError(atproto, during) }),
-          ({ agent }) => Effect.promise(() => agent.logout().catch(() => undefined))
+          ({ close }) => Effect.promise(close)
         ))
 
     /** The post at `rkey` in the account's repository, if there is one. */
-    const readPost = async (atproto: AtProto, agent: AtpAgent, did: string, rkey: string) => {
+    const readPost = async (atproto: AtProto, agent: Agent, did: string, rkey: string) => {
       try {
         const { cid, uri, value } = await agent.app.bsky.feed.post.get({ repo: did, rkey })
         return { uri, cid, text: value.text }
@@ -145,7 +178,7 @@ export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
       }
     }
 
-    const readProfile = async (atproto: AtProto, agent: AtpAgent, did: string) => {
+    const readProfile = async (atproto: AtProto, agent: Agent, did: string) => {
       try {
         const { data } = await agent.com.atproto.repo.getRecord({ repo: did, collection: "app.bsky.actor.profile", rkey: "self" })
         return data.value as { readonly displayName?: unknown; readonly avatar?: unknown }
@@ -161,13 +194,14 @@ export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
       defaultLimits,
       threads: "replies",
       verify: (credentials) =>
-        withSession(credentials, async (atproto, agent, { did, handle }) => {
+        withSession(credentials, async (atproto, agent, { did, handle, pdsUrl }) => {
           const profile = await readProfile(atproto, agent, did)
           // The blob from the account's own PDS: the protocol's address, with or without Bluesky's AppView.
           const avatarUrl = profile.avatar instanceof atproto.BlobRef
-            ? new URL(`/xrpc/com.atproto.sync.getBlob?${new URLSearchParams({ did, cid: profile.avatar.ref.toString() })}`, agent.pdsUrl ?? agent.serviceUrl).toString()
+            ? new URL(`/xrpc/com.atproto.sync.getBlob?${new URLSearchParams({ did, cid: profile.avatar.ref.toString() })}`, pdsUrl).toString()
             : null
           return {
+            networkUserId: did,
             handle,
             displayName: typeof profile.displayName === "string" && profile.displayName !== "" ? profile.displayName : null,
             avatarUrl,
@@ -279,5 +313,6 @@ export class Bluesky extends Effect.Service<Bluesky>()("Bluesky", {
       }
     }
     return provider
-  })
+  }),
+  dependencies: [BlueskyOAuthClients.Default]
 }) {}

@@ -12,7 +12,8 @@ export type BudgetWindow = typeof BudgetWindow.Type
 /**
  * What each provider lets one account do, unless `PROVIDER_BUDGETS` says otherwise. Bluesky: 5,000 write
  * points an hour and 35,000 a day, a post costing 3; and, since each send logs in, 30 logins in 5 minutes
- * and 300 a day. Mastodon: 300 requests in 5 minutes. Webhooks: none.
+ * and 300 a day. Mastodon: 300 requests in 5 minutes. X: 100 posts in 15 minutes, its per-user limit of
+ * POST /2/tweets (docs.x.com/x-api/fundamentals/rate-limits). Webhooks: none.
  */
 const defaultBudgets: Record<SocialProvider, ReadonlyArray<BudgetWindow>> = {
   bluesky: [
@@ -22,13 +23,14 @@ const defaultBudgets: Record<SocialProvider, ReadonlyArray<BudgetWindow>> = {
     { limit: 300, cost: 1, seconds: 86_400 }
   ],
   mastodon: [{ limit: 300, cost: 1, seconds: 300 }],
-  webhook: []
+  webhook: [],
+  x: [{ limit: 100, cost: 1, seconds: 900 }]
 }
 
 const Windows = Schema.optional(Schema.Array(BudgetWindow).pipe(Schema.maxItems(8)))
 
 const Overrides = Schema.parseJson(
-  Schema.Struct({ bluesky: Windows, mastodon: Windows, webhook: Windows }).pipe(
+  Schema.Struct({ bluesky: Windows, mastodon: Windows, webhook: Windows, x: Windows }).pipe(
     Schema.filter((value) => !Array.isArray(value))
   )
 )

@@ -7,6 +7,7 @@ import { lengthProblems, mastodonLength } from "./TextLength.js"
 
 // The parts of Mastodon's answers that Postline reads (docs.joinmastodon.org/entities).
 const Account = Schema.Struct({
+  id: Schema.String,
   username: Schema.String,
   display_name: Schema.String,
   avatar: Schema.String,
@@ -87,6 +88,7 @@ export class Mastodon extends Effect.Service<Mastodon>()("Mastodon", {
           const statuses = instance.configuration?.statuses
           const media = instance.configuration?.media_attachments
           return {
+            networkUserId: `${new URL(credentials.instanceUrl).host}/${account.id}`,
             handle: `@${account.username}@${instance.domain}`,
             displayName: account.display_name === "" ? null : account.display_name,
             avatarUrl: account.avatar,

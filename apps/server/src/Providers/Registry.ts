@@ -4,13 +4,15 @@ import type { ProviderCredentials, ProviderName } from "./Credentials.js"
 import { Mastodon } from "./Mastodon.js"
 import type { PublishRequest, SocialAccountOf, SocialProvider } from "./SocialProvider.js"
 import { Webhook } from "./Webhook.js"
+import { X } from "./X.js"
 
-/** Every provider by name; `verify` and `publish` pick the provider the credentials belong to. Needs `Outbound`. */
+/** Every provider by name; `verify` and `publish` pick the provider the credentials belong to. Needs `Outbound` and `XSettings`. */
 export class SocialProviders extends Effect.Service<SocialProviders>()("SocialProviders", {
   effect: Effect.gen(function*() {
     const providers: { readonly [P in ProviderName]: SocialProvider<P> } = {
       bluesky: yield* Bluesky,
       mastodon: yield* Mastodon,
+      x: yield* X,
       webhook: yield* Webhook
     }
     const get = <P extends ProviderName>(name: P): SocialProvider<P> => providers[name]
@@ -20,5 +22,5 @@ export class SocialProviders extends Effect.Service<SocialProviders>()("SocialPr
       publish: (account: SocialAccountOf, post: PublishRequest) => get(account.credentials.provider).publish(account, post)
     } as const
   }),
-  dependencies: [Bluesky.Default, Mastodon.Default, Webhook.Default]
+  dependencies: [Bluesky.Default, Mastodon.Default, X.Default, Webhook.Default]
 }) {}

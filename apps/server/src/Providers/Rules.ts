@@ -5,9 +5,12 @@ import type { ContentLimits, MediaLimits } from "./SocialProvider.js"
 /**
  * Each provider's rules, in one place: what GET /v1/providers answers and what the adapters check before sending
  * (Bluesky.ts, Mastodon.ts, MastodonMedia.ts, Webhook.ts read their limits from here). The configured parts, a
- * publish's credits (CREDIT_COSTS) and an account's budgets (PROVIDER_BUDGETS), are added by Http.ts.
+ * publish's credits (CREDIT_COSTS), an account's budgets (PROVIDER_BUDGETS) and whether signing in is set up
+ * (OAuthNetworks), are added by Http.ts.
  */
-export type FixedRules = Omit<ProviderRules, "credits" | "budgets">
+export type FixedRules = Omit<ProviderRules, "credits" | "budgets" | "connect"> & {
+  readonly connect: Omit<ProviderRules["connect"], "oauth">
+}
 
 const imageTypes = ["image/jpeg", "image/png", "image/webp", "image/gif"] as const
 
@@ -93,7 +96,33 @@ const webhook = {
   features
 } as const satisfies FixedRules
 
-export const providerRules = { bluesky, mastodon, webhook } as const satisfies { readonly [P in SocialProvider]: FixedRules & { readonly provider: P } }
+const x = {
+  provider: "x",
+  displayName: "X",
+  connect: {
+    method: "oauth",
+    description: "Only by signing in at X and approving Postline (provider x): Postline keeps the tokens X gives and " +
+      "renews them"
+  },
+  // docs.x.com/resources/fundamentals/counting-characters: twitter-text's weighted length, URLs 23.
+  text: { maxLength: 280, counting: "weighted", urlLength: 23, maxBytes: null },
+  // docs.x.com/x-api/media/introduction and quickstart/best-practices: up to 4 images, or 1 animated GIF (15 MB), or
+  // 1 video; alt text up to 1000 characters (media metadata). X caps a video at 140 s, which Postline cannot check.
+  media: {
+    maxItems: 4,
+    contentTypes: storedTypes,
+    maxImageBytes: 5 * 1024 * 1024,
+    maxVideoBytes: 512 * 1024 * 1024,
+    maxImagePixels: null,
+    maxVideoPixels: null,
+    maxAltTextLength: 1000,
+    maxVideoSeconds: null,
+    perAccount: false
+  },
+  features
+} as const satisfies FixedRules
+
+export const providerRules = { bluesky, mastodon, x, webhook } as const satisfies { readonly [P in SocialProvider]: FixedRules & { readonly provider: P } }
 
 /** Mastodon's media limits where an instance does not say its own, as MastodonMedia.ts checks them. */
 export const mastodonDefaultMediaLimits: MediaLimits = {
@@ -110,5 +139,6 @@ export const mastodonDefaultMediaLimits: MediaLimits = {
 export const defaultContentLimits = {
   bluesky: { maxLength: bluesky.text.maxLength, urlLength: bluesky.text.urlLength },
   mastodon: { maxLength: mastodon.text.maxLength, urlLength: mastodon.text.urlLength, media: mastodonDefaultMediaLimits },
-  webhook: { maxLength: webhook.text.maxLength, urlLength: webhook.text.urlLength }
+  webhook: { maxLength: webhook.text.maxLength, urlLength: webhook.text.urlLength },
+  x: { maxLength: x.text.maxLength, urlLength: x.text.urlLength }
 } as const satisfies { readonly [P in SocialProvider]: ContentLimits }

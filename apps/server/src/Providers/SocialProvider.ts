@@ -42,6 +42,11 @@ export type ContentProblem = typeof ContentProblem.Type
 
 /** The account that credentials give access to, as `verify` finds it. */
 export const Profile = Schema.Struct({
+  /**
+   * The network's own id of the user, which a handle change keeps (a DID; an instance's host and account id; an
+   * X user id); null for a webhook. Connecting the same user again updates their account instead of adding one.
+   */
+  networkUserId: Schema.NullOr(Schema.String),
   handle: Schema.String,
   displayName: Schema.NullOr(Schema.String),
   avatarUrl: Schema.NullOr(Schema.String),

@@ -141,6 +141,7 @@ export class Webhook extends Effect.Service<Webhook>()("Webhook", {
         outbound.check(credentials.url).pipe(
           Effect.mapError((error) => fromOutbound("webhook", error)),
           Effect.as({
+            networkUserId: null,
             handle: new URL(credentials.url).host,
             displayName: credentials.name ?? null,
             avatarUrl: null,

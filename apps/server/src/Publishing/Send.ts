@@ -13,8 +13,7 @@ import type { Hold } from "../Credits/Repo.js"
 import { transactionally } from "../Database/Transaction.js"
 import type { BodyPart } from "../Posts/BodyRepo.js"
 import type { PostMediumFacts } from "../Posts/Repo.js"
-import { credentialsFromJson } from "../Providers/Credentials.js"
-import { CredentialsCipher } from "../Secrets/CredentialsCipher.js"
+import { TokenRenewal } from "../SocialAccounts/TokenRenewal.js"
 import { SocialProviders } from "../Providers/Registry.js"
 import type { ProviderName } from "../Providers/Credentials.js"
 import {
@@ -54,7 +53,7 @@ export class TargetSender extends Effect.Service<TargetSender>()("TargetSender",
     const accounts = yield* SocialAccountsRepo
     const outcomes = yield* SendOutcomes
     const providers = yield* SocialProviders
-    const cipher = yield* CredentialsCipher
+    const renewal = yield* TokenRenewal
     const settings = yield* PublishSettings
     const storage = yield* MediaStorage
     const assets = yield* AssetsRepo
@@ -147,7 +146,7 @@ export class TargetSender extends Effect.Service<TargetSender>()("TargetSender",
 
     /** What sending the target came to: published (its first part), failed, or in doubt when a part got no answer. */
     const send = (sending: Sending) =>
-      Effect.flatMap(cipher.decrypt(sending.account.ciphertext), (json) => Effect.orDie(credentialsFromJson(json))).pipe(
+      renewal.open(sending.account.id, sending.account.ciphertext).pipe(
         Effect.flatMap((credentials) => sendParts(sending, { id: sending.account.id, credentials })),
         Effect.map(({ published, unspent }): SendOutcome => ({ _tag: "Published", published, unspent })),
         // Nothing was sent: the account needs reconnecting, as when a provider refuses its credentials.
@@ -277,6 +276,7 @@ export class TargetSender extends Effect.Service<TargetSender>()("TargetSender",
     AssetsRepo.Default,
     UrlSigning.Default,
     MediaSettings.Default,
-    CreditCosts.Default
+    CreditCosts.Default,
+    TokenRenewal.Default
   ]
 }) {}

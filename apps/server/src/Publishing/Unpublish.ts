@@ -13,9 +13,8 @@ import { transactionally } from "../Database/Transaction.js"
 import { PostsPolicy } from "../Posts/Policy.js"
 import { PostsRepo } from "../Posts/Repo.js"
 import { postNotFound } from "../Posts/Service.js"
-import { credentialsFromJson } from "../Providers/Credentials.js"
 import { SocialProviders } from "../Providers/Registry.js"
-import { CredentialsCipher } from "../Secrets/CredentialsCipher.js"
+import { TokenRenewal } from "../SocialAccounts/TokenRenewal.js"
 import { SocialAccountsRepo } from "../SocialAccounts/Repo.js"
 import { type DeleteOutcome, DeletionsRepo } from "./DeletionsRepo.js"
 import { summaryOf } from "./Outcome.js"
@@ -45,7 +44,7 @@ export class Unpublishing extends Effect.Service<Unpublishing>()("Unpublishing",
     const sentParts = yield* SentPartsRepo
     const accounts = yield* SocialAccountsRepo
     const providers = yield* SocialProviders
-    const cipher = yield* CredentialsCipher
+    const renewal = yield* TokenRenewal
     const settings = yield* PublishSettings
     const { scope } = yield* SendScope
 
@@ -106,7 +105,7 @@ export class Unpublishing extends Effect.Service<Unpublishing>()("Unpublishing",
             error: { category: "unknown", message: "The account was removed: take the post down at the network", retryable: false }
           }
           : yield* Effect.gen(function*() {
-            const credentials = yield* Effect.orDie(credentialsFromJson(yield* cipher.decrypt(account.ciphertext)))
+            const credentials = yield* renewal.open(account.id, account.ciphertext)
             const sent = [...(yield* sentParts.sentParts(postId, socialAccountId)).values()]
               .filter((part) => part.status === "published")
             // Replies before what they answer: the first comment, then the thread from its end.
@@ -201,6 +200,7 @@ export class Unpublishing extends Effect.Service<Unpublishing>()("Unpublishing",
     return { unpublish, unpublishAnswer, deleteAt } as const
   }),
   dependencies: [
+    TokenRenewal.Default,
     PostsRepo.Default,
     PostsPolicy.Default,
     DeletionsRepo.Default,

@@ -90,26 +90,31 @@ export class SocialAccountsRepo extends Effect.Service<SocialAccountsRepo>()("So
 
     const profileColumns = (profile: Profile) =>
       sql`handle = ${profile.handle}, display_name = ${profile.displayName}, avatar_url = ${profile.avatarUrl},
-        profile_url = ${profile.profileUrl}, content_limits = ${JSON.stringify(profile.limits)}::json`
+        profile_url = ${profile.profileUrl}, content_limits = ${JSON.stringify(profile.limits)}::json,
+        network_user_id = ${profile.networkUserId}`
 
     const insert = (input: {
       readonly teamId: TeamId
       readonly provider: SocialProvider
       readonly profile: Profile
       readonly ciphertext: string
+      /** When the access token in the credentials expires (a network that renews them); null where it does not. */
+      readonly tokenExpiresAt?: Date | null
     }) =>
       sql<SocialAccount>`INSERT INTO social_accounts AS a
-          (team_id, provider, handle, display_name, avatar_url, profile_url, credentials, content_limits)
+          (team_id, provider, handle, display_name, avatar_url, profile_url, credentials, content_limits,
+            network_user_id, token_expires_at)
         VALUES (${input.teamId}, ${input.provider}, ${input.profile.handle}, ${input.profile.displayName},
           ${input.profile.avatarUrl}, ${input.profile.profileUrl}, ${input.ciphertext},
-          ${JSON.stringify(input.profile.limits)}::json)
+          ${JSON.stringify(input.profile.limits)}::json, ${input.profile.networkUserId},
+          ${input.tokenExpiresAt?.toISOString() ?? null})
         RETURNING ${columns}`.pipe(Effect.map(([row]) => row), Effect.orDie, policyRequire("SocialAccount", "manage"))
 
     /** New credentials that the provider accepted: the account is connected again. */
-    const replaceCredentials = (id: SocialAccountId, profile: Profile, ciphertext: string) =>
+    const replaceCredentials = (id: SocialAccountId, profile: Profile, ciphertext: string, tokenExpiresAt: Date | null = null) =>
       sql<SocialAccount>`UPDATE social_accounts a SET ${profileColumns(profile)}, credentials = ${ciphertext},
           status = 'connected', last_error_category = NULL, last_error_message = NULL, last_error_at = NULL,
-          updated_at = now()
+          token_expires_at = ${tokenExpiresAt?.toISOString() ?? null}, renewal_failures = 0, renewal_retry_at = NULL, updated_at = now()
         WHERE a.id = ${id} RETURNING ${columns}`.pipe(
         Effect.map((rows) => Option.fromNullable(rows[0])),
         Effect.orDie,
@@ -139,6 +144,21 @@ export class SocialAccountsRepo extends Effect.Service<SocialAccountsRepo>()("So
       sql<SocialAccount>`DELETE FROM social_accounts a WHERE a.team_id = ${teamId} AND a.id = ${id}
         RETURNING ${columns}`.pipe(
         Effect.map((rows) => Option.fromNullable(rows[0])),
+        Effect.orDie,
+        policyRequire("SocialAccount", "manage")
+      )
+
+    /**
+     * The team's account of this network user: connecting them again updates it. Until the transaction ends, the
+     * user is locked for the team (an advisory lock, there being no row to lock the first time), so that two
+     * connects of one user at once make one account.
+     */
+    const findNetworkUser = (teamId: TeamId, provider: SocialProvider, networkUserId: string) =>
+      sql`SELECT pg_advisory_xact_lock(hashtextextended(${`${teamId} ${provider} ${networkUserId}`}, 0))`.pipe(
+        Effect.zipRight(sql<{ readonly id: SocialAccountId }>`SELECT id FROM social_accounts
+          WHERE team_id = ${teamId} AND provider = ${provider} AND network_user_id = ${networkUserId}
+          ORDER BY created_at LIMIT 1`),
+        Effect.map(([row]) => Option.map(Option.fromNullable(row), ({ id }) => id)),
         Effect.orDie,
         policyRequire("SocialAccount", "manage")
       )
@@ -229,6 +249,7 @@ export class SocialAccountsRepo extends Effect.Service<SocialAccountsRepo>()("So
       find,
       findCredentials,
       insert,
+      findNetworkUser,
       replaceCredentials,
       recordCheck,
       remove,

@@ -14,6 +14,7 @@ import { Cursors } from "../Pagination/Cursor.js"
 import { pageRequest } from "../Pagination/Keyset.js"
 import { credentialsFromJson, credentialsToJson, type ProviderCredentials } from "../Providers/Credentials.js"
 import { CredentialsCipher } from "../Secrets/CredentialsCipher.js"
+import { OAuthNetworks } from "../Providers/OAuthNetworks.js"
 import { SocialProviders } from "../Providers/Registry.js"
 import type { ProviderError } from "../Providers/SocialProvider.js"
 import { generateSigningSecret } from "../Secrets/SignedWebhook.js"
@@ -41,6 +42,7 @@ export class SocialAccounts extends Effect.Service<SocialAccounts>()("SocialAcco
     const providers = yield* SocialProviders
     const cipher = yield* CredentialsCipher
     const cursors = yield* Cursors
+    const networks = yield* OAuthNetworks
 
     const list = (teamId: TeamId, { provider, status, ...query }: SocialAccountListQuery) =>
       authorize(policy.canRead(teamId))(() =>
@@ -144,7 +146,23 @@ export class SocialAccounts extends Effect.Service<SocialAccounts>()("SocialAcco
         return yield* whileManaging(teamId, id, repo.recordCheck(id, outcome))
       })
 
-    const remove = (teamId: TeamId, id: SocialAccountId) => whileManaging(teamId, id, repo.remove(teamId, id))
+    /**
+     * Forgets the account; then, where it was connected by signing in, revokes its tokens at the network, which
+     * may fail (the network unreachable) without keeping the account: that is logged.
+     */
+    const remove = (teamId: TeamId, id: SocialAccountId) =>
+      Effect.gen(function*() {
+        const { ciphertext } = yield* storedCredentials(teamId, id)
+        const removed = yield* whileManaging(teamId, id, repo.remove(teamId, id))
+        yield* readCredentials(ciphertext).pipe(
+          Effect.flatMap((credentials) => {
+            const network = credentials.provider === "webhook" ? undefined : networks.get(credentials.provider)
+            return network === undefined ? Effect.void : network.revoke(credentials as never)
+          }),
+          Effect.catchAll((error) => Effect.logWarning(`Revoking the tokens of removed account ${id} failed: ${error.message}`))
+        )
+        return removed
+      })
 
     return { list, get, connect, update, verify, remove } as const
   }),

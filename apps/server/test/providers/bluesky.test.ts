@@ -5,8 +5,10 @@ import { createHash } from "node:crypto"
 import { createRequire } from "node:module"
 import sharp from "sharp"
 import { Outbound } from "../../src/Outbound/Outbound.js"
-import { BlueskyCredentials } from "../../src/Providers/Credentials.js"
+import { BlueskyAppPassword } from "../../src/Providers/Credentials.js"
 import { SocialProviders } from "../../src/Providers/Registry.js"
+import { XSettings } from "../../src/Providers/XSettings.js"
+import { BlueskyOAuthSettings } from "../../src/Providers/BlueskyOAuthClient.js"
 import type { PublishMedia } from "../../src/Providers/SocialProvider.js"
 import { BlueskyNetwork } from "../support/BlueskyNetwork.js"
 import { makeLocalServer } from "../support/LocalServer.js"
@@ -14,7 +16,7 @@ import { imageFacts, makeMediaFixtures } from "../support/MediaFixtures.js"
 import { LocalProviders } from "../support/Providers.js"
 
 const credentials = (serviceUrl: string, handle: string, appPassword: string) =>
-  Schema.decodeUnknownSync(BlueskyCredentials)({ provider: "bluesky", handle, appPassword, serviceUrl })
+  Schema.decodeUnknownSync(BlueskyAppPassword)({ provider: "bluesky", handle, appPassword, serviceUrl })
 
 const post = (text: string, media: ReadonlyArray<PublishMedia> = []) => ({
   postId: "post-1",
@@ -349,7 +351,7 @@ layer(Layer.merge(BlueskyNetwork.layer({ rateLimits: true }), LocalProviders), {
         .toMatchObject({ category: "transient", retryable: true })
 
       const network = yield* BlueskyNetwork
-      const guarded = yield* Layer.build(SocialProviders.Default.pipe(Layer.provide(Outbound.Default({ allowPrivate: false })))).pipe(
+      const guarded = yield* Layer.build(SocialProviders.Default.pipe(Layer.provide(Outbound.Default({ allowPrivate: false })), Layer.provide(XSettings.Default), Layer.provide(BlueskyOAuthSettings.Default))).pipe(
         Effect.map(Context.get(SocialProviders))
       )
       const local = network.serviceUrl.replace("http:", "https:")
@@ -373,7 +375,7 @@ layer(Layer.merge(BlueskyNetwork.layer({ rateLimits: true }), LocalProviders), {
 
 describe("Bluesky credentials", () => {
   it("take an app password only, and never quote what they refuse", () => {
-    const decode = Schema.decodeUnknownEither(BlueskyCredentials)
+    const decode = Schema.decodeUnknownEither(BlueskyAppPassword)
     const valid = decode({ provider: "bluesky", handle: "alice.bsky.social", appPassword: "abcd-efgh-ijkl-mnop" })
     expect(valid._tag === "Right" && valid.right).toMatchObject({ handle: "alice.bsky.social" })
     expect(valid._tag === "Right" && Redacted.value(valid.right.appPassword)).toBe("abcd-efgh-ijkl-mnop")

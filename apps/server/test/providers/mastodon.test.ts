@@ -44,6 +44,7 @@ describe("Mastodon", () => {
       const mastodon = (yield* SocialProviders).get("mastodon")
       const profile = yield* mastodon.verify(credentialsFor(fake))
       expect(profile).toEqual({
+        networkUserId: `${new URL(fake.url).host}/109000000000000001`,
         handle: "@alice@mastodon.test",
         displayName: "Alice",
         avatarUrl: `${fake.url}/system/accounts/avatars/alice.png`,

@@ -5,6 +5,8 @@ import type { IncomingHttpHeaders } from "node:http"
 import { Webhook as StandardWebhook } from "standardwebhooks"
 import { WebhookCredentials } from "../../src/Providers/Credentials.js"
 import { SocialProviders } from "../../src/Providers/Registry.js"
+import { XSettings } from "../../src/Providers/XSettings.js"
+import { BlueskyOAuthSettings } from "../../src/Providers/BlueskyOAuthClient.js"
 import { WebhookEvent } from "../../src/Providers/Webhook.js"
 import { generateSigningSecret } from "../../src/Secrets/SignedWebhook.js"
 import { makeLocalServer } from "../support/LocalServer.js"
@@ -181,7 +183,7 @@ describe("Webhook", () => {
       const error = yield* SocialProviders.pipe(
         Effect.flatMap((providers) => providers.publish({ id: "a", credentials: credentials(receiver.url, secret) }, post)),
         Effect.flip,
-        Effect.provide(SocialProviders.Default.pipe(Layer.provide(Outbound.Default({ allowPrivate: true, totalTimeoutMillis: 200 }))))
+        Effect.provide(SocialProviders.Default.pipe(Layer.provide(Outbound.Default({ allowPrivate: true, totalTimeoutMillis: 200 })), Layer.provide(XSettings.Default), Layer.provide(BlueskyOAuthSettings.Default)))
       )
       expect(error).toMatchObject({ category: "transient", retryable: true, providerMessage: expect.stringContaining("did not answer") })
       expect(error.providerMessage).not.toContain("s3cret")
@@ -194,6 +196,7 @@ describe("Webhook", () => {
       const providers = yield* SocialProviders
       const profile = yield* providers.verify(credentials(receiver.url, secret))
       expect(profile).toEqual({
+        networkUserId: null,
         handle: new URL(receiver.url).host,
         displayName: null,
         avatarUrl: null,
@@ -204,7 +207,7 @@ describe("Webhook", () => {
       const guarded = yield* SocialProviders.pipe(
         Effect.flatMap((providers) => providers.verify(credentials("https://169.254.169.254/hook", secret))),
         Effect.flip,
-        Effect.provide(SocialProviders.Default.pipe(Layer.provide(Outbound.Default({ allowPrivate: false }))))
+        Effect.provide(SocialProviders.Default.pipe(Layer.provide(Outbound.Default({ allowPrivate: false })), Layer.provide(XSettings.Default), Layer.provide(BlueskyOAuthSettings.Default)))
       )
       expect(guarded).toMatchObject({ category: "unknown", providerMessage: expect.stringContaining("link-local") })
       expect(providers.get("webhook").validate("")).toMatchObject([{ code: "empty" }])

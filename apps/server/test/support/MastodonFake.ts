@@ -12,11 +12,13 @@
  * status it has (else 404), and `DELETE /api/v1/statuses/:id` deletes one of the account's statuses, answering
  * it, and 404 for one it does not have or has deleted. It records every request,
  * every status it created (with its media ids) and every upload (with its description), so tests can assert them.
+ * Signing in (registering an app, authorizing, tokens, revoking) is MastodonOAuthFake.ts; its tokens work as `token` does.
  */
 import { Effect } from "effect"
 import { createHash } from "node:crypto"
 import { createServer, type IncomingHttpHeaders } from "node:http"
 import type { AddressInfo } from "node:net"
+import { type FakeApp, makeMastodonOAuth } from "./MastodonOAuthFake.js"
 
 export interface ReceivedRequest {
   readonly method: string
@@ -86,6 +88,10 @@ export interface MastodonFake {
   /** What the status's counts read from now on (each 0 until set). */
   readonly setCounts: (statusId: string, counts: Partial<StatusCounts>) => void
   readonly setAccountCounts: (counts: Partial<AccountCounts>) => void
+  /** The apps registered on it (MastodonOAuthFake.ts). */
+  readonly apps: ReadonlyArray<FakeApp>
+  /** The tokens issued by signing in, and whether each was revoked. */
+  readonly issuedTokens: () => ReadonlyArray<{ readonly accessToken: string; readonly revoked: boolean }>
 }
 
 export interface StatusCounts {
@@ -139,6 +145,7 @@ export const makeMastodonFake = (options: MastodonFakeOptions = {}) =>
     const maxMediaAttachments = options.maxMediaAttachments ?? 4
     const mediaConfiguration = { ...defaultMediaConfiguration, ...options.mediaConfiguration }
     const token = "fake-token-0123456789"
+    const oauth = makeMastodonOAuth()
     const requests: Array<ReceivedRequest> = []
     const statuses: Array<FakeStatus> = []
     const deleted: Array<string> = []
@@ -213,7 +220,14 @@ export const makeMastodonFake = (options: MastodonFakeOptions = {}) =>
         }
         const next = canned.shift()
         if (next) return send(next.status, next.body ?? { error: "Canned answer" }, next.headers)
-        const authorized = !revoked && request.headers.authorization === `Bearer ${token}`
+        const signIn = oauth.answer(request.method ?? "", path, request.headers, body)
+        if (signIn !== undefined) {
+          if (signIn.json !== undefined) return send(signIn.status, signIn.json, signIn.headers)
+          response.writeHead(signIn.status, { "content-type": "text/html; charset=utf-8", ...signIn.headers })
+          return response.end(signIn.html ?? "")
+        }
+        const bearer = String(request.headers.authorization ?? "").replace(/^Bearer /, "")
+        const authorized = !revoked && (bearer === token || oauth.tokenWorks(bearer))
         const unauthorized = () =>
           send(401, { error: "The access token is invalid" }, {
             "www-authenticate": 'Bearer realm="Doorkeeper", error="invalid_token", error_description="The access token is invalid"'
@@ -357,7 +371,9 @@ export const makeMastodonFake = (options: MastodonFakeOptions = {}) =>
       },
       revokeToken: () => void (revoked = true),
       setCounts: (statusId, set) => void counts.set(statusId, { ...(counts.get(statusId) ?? noCounts), ...set }),
-      setAccountCounts: (set) => void (accountCounts = { ...accountCounts, ...set })
+      setAccountCounts: (set) => void (accountCounts = { ...accountCounts, ...set }),
+      apps: oauth.apps,
+      issuedTokens: oauth.issuedTokens
     }
     return fake
   })

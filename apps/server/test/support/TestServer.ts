@@ -1,18 +1,20 @@
 import { HttpApiClient, HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
 import { PostlineApi } from "@postline/domain"
-import { Effect, Layer, Logger, LogLevel, Redacted } from "effect"
+import { type ConfigError, Effect, Layer, Logger, LogLevel, Redacted } from "effect"
 import { randomBytes, randomUUID } from "node:crypto"
 import { createServer } from "node:http"
 import { makeHttpLive } from "../../src/Api.js"
 import { CredentialsCipher } from "../../src/Secrets/CredentialsCipher.js"
+import type { OAuthNetworks } from "../../src/Providers/OAuthNetworks.js"
 import type { SocialProviders } from "../../src/Providers/Registry.js"
+import type { SqlClient } from "@effect/sql"
 import { SoleProcess } from "../../src/Database/SoleProcess.js"
 import { SchedulerLive } from "../../src/Workers.js"
 import { UsersRepo } from "../../src/Users/Repo.js"
 import type { MediaStorage } from "../../src/Assets/Storage.js"
 import { StorageSweepLive } from "../../src/Assets/Sweep.js"
-import { LocalProviders } from "./Providers.js"
+import { LocalOAuthNetworks, LocalProviders } from "./Providers.js"
 import { TestDatabase } from "./TestDatabase.js"
 import { freshTestStorage } from "./TestStorage.js"
 
@@ -41,13 +43,14 @@ export const InProcessHttpServer = Layer.unwrapEffect(Effect.sync(() => {
 
 /**
  * The real HTTP stack, in-process, over a fresh database and a fresh media folder (or the storage given),
- * logging through `logging`; the social providers may reach this machine (their fakes listen on it) unless
- * others are given.
+ * logging through `logging`; the social providers and the sign-in networks may reach this machine (their fakes
+ * listen on it) unless others are given.
  */
 export const makeTestServer = (
   logging: Layer.Layer<never>,
-  providers: Layer.Layer<SocialProviders> = LocalProviders,
-  storage: Layer.Layer<MediaStorage> = freshTestStorage("filesystem")
+  providers: Layer.Layer<SocialProviders, ConfigError.ConfigError> = LocalProviders,
+  storage: Layer.Layer<MediaStorage> = freshTestStorage("filesystem"),
+  networks: Layer.Layer<OAuthNetworks, ConfigError.ConfigError, SqlClient.SqlClient | CredentialsCipher> = LocalOAuthNetworks
 ) =>
   makeHttpLive({ accessLog: false }).pipe(
     Layer.provideMerge(InProcessHttpServer),
@@ -56,6 +59,7 @@ export const makeTestServer = (
     Layer.provideMerge(SchedulerLive.pipe(Layer.provide(Layer.succeed(SoleProcess, true)))),
     Layer.provideMerge(Layer.provideMerge(StorageSweepLive, storage)),
     Layer.provide(providers),
+    Layer.provideMerge(networks),
     Layer.provideMerge(TestCipher),
     Layer.provideMerge(TestDatabase),
     Layer.provide(logging)

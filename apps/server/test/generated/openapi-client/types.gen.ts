@@ -171,8 +171,9 @@ export type BadRequest = {
  * - `auto_recharge_incomplete`: Auto-recharge needs a threshold and an amount
  * - `invalid_signature`: The Stripe-Signature header is missing or does not match the body
  * - `unreadable_event`: The Stripe event is signed but its content cannot be read
+ * - `return_to_not_allowed`: returnTo is neither an address of this server nor a loopback address
  */
-export type BadRequestReason = 'invalid_json' | 'wrong_content_type' | 'body_too_large' | 'body_not_utf8' | 'body_unreadable' | 'invalid_form' | 'invalid_cursor' | 'cursor_sort_mismatch' | 'idempotency_key_reused' | 'team_not_in_organization' | 'credentials_not_verified' | 'provider_mismatch' | 'duplicate_media' | 'no_posting_slots' | 'scheduled_at_out_of_range' | 'url_not_callable' | 'size_mismatch' | 'checksum_mismatch' | 'unknown_pack' | 'auto_recharge_incomplete' | 'invalid_signature' | 'unreadable_event';
+export type BadRequestReason = 'invalid_json' | 'wrong_content_type' | 'body_too_large' | 'body_not_utf8' | 'body_unreadable' | 'invalid_form' | 'invalid_cursor' | 'cursor_sort_mismatch' | 'idempotency_key_reused' | 'team_not_in_organization' | 'credentials_not_verified' | 'provider_mismatch' | 'duplicate_media' | 'no_posting_slots' | 'scheduled_at_out_of_range' | 'url_not_callable' | 'size_mismatch' | 'checksum_mismatch' | 'unknown_pack' | 'auto_recharge_incomplete' | 'invalid_signature' | 'unreadable_event' | 'return_to_not_allowed';
 
 /**
  * Rate limit exceeded
@@ -262,8 +263,9 @@ export type Conflict = {
  * - `post_deleted`: The post was taken down from one of the accounts (unpublish): it is not published there again
  * - `post_not_published`: The post is not published to one of the accounts asked for (not sent, failed, or taken down already): there is nothing to take down
  * - `post_deleting`: The post is being taken down from one of the accounts asked for: wait for it to end
+ * - `provider_not_configured`: This server is not set up to connect accounts of that network: the message names the settings it needs
  */
-export type ConflictReason = 'post_not_draft' | 'post_scheduled' | 'post_publishing' | 'post_not_scheduled' | 'already_published' | 'idempotency_key_in_progress' | 'folder_name_taken' | 'folder_cycle' | 'folder_not_empty' | 'asset_in_use' | 'too_many_open_uploads' | 'upload_already_sent' | 'upload_busy' | 'upload_bytes_missing' | 'analytics_read_refused' | 'credentials_unreadable' | 'email_taken' | 'already_member' | 'last_admin_or_owner' | 'already_subscribed' | 'checkout_in_progress' | 'subscription_pending' | 'no_subscription_plan' | 'no_payment_method' | 'post_deleted' | 'post_not_published' | 'post_deleting';
+export type ConflictReason = 'post_not_draft' | 'post_scheduled' | 'post_publishing' | 'post_not_scheduled' | 'already_published' | 'idempotency_key_in_progress' | 'folder_name_taken' | 'folder_cycle' | 'folder_not_empty' | 'asset_in_use' | 'too_many_open_uploads' | 'upload_already_sent' | 'upload_busy' | 'upload_bytes_missing' | 'analytics_read_refused' | 'credentials_unreadable' | 'email_taken' | 'already_member' | 'last_admin_or_owner' | 'already_subscribed' | 'checkout_in_progress' | 'subscription_pending' | 'no_subscription_plan' | 'no_payment_method' | 'post_deleted' | 'post_not_published' | 'post_deleting' | 'provider_not_configured';
 
 /**
  * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
@@ -519,12 +521,12 @@ export type AgentDefaultsChoice = {
 };
 
 /**
- * Where posts go: a Bluesky account, a Mastodon account, or a webhook of the team's own
+ * Where posts go: a Bluesky, Mastodon or X account, or a webhook of the team's own
  */
-export type SocialProvider = 'bluesky' | 'mastodon' | 'webhook';
+export type SocialProvider = 'bluesky' | 'mastodon' | 'x' | 'webhook';
 
 /**
- * reconnect_required: the provider refused the credentials, or this server cannot read them (see lastError); update them (PATCH) to publish again
+ * reconnect_required: the provider refused the credentials, or this server cannot read them, or a network refused to renew its tokens (see lastError); connect it again (POST …/social-accounts/connect, or PATCH new credentials) to publish again
  */
 export type SocialAccountStatus = 'connected' | 'reconnect_required';
 
@@ -616,6 +618,70 @@ export type ConnectWebhook = {
     name?: string;
 };
 
+export type StartMastodonConnect = {
+    provider: 'mastodon';
+    /**
+     * The instance the account is on, e.g. `https://mastodon.social`. No user name or password in it
+     */
+    instanceUrl: WebsiteUrl;
+    /**
+     * Where the person's browser is sent when the network has answered, with `connectId` and `status` added to its query: an address of this server, or a loopback one (http://127.0.0.1:<port>/…, http://[::1]:<port>/…, http://localhost:<port>/…) of a program on the person's machine. Without it, this server answers a page saying what was connected
+     */
+    returnTo?: WebsiteUrl;
+};
+
+export type StartBlueskyConnect = {
+    provider: 'bluesky';
+    /**
+     * The account's handle (`alice.bsky.social`) or DID: where its sign-in page is found
+     */
+    handle: string;
+    /**
+     * Where the person's browser is sent when the network has answered, with `connectId` and `status` added to its query: an address of this server, or a loopback one (http://127.0.0.1:<port>/…, http://[::1]:<port>/…, http://localhost:<port>/…) of a program on the person's machine. Without it, this server answers a page saying what was connected
+     */
+    returnTo?: WebsiteUrl;
+};
+
+export type StartXConnect = {
+    provider: 'x';
+    /**
+     * Where the person's browser is sent when the network has answered, with `connectId` and `status` added to its query: an address of this server, or a loopback one (http://127.0.0.1:<port>/…, http://[::1]:<port>/…, http://localhost:<port>/…) of a program on the person's machine. Without it, this server answers a page saying what was connected
+     */
+    returnTo?: WebsiteUrl;
+};
+
+/**
+ * Account connect UUID
+ */
+export type ConnectId = string;
+
+/**
+ * A connect started for a team, as it stands
+ */
+export type AccountConnect = {
+    connectId: ConnectId;
+    teamId: TeamId;
+    provider: OAuthProvider;
+    status: ConnectStatus;
+    account: SocialAccount | null;
+    /**
+     * Why it failed; null unless failed
+     */
+    error: string | null;
+    createdAt: Timestamp;
+    expiresAt: Timestamp;
+};
+
+/**
+ * A network whose accounts are connected by signing in there (OAuth)
+ */
+export type OAuthProvider = 'bluesky' | 'mastodon' | 'x';
+
+/**
+ * pending: waiting for the person to approve; connected: `account` is the account connected (or reconnected: the same network user keeps one account); failed: `error` says why; expired: nobody approved in time
+ */
+export type ConnectStatus = 'pending' | 'connected' | 'failed' | 'expired';
+
 /**
  * Every provider, each once: the whole list, never paged
  */
@@ -641,20 +707,46 @@ export type ProviderRules = {
 };
 
 /**
- * How an account of this provider is connected today
+ * How an account of this provider is connected
  */
 export type ProviderConnect = {
     method: ProviderConnectMethod;
     /**
-     * What POST /v1/teams/{teamId}/social-accounts takes, in a sentence
+     * What POST /v1/teams/{teamId}/social-accounts takes, in a sentence (for oauth: what the connect takes)
      */
     description: string;
+    /**
+     * null: the network is not connected by signing in
+     */
+    oauth: ProviderOAuth | null;
 };
 
 /**
- * app_password: a handle and an app password; access_token: an instance and an access token; signed_webhook: an address of your own, which receives signed events. More methods will be added (OAuth): treat one you do not know as not supported by your client
+ * app_password: a handle and an app password; access_token: an instance and an access token; signed_webhook: an address of your own, which receives signed events; oauth: only by signing in at the network (POST /v1/teams/{teamId}/social-accounts/connect). More methods may be added: treat one you do not know as not supported by your client
  */
-export type ProviderConnectMethod = 'app_password' | 'access_token' | 'signed_webhook';
+export type ProviderConnectMethod = 'app_password' | 'access_token' | 'signed_webhook' | 'oauth';
+
+/**
+ * Connecting by signing in at the network: POST /v1/teams/{teamId}/social-accounts/connect
+ */
+export type ProviderOAuth = {
+    /**
+     * Whether this server can connect accounts of this network by signing in now
+     */
+    configured: boolean;
+    /**
+     * The settings this server needs for it and lacks (e.g. X_CLIENT_ID); none when configured
+     */
+    missingSettings: Array<string>;
+    /**
+     * What Postline asks the network to allow
+     */
+    scopes: Array<string>;
+    /**
+     * Whether the network's tokens expire and Postline renews them (the account stays connected)
+     */
+    refreshes: boolean;
+};
 
 /**
  * What the provider takes as text; null: no limit of the provider's own (a post holds at most 10000 characters anywhere)
@@ -676,9 +768,9 @@ export type ProviderTextRules = {
 };
 
 /**
- * graphemes: what a person sees as one character counts as one (an emoji with a skin tone or a flag too). Where urlLength is set, every URL counts as that many whatever its length, and a mention of an account of another server (@bob@example.org) as its username alone (@bob)
+ * weighted: as X counts (twitter-text): a character of Latin, Cyrillic and similar scripts counts one, any other (CJK, emoji) two, normalized (NFC) first, and every URL 23. graphemes: what a person sees as one character counts as one (an emoji with a skin tone or a flag too). Where urlLength is set, every URL counts as that many whatever its length, and a mention of an account of another server (@bob@example.org) as its username alone (@bob)
  */
-export type TextCounting = 'graphemes';
+export type TextCounting = 'graphemes' | 'weighted';
 
 /**
  * The images and videos it takes, checked before anything is sent; null: no limit of the provider's own, or, for videos, none taken (no video type in contentTypes)
@@ -3623,6 +3715,143 @@ export type SocialAccountsVerifySocialAccountResponses = {
 };
 
 export type SocialAccountsVerifySocialAccountResponse = SocialAccountsVerifySocialAccountResponses[keyof SocialAccountsVerifySocialAccountResponses];
+
+export type AccountConnectsStartAccountConnectData = {
+    body: StartMastodonConnect | StartBlueskyConnect | StartXConnect;
+    path: {
+        teamId: TeamId;
+    };
+    query?: never;
+    url: '/v1/teams/{teamId}/social-accounts/connect';
+};
+
+export type AccountConnectsStartAccountConnectErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type AccountConnectsStartAccountConnectError = AccountConnectsStartAccountConnectErrors[keyof AccountConnectsStartAccountConnectErrors];
+
+export type AccountConnectsStartAccountConnectResponses = {
+    /**
+     * Success
+     */
+    201: {
+        connectId: ConnectId;
+        /**
+         * The network's page where the person signs in and approves: open it in their browser
+         */
+        authorizationUrl: string;
+        /**
+         * Until when the person may approve (10 minutes)
+         */
+        expiresAt: string;
+    };
+};
+
+export type AccountConnectsStartAccountConnectResponse = AccountConnectsStartAccountConnectResponses[keyof AccountConnectsStartAccountConnectResponses];
+
+export type AccountConnectsGetAccountConnectData = {
+    body?: never;
+    path: {
+        teamId: TeamId;
+        connectId: ConnectId;
+    };
+    query?: never;
+    url: '/v1/teams/{teamId}/social-accounts/connect/{connectId}';
+};
+
+export type AccountConnectsGetAccountConnectErrors = {
+    /**
+     * The request did not match the expected schema
+     */
+    400: HttpApiDecodeError | BadRequest;
+    /**
+     * Missing or invalid bearer credentials
+     */
+    401: Unauthorized;
+    /**
+     * The organization cannot pay for it; `reason` says why (PaymentRequiredReason)
+     */
+    402: PaymentRequired;
+    /**
+     * The caller's role does not allow this
+     */
+    403: Forbidden;
+    /**
+     * No such resource visible to the caller
+     */
+    404: NotFound;
+    /**
+     * The request's headers or body arrived slower than the server's timeouts; the server closes the connection
+     */
+    408: RequestTimeout;
+    /**
+     * The request conflicts with the current state; `reason` says how (ConflictReason)
+     */
+    409: Conflict;
+    /**
+     * Rate limit exceeded
+     */
+    429: TooManyRequests;
+    /**
+     * The request line and headers exceed 16384 bytes; the server closes the connection
+     */
+    431: RequestHeaderFieldsTooLarge;
+    /**
+     * An unexpected server failure
+     */
+    500: InternalError;
+};
+
+export type AccountConnectsGetAccountConnectError = AccountConnectsGetAccountConnectErrors[keyof AccountConnectsGetAccountConnectErrors];
+
+export type AccountConnectsGetAccountConnectResponses = {
+    /**
+     * A connect started for a team, as it stands
+     */
+    200: AccountConnect;
+};
+
+export type AccountConnectsGetAccountConnectResponse = AccountConnectsGetAccountConnectResponses[keyof AccountConnectsGetAccountConnectResponses];
 
 export type ProvidersListProvidersData = {
     body?: never;

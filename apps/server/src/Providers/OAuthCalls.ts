@@ -1,0 +1,70 @@
+import { Effect } from "effect"
+import * as oauth from "oauth4webapi"
+import { OutboundError } from "../Outbound/OutboundError.js"
+import type { Outbound } from "../Outbound/Outbound.js"
+import type { ProviderName } from "./Credentials.js"
+import { fromOutbound, shortMessage } from "./Errors.js"
+import { ProviderError } from "./SocialProvider.js"
+
+/**
+ * oauth4webapi's options for calls through the guarded outbound client. Plain http is let through to oauth4webapi
+ * only where Outbound itself allows it (OUTBOUND_ALLOW_PRIVATE, or a test's loopback fake): Outbound refuses it
+ * otherwise.
+ */
+export const oauthOptions = (outbound: Outbound) => ({
+  [oauth.customFetch]: outbound.fetch,
+  [oauth.allowInsecureRequests]: true
+})
+
+const causes = (error: unknown): ReadonlyArray<unknown> => {
+  const chain: Array<unknown> = []
+  for (let current = error; current != null && chain.length < 10; current = (current as Error).cause) chain.push(current)
+  return chain
+}
+
+/**
+ * A failure of an OAuth exchange as a provider error: a grant refused for good (`invalid_grant`, a person who
+ * denied) is `auth`, which takes a reconnect; an unreachable or failing authorization server is `transient`.
+ */
+export const fromOAuthFailure = (provider: ProviderName) => (error: unknown): ProviderError => {
+  const outbound = causes(error).find((cause) => cause instanceof OutboundError)
+  if (outbound instanceof OutboundError) return fromOutbound(provider, outbound)
+  if (error instanceof oauth.AuthorizationResponseError) {
+    return new ProviderError({
+      provider,
+      category: "auth",
+      retryable: false,
+      providerMessage: error.error_description ? `${error.error}: ${error.error_description}` : error.error
+    })
+  }
+  if (error instanceof oauth.ResponseBodyError) {
+    // A refused client (this server's own client id or secret) is no refusal of the account: it takes the operator.
+    const category = error.status === 429
+      ? "rate_limited"
+      : error.status >= 500
+      ? "transient"
+      : error.error === "invalid_grant"
+      ? "auth"
+      : "unknown"
+    return new ProviderError({
+      provider,
+      category,
+      retryable: category === "rate_limited" || category === "transient",
+      providerStatus: error.status,
+      providerMessage: error.error_description ? `${error.error}: ${error.error_description}` : error.error
+    })
+  }
+  const status = (error as { cause?: unknown }).cause instanceof Response ? ((error as { cause: Response }).cause.status) : undefined
+  const transient = status !== undefined && status >= 500
+  return new ProviderError({
+    provider,
+    category: transient ? "transient" : "unknown",
+    retryable: transient,
+    ...(status !== undefined ? { providerStatus: status } : {}),
+    providerMessage: shortMessage(error instanceof Error ? error.message : String(error), "The OAuth exchange failed")
+  })
+}
+
+/** An exchange with a network's authorization server, its failures made provider errors. */
+export const oauthCall = <A>(provider: ProviderName, run: () => Promise<A>) =>
+  Effect.tryPromise({ try: run, catch: fromOAuthFailure(provider) })

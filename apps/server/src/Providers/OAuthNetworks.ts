@@ -1,0 +1,22 @@
+import type { OAuthProvider } from "@postline/domain"
+import { Effect } from "effect"
+import { BlueskyOAuth } from "./BlueskyOAuth.js"
+import { MastodonOAuth } from "./MastodonOAuth.js"
+import type { OAuthNetwork } from "./OAuthNetwork.js"
+import { XOAuth } from "./XOAuth.js"
+
+/** Every network whose accounts are connected by signing in, by name. Needs `Outbound` and `XSettings`. */
+export class OAuthNetworks extends Effect.Service<OAuthNetworks>()("OAuthNetworks", {
+  effect: Effect.gen(function*() {
+    const networks: { readonly [P in OAuthProvider]?: OAuthNetwork<P> } = {
+      bluesky: yield* BlueskyOAuth,
+      mastodon: yield* MastodonOAuth,
+      x: yield* XOAuth
+    }
+    /** The network, or undefined where this server has none for it yet. */
+    const get = <P extends OAuthProvider>(provider: P): OAuthNetwork<P> | undefined =>
+      networks[provider] as OAuthNetwork<P> | undefined
+    return { get } as const
+  }),
+  dependencies: [BlueskyOAuth.Default, MastodonOAuth.Default, XOAuth.Default]
+}) {}

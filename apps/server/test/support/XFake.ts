@@ -1,0 +1,396 @@
+/**
+ * A FAKE X (api.x.com and x.com's sign-in page): X cannot be reached here, so the tests run against this node:http
+ * server, which checks what X documents for the calls Postline makes:
+ * - docs.x.com/resources/fundamentals/authentication/oauth-2-0/authorization-code and …/oauth-2-0/user-access-token:
+ *   `GET /i/oauth2/authorize` (the registered client_id, a redirect_uri registered exactly, response_type=code, S256,
+ *   known scopes, a state) answers a consent page whose forms POST back and redirect (302) with code and state or
+ *   error=access_denied; `POST /2/oauth2/token` (HTTP Basic for this confidential client) checks the code's PKCE
+ *   verifier and redirect_uri and takes it once; access tokens expire (two hours, or as a test sets); a refresh token
+ *   comes with offline.access, is rotated at each refresh, and one used twice revokes its whole grant
+ *   (invalid_grant); `POST /2/oauth2/revoke` (a refresh token ends its grant; an unknown token is no error).
+ * - docs.x.com/x-api/fundamentals/rate-limits: `x-rate-limit-limit/remaining/reset` on answers, 429 past a limit;
+ *   docs.x.com/x-api/fundamentals/response-codes-and-errors: problem bodies (`title`, `detail`, `type`, `status`).
+ * - docs.x.com/x-api/users/user-lookup-me, /x-api/posts/create-or-edit-post, /x-api/posts/manage-tweets/introduction,
+ *   /x-api/posts/lookup/integrate: users/me (with `public_metrics` when asked), POST /2/tweets (280 weighted characters
+ *   with twitter-text, no duplicate of a live post, a reply to a post it has, finalized and processed media, 4 images
+ *   or 1 video or GIF), DELETE /2/tweets/:id (the account's own only), GET /2/tweets?ids= (100 at most, public_metrics).
+ * - docs.x.com/x-api/media/quickstart/media-upload-chunked, /x-api/media/initialize-media-upload, append-media-upload,
+ *   media-upload-finalize, get-media-upload-status, create-media-metadata, introduction (sizes): segments in order,
+ *   all bytes before FINALIZE, videos and GIFs processed (STATUS) before a post may name them, alt text ≤ 1000.
+ * Each call checks the bearer token and the scopes X asks for it. It records requests, grants (with how often each
+ * was refreshed), posts and uploads for assertions.
+ */
+import { Effect } from "effect"
+import { createHash, randomBytes } from "node:crypto"
+import type { IncomingHttpHeaders } from "node:http"
+import twitterText from "twitter-text"
+import { makeLocalServer } from "./LocalServer.js"
+
+export interface XReceivedRequest { readonly method: string; readonly path: string; readonly headers: IncomingHttpHeaders; readonly body: string }
+export interface XGrant {
+  readonly id: number
+  readonly scope: ReadonlyArray<string>
+  accessTokens: Array<{ readonly token: string; readonly expiresAt: number; revoked: boolean }>
+  refreshToken: string | null
+  /** The refresh tokens rotated away: one of them coming back revokes the grant. */
+  readonly spentRefreshTokens: Array<string>
+  refreshCount: number
+  revoked: boolean
+}
+export interface XFakeTweet { readonly id: string; readonly authorId: string; readonly text: string; readonly mediaIds?: ReadonlyArray<string>; readonly inReplyToId?: string }
+export interface XFakeUpload {
+  readonly id: string; readonly mediaType: string; readonly category: string; readonly totalBytes: number
+  readonly chunks: Array<Buffer>; finalized: boolean; pollsLeft: number; altText: string | null
+}
+export interface XCanned { readonly status: number; readonly headers?: Record<string, string>; readonly body?: unknown }
+export interface XPublicMetrics { like_count: number; retweet_count: number; reply_count: number; quote_count: number; impression_count: number }
+
+export interface XFakeOptions {
+  /** Seconds an access token lives: X's two hours unless a test says less. */
+  readonly accessTokenSeconds?: number
+  /** STATUS polls of a video or GIF answering in_progress before the one answering succeeded (1 by default). */
+  readonly processingPolls?: number
+  /** What X tells to wait between STATUS polls (1 s by default). */
+  readonly checkAfterSecs?: number
+}
+
+const knownScopes = new Set(["tweet.read", "tweet.write", "tweet.moderate.write", "users.read", "follows.read", "follows.write",
+  "offline.access", "space.read", "mute.read", "mute.write", "like.read", "like.write", "list.read", "list.write",
+  "block.read", "block.write", "bookmark.read", "bookmark.write", "media.write"])
+const mediaLimits: Record<string, number> = { tweet_image: 5 * 1024 * 1024, tweet_gif: 15 * 1024 * 1024, amplify_video: 512 * 1024 * 1024 }
+const problem = (status: number, title: string, detail: string, type = "about:blank") => ({ status, body: { title, detail, type, status } })
+const invalidRequest = (message: string) => ({
+  status: 400,
+  body: { errors: [{ message }], title: "Invalid Request", detail: "One or more parameters to your request was invalid.", type: "https://api.twitter.com/2/problems/invalid-request" }
+})
+const tokenError = (status: number, error: string, description: string) => ({ status, body: { error, error_description: description } })
+const random = () => randomBytes(24).toString("base64url")
+const s256 = (verifier: string) => createHash("sha256").update(verifier).digest("base64url")
+
+/** Starts the fake on a free port of 127.0.0.1 for the scope. */
+export const makeXFake = (options: XFakeOptions = {}) =>
+  Effect.gen(function*() {
+    // The secret holds a `-` and a `_`, as X's own do: the Basic header must carry them as they are.
+    const clientId = "cG9zdGxpbmUtdGVzdDoxOmNp"
+    const clientSecret = "-RoKx3x58JA8Sm9_postline-fake"
+    const redirectUri = "https://postline.test/v1/oauth/callback/x"
+    const user = { id: "1500000000000000001", username: "alice_x", name: "Alice" }
+    const requests: Array<XReceivedRequest> = []
+    const grants: Array<XGrant> = []
+    const tweets: Array<XFakeTweet> = [{ id: "1400000000000000001", authorId: "44196397", text: "Someone else's post" }]
+    const deleted: Array<string> = []
+    const uploads: Array<XFakeUpload> = []
+    const canned: Array<XCanned> = []
+    const counts = new Map<string, XPublicMetrics>()
+    let accountMetrics = { followers_count: 0, following_count: 0, listed_count: 0, like_count: 0, media_count: 0 }
+    let accessTokenSeconds = options.accessTokenSeconds ?? 7200
+    const pending = new Map<string, URLSearchParams>()
+    const codes = new Map<string, { readonly request: URLSearchParams; used: boolean; grant?: XGrant }>()
+    const windows = new Map<string, { remaining: number; reset: number }>()
+    let nextId = 1n
+    const snowflake = (base: bigint) => String(base + nextId++)
+    const live = (id: string) => tweets.find((tweet) => tweet.id === id && !deleted.includes(id))
+
+    const issue = (grant: XGrant) => {
+      const access = { token: random(), expiresAt: Date.now() + accessTokenSeconds * 1000, revoked: false }
+      grant.accessTokens.push(access)
+      grant.refreshToken = grant.scope.includes("offline.access") ? random() : null
+      return {
+        status: 200,
+        body: {
+          token_type: "bearer",
+          expires_in: accessTokenSeconds,
+          access_token: access.token,
+          scope: grant.scope.join(" "),
+          ...(grant.refreshToken ? { refresh_token: grant.refreshToken } : {})
+        }
+      }
+    }
+    const newGrant = (scope: ReadonlyArray<string>) => {
+      const grant: XGrant = { id: grants.length + 1, scope, accessTokens: [], refreshToken: null, spentRefreshTokens: [], refreshCount: 0, revoked: false }
+      grants.push(grant)
+      return grant
+    }
+    const basicClient = (headers: IncomingHttpHeaders) => {
+      const match = /^Basic (.+)$/.exec(headers.authorization ?? "")
+      // As X's example shows it: the id and secret as they are, not form-encoded.
+      return Buffer.from(match?.[1] ?? "", "base64").toString() === `${clientId}:${clientSecret}`
+    }
+
+    const token = (headers: IncomingHttpHeaders, form: URLSearchParams) => {
+      if (!basicClient(headers)) return tokenError(401, "unauthorized_client", "Missing valid authorization header")
+      const grantType = form.get("grant_type")
+      if (grantType === "authorization_code") {
+        const code = codes.get(form.get("code") ?? "")
+        if (!code) return tokenError(400, "invalid_grant", "Value passed for the authorization code was invalid.")
+        if (code.used) {
+          // RFC 6749 4.1.2: a code used twice revokes what it gave.
+          if (code.grant) code.grant.revoked = true
+          return tokenError(400, "invalid_grant", "Value passed for the authorization code was invalid.")
+        }
+        code.used = true
+        if (form.get("redirect_uri") !== code.request.get("redirect_uri")) return tokenError(400, "invalid_grant", "redirect_uri does not match")
+        if (s256(form.get("code_verifier") ?? "") !== code.request.get("code_challenge")) return tokenError(400, "invalid_grant", "code_verifier does not match")
+        code.grant = newGrant(code.request.get("scope")!.split(" "))
+        return issue(code.grant)
+      }
+      if (grantType === "refresh_token") {
+        const presented = form.get("refresh_token") ?? ""
+        const reused = grants.find((grant) => grant.spentRefreshTokens.includes(presented))
+        if (reused) reused.revoked = true
+        const grant = grants.find((grant) => !grant.revoked && grant.refreshToken === presented)
+        if (!grant) return tokenError(400, "invalid_grant", "Value passed for the token was invalid.")
+        grant.spentRefreshTokens.push(presented)
+        grant.refreshCount += 1
+        return issue(grant)
+      }
+      return tokenError(400, "unsupported_grant_type", `grant_type ${grantType} is not supported`)
+    }
+
+    const revoke = (headers: IncomingHttpHeaders, form: URLSearchParams) => {
+      if (!basicClient(headers)) return tokenError(401, "unauthorized_client", "Missing valid authorization header")
+      const presented = form.get("token") ?? ""
+      for (const grant of grants) {
+        if (grant.refreshToken === presented) grant.revoked = true
+        for (const access of grant.accessTokens) if (access.token === presented) access.revoked = true
+      }
+      return { status: 200, body: { revoked: true } }
+    }
+
+    const authorizePage = (query: URLSearchParams) => {
+      if (query.get("client_id") !== clientId) return { status: 400, html: "<p>Something went wrong: unknown client_id.</p>" }
+      // The one registered callback, exactly.
+      if (query.get("redirect_uri") !== redirectUri) return { status: 400, html: "<p>Something went wrong: redirect_uri not registered.</p>" }
+      const scope = (query.get("scope") ?? "").split(" ")
+      const invalid = query.get("response_type") !== "code" || query.get("code_challenge_method") !== "S256" ||
+        !query.get("code_challenge") || !query.get("state") || scope.some((name) => !knownScopes.has(name))
+      if (invalid) return { status: 400, html: "<p>Something went wrong: invalid request.</p>" }
+      const id = random()
+      pending.set(id, query)
+      const form = (decision: string, label: string) =>
+        `<form method="post" action="/i/oauth2/authorize"><input type="hidden" name="request" value="${id}"><input type="hidden" name="decision" value="${decision}"><button>${label}</button></form>`
+      return { status: 200, html: `<h1>Postline wants to access your X account</h1><p>${scope.join(", ")}</p>${form("allow", "Authorize app")}${form("deny", "Cancel")}` }
+    }
+
+    const consent = (form: URLSearchParams) => {
+      const request = pending.get(form.get("request") ?? "")
+      if (!request) return { status: 400, location: null }
+      pending.delete(form.get("request")!)
+      const back = new URL(request.get("redirect_uri")!)
+      if (form.get("decision") === "allow") {
+        const code = random()
+        codes.set(code, { request, used: false })
+        back.search = new URLSearchParams({ state: request.get("state")!, code }).toString()
+      } else {
+        back.search = new URLSearchParams({ error: "access_denied", error_description: "The user denied the request", state: request.get("state")! }).toString()
+      }
+      return { status: 302, location: back.toString() }
+    }
+
+    // A refusal unless the bearer token is live and its grant holds every scope the call needs.
+    const authorize = (headers: IncomingHttpHeaders, needs: ReadonlyArray<string>) => {
+      const presented = /^Bearer (.+)$/.exec(headers.authorization ?? "")?.[1]
+      const grant = grants.find((grant) => !grant.revoked && grant.accessTokens.some((access) => access.token === presented && !access.revoked && access.expiresAt > Date.now()))
+      if (!grant) return problem(401, "Unauthorized", "Unauthorized")
+      if (needs.some((scope) => !grant.scope.includes(scope))) return problem(403, "Forbidden", `Missing scope: ${needs.filter((scope) => !grant.scope.includes(scope)).join(", ")}`)
+      return undefined
+    }
+
+    const userJson = (fields: ReadonlyArray<string>) => ({
+      ...user,
+      ...(fields.includes("profile_image_url") ? { profile_image_url: "https://pbs.twimg.com/profile_images/1/alice_normal.jpg" } : {}),
+      ...(fields.includes("public_metrics") ? { public_metrics: { ...accountMetrics, tweet_count: tweets.filter((tweet) => tweet.authorId === user.id && !deleted.includes(tweet.id)).length } } : {})
+    })
+
+    const createTweet = (json: Record<string, unknown>) => {
+      const text = typeof json.text === "string" ? json.text : ""
+      const mediaIds: ReadonlyArray<string> = (json.media as { media_ids?: Array<string> } | undefined)?.media_ids ?? []
+      const inReplyTo = (json.reply as { in_reply_to_tweet_id?: string } | undefined)?.in_reply_to_tweet_id
+      if (Object.keys(json).some((key) => !["text", "media", "reply"].includes(key))) return invalidRequest("Unexpected field")
+      if (text === "" && mediaIds.length === 0) return invalidRequest("Post text or media is required")
+      if (twitterText.parseTweet(text).weightedLength > 280) {
+        return problem(403, "Forbidden", "Your Tweet text is too long. For more information on how X determines text length see https://github.com/twitter/twitter-text.")
+      }
+      if (tweets.some((tweet) => tweet.authorId === user.id && tweet.text === text && !deleted.includes(tweet.id))) {
+        return problem(403, "Forbidden", "You are not allowed to create a Tweet with duplicate content.")
+      }
+      if (inReplyTo !== undefined && !live(inReplyTo)) return invalidRequest("The Tweet you are replying to has been deleted or is not visible to you.")
+      const attached = mediaIds.map((id) => uploads.find((upload) => upload.id === id))
+      if (attached.some((upload) => !upload || !upload.finalized || upload.pollsLeft > 0)) return invalidRequest("Your media IDs are invalid.")
+      const alone = attached.filter((upload) => upload!.category !== "tweet_image").length
+      if (attached.length > 4 || (alone > 0 && attached.length > 1)) return invalidRequest("Your media IDs are invalid.")
+      const tweet: XFakeTweet = {
+        id: snowflake(1900000000000000000n),
+        authorId: user.id,
+        text,
+        ...(mediaIds.length > 0 ? { mediaIds } : {}),
+        ...(inReplyTo !== undefined ? { inReplyToId: inReplyTo } : {})
+      }
+      tweets.push(tweet)
+      return { status: 201, body: { data: { id: tweet.id, text, edit_history_tweet_ids: [tweet.id] } } }
+    }
+
+    const uploadJson = (upload: XFakeUpload, state?: string) => ({
+      data: {
+        id: upload.id,
+        media_key: `${upload.category === "tweet_image" ? 3 : upload.category === "tweet_gif" ? 16 : 13}_${upload.id}`,
+        size: upload.totalBytes,
+        expires_after_secs: 86400,
+        ...(state ? { processing_info: { state, check_after_secs: options.checkAfterSecs ?? 1, progress_percent: state === "succeeded" ? 100 : 50 } } : {})
+      }
+    })
+
+    const media = async (method: string, path: string, query: URLSearchParams, raw: Buffer, headers: IncomingHttpHeaders) => {
+      const json = () => JSON.parse(raw.toString() || "{}")
+      if (method === "POST" && path === "/2/media/upload/initialize") {
+        const { media_category: category, media_type: mediaType, total_bytes: totalBytes } = json()
+        const expected = mediaType === "video/mp4" ? "amplify_video" : mediaType === "image/gif" ? "tweet_gif" : "tweet_image"
+        if (!["image/jpeg", "image/png", "image/webp", "image/gif", "video/mp4"].includes(mediaType) || category !== expected) return invalidRequest("Invalid media_type or media_category")
+        if (typeof totalBytes !== "number" || totalBytes > mediaLimits[category]!) return invalidRequest("total_bytes is over the limit of its media_category")
+        const upload: XFakeUpload = { id: snowflake(1800000000000000000n), mediaType, category, totalBytes, chunks: [], finalized: false, pollsLeft: 0, altText: null }
+        uploads.push(upload)
+        return { status: 200, body: uploadJson(upload) }
+      }
+      const step = /^\/2\/media\/upload\/(\d+)\/(append|finalize)$/.exec(path)
+      const upload = uploads.find(({ id }) => id === (step?.[1] ?? query.get("media_id") ?? json().id))
+      if (!upload) return invalidRequest("Unknown media id")
+      if (method === "POST" && step?.[2] === "append") {
+        const form = await new Request("http://fake/", { method: "POST", headers: { "content-type": String(headers["content-type"]) }, body: raw }).formData()
+        const segment = form.get("media")
+        if (upload.finalized || !(segment instanceof File)) return invalidRequest("Invalid APPEND")
+        if (Number(form.get("segment_index")) !== upload.chunks.length) return invalidRequest(`segment_index must be ${upload.chunks.length}`)
+        upload.chunks.push(Buffer.from(await segment.arrayBuffer()))
+        return { status: 200, body: { data: { expires_at: Math.floor(Date.now() / 1000) + 86400 } } }
+      }
+      if (method === "POST" && step?.[2] === "finalize") {
+        const received = upload.chunks.reduce((sum, chunk) => sum + chunk.length, 0)
+        if (received !== upload.totalBytes) return invalidRequest(`File size mismatch: ${received} of ${upload.totalBytes} bytes`)
+        upload.finalized = true
+        if (upload.category === "tweet_image") return { status: 200, body: uploadJson(upload) }
+        upload.pollsLeft = options.processingPolls ?? 1
+        return { status: 200, body: uploadJson(upload, "pending") }
+      }
+      if (method === "GET" && path === "/2/media/upload" && query.get("command") === "STATUS") {
+        if (!upload.finalized) return invalidRequest("The media is not finalized")
+        if (upload.pollsLeft > 0) upload.pollsLeft -= 1
+        return { status: 200, body: uploadJson(upload, upload.pollsLeft > 0 ? "in_progress" : "succeeded") }
+      }
+      if (method === "POST" && path === "/2/media/metadata") {
+        const text: string = json().metadata?.alt_text?.text ?? ""
+        if ([...text].length > 1000) return invalidRequest("alt_text.text must be at most 1000 characters")
+        upload.altText = text
+        return { status: 200, body: { data: { id: upload.id, associated_metadata: { alt_text: { text } } } } }
+      }
+      return problem(404, "Not Found", "Not Found")
+    }
+
+    const api = async (method: string, path: string, query: URLSearchParams, raw: Buffer, headers: IncomingHttpHeaders) => {
+      const needs = path.startsWith("/2/media/") ? ["media.write"] : method === "GET" ? ["tweet.read", "users.read"] : ["tweet.read", "tweet.write", "users.read"]
+      const refused = authorize(headers, needs)
+      if (refused) return refused
+      if (path.startsWith("/2/media/")) return media(method, path, query, raw, headers)
+      if (method === "GET" && path === "/2/users/me") return { status: 200, body: { data: userJson((query.get("user.fields") ?? "").split(",")) } }
+      if (method === "POST" && path === "/2/tweets") return createTweet(JSON.parse(raw.toString() || "{}"))
+      const tweetPath = /^\/2\/tweets\/(\d+)$/.exec(path)
+      if (method === "DELETE" && tweetPath) {
+        const tweet = live(tweetPath[1]!)
+        if (!tweet) return problem(404, "Not Found Error", `Could not find tweet with id: [${tweetPath[1]}].`, "https://api.twitter.com/2/problems/resource-not-found")
+        if (tweet.authorId !== user.id) return problem(403, "Forbidden", "You are not allowed to delete a Tweet that you did not create.")
+        deleted.push(tweet.id)
+        return { status: 200, body: { data: { deleted: true } } }
+      }
+      if (method === "GET" && path === "/2/tweets") {
+        const ids = (query.get("ids") ?? "").split(",").filter((id) => id !== "")
+        if (ids.length === 0 || ids.length > 100) return invalidRequest("ids must name 1 to 100 posts")
+        const metrics = (query.get("tweet.fields") ?? "").split(",").includes("public_metrics")
+        const found = ids.flatMap((id) => live(id) ? [live(id)!] : [])
+        const missing = ids.filter((id) => !live(id))
+        const none = { like_count: 0, retweet_count: 0, reply_count: 0, quote_count: 0, impression_count: 0, bookmark_count: 0 }
+        return {
+          status: 200,
+          body: {
+            ...(found.length > 0 ? { data: found.map((tweet) => ({ id: tweet.id, text: tweet.text, edit_history_tweet_ids: [tweet.id], ...(metrics ? { public_metrics: { ...none, ...counts.get(tweet.id) } } : {}) })) } : {}),
+            ...(missing.length > 0 ? { errors: missing.map((id) => ({ value: id, detail: `Could not find tweet with ids: [${id}].`, title: "Not Found Error", resource_type: "tweet", parameter: "ids", resource_id: id, type: "https://api.twitter.com/2/problems/resource-not-found" })) } : {})
+          }
+        }
+      }
+      return problem(404, "Not Found", "Not Found")
+    }
+
+    // Each endpoint's window of 15 minutes, per the fake's one user.
+    const rateLimited = (key: string) => {
+      const limit = key === "POST /2/tweets" ? 100 : key.startsWith("DELETE") ? 50 : 900
+      const now = Math.floor(Date.now() / 1000)
+      const window = windows.get(key) ?? { remaining: limit, reset: now + 900 }
+      if (window.reset <= now) Object.assign(window, { remaining: limit, reset: now + 900 })
+      windows.set(key, window)
+      if (window.remaining > 0) window.remaining -= 1
+      return { "x-rate-limit-limit": String(limit), "x-rate-limit-remaining": String(window.remaining), "x-rate-limit-reset": String(window.reset) }
+    }
+
+    const url = yield* makeLocalServer((request, response) => {
+      const chunks: Array<Buffer> = []
+      request.on("data", (chunk: Buffer) => chunks.push(chunk))
+      request.on("end", async () => {
+        const raw = Buffer.concat(chunks)
+        const target = new URL(request.url ?? "/", "http://fake")
+        const method = request.method ?? "GET"
+        requests.push({ method, path: target.pathname + target.search, headers: request.headers, body: raw.toString() })
+        const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+          response.writeHead(status, { "content-type": "application/json; charset=utf-8", ...headers })
+          response.end(JSON.stringify(body))
+        }
+        if (target.pathname === "/i/oauth2/authorize") {
+          if (method === "POST") {
+            const { location, status } = consent(new URLSearchParams(raw.toString()))
+            response.writeHead(status, location ? { location } : {})
+            return response.end()
+          }
+          const { html, status } = authorizePage(target.searchParams)
+          response.writeHead(status, { "content-type": "text/html; charset=utf-8" })
+          return response.end(`<!doctype html><html><body>${html}</body></html>`)
+        }
+        const next = canned.shift()
+        if (next) return send(next.status, next.body ?? problem(next.status, "Canned", "Canned answer").body, next.headers)
+        const form = () => new URLSearchParams(raw.toString())
+        if (method === "POST" && target.pathname === "/2/oauth2/token") {
+          const { body, status } = token(request.headers, form())
+          return send(status, body)
+        }
+        if (method === "POST" && target.pathname === "/2/oauth2/revoke") {
+          const { body, status } = revoke(request.headers, form())
+          return send(status, body)
+        }
+        const limits = rateLimited(`${method} ${target.pathname.replace(/\d{6,}/g, ":id")}`)
+        if (limits["x-rate-limit-remaining"] === "0") return send(429, problem(429, "Too Many Requests", "Too Many Requests").body, limits)
+        const { body, status } = await api(method, target.pathname, target.searchParams, raw, request.headers)
+        return send(status, body, limits)
+      })
+    })
+
+    return {
+      url,
+      authorizeUrl: `${url}/i/oauth2/authorize`,
+      clientId,
+      clientSecret,
+      redirectUri,
+      user,
+      requests,
+      grants,
+      tweets,
+      deleted,
+      uploads,
+      /** The next API or token call gets this answer instead (a 429, a 503, an OAuth error). */
+      answerNext: (answer: XCanned) => void canned.push(answer),
+      /** A grant as signing in would give it, without the browser: its access and refresh tokens. */
+      grant: (scope: ReadonlyArray<string> = ["tweet.read", "tweet.write", "users.read", "media.write", "offline.access"]) => {
+        const { body } = issue(newGrant(scope))
+        return { accessToken: body.access_token, refreshToken: body.refresh_token ?? null }
+      },
+      setAccessTokenSeconds: (seconds: number) => void (accessTokenSeconds = seconds),
+      setCounts: (tweetId: string, set: Partial<XPublicMetrics>) => void counts.set(tweetId, { ...counts.get(tweetId)!, ...set }),
+      setAccountCounts: (set: Partial<typeof accountMetrics>) => void (accountMetrics = { ...accountMetrics, ...set })
+    }
+  })
+
+export type XFake = Effect.Effect.Success<ReturnType<typeof makeXFake>>
