@@ -18,7 +18,10 @@ export class TokenRenewalSettings extends Effect.Service<TokenRenewalSettings>()
   })
 }) {}
 
-/** A publish renews tokens that expire within this, rather than send with one that may end on the way. */
+/**
+ * A publish renews tokens that expire within this (or within TOKEN_RENEWAL_AHEAD_SECONDS, when shorter), rather than
+ * send with one that may end on the way.
+ */
 const sendMarginMs = 60_000
 const batch = 20
 const waitStep = Duration.millis(200)
@@ -105,7 +108,8 @@ export class TokenRenewal extends Effect.Service<TokenRenewal>()("TokenRenewal",
       Effect.gen(function*() {
         const network = networkOf(credentials)
         const expiresAt = network?.expiresAt(credentials as never) ?? null
-        if (network === undefined || expiresAt === null || expiresAt.getTime() - Date.now() > sendMarginMs) return credentials
+        const margin = Math.min(sendMarginMs, settings.aheadSeconds * 1000)
+        if (network === undefined || expiresAt === null || expiresAt.getTime() - Date.now() > margin) return credentials
         const claimed = yield* repo.claimOne(id, settings.claimSeconds)
         return yield* Option.match(claimed, {
           onSome: renew,

@@ -5,35 +5,14 @@ import { Outbound } from "../../src/Outbound/Outbound.js"
 import { X } from "../../src/Providers/X.js"
 import { XOAuth } from "../../src/Providers/XOAuth.js"
 import { XSettings } from "../../src/Providers/XSettings.js"
-import { makeXFake, type XFake } from "../support/XFake.js"
-
-const settingsFor = (fake: XFake, overrides: Partial<XSettings> = {}) =>
-  Layer.succeed(XSettings, XSettings.make({
-    clientId: fake.clientId,
-    clientSecret: Redacted.make(fake.clientSecret),
-    apiUrl: fake.url,
-    authorizeUrl: fake.authorizeUrl,
-    ...overrides
-  }))
+import { consentAtX, makeXFake, type XFake, xSettingsOf } from "../support/XFake.js"
 
 /** XOAuth and X against the fake, allowed to reach this machine. */
 const connect = (fake: XFake, overrides: Partial<XSettings> = {}) =>
   Layer.build(Layer.mergeAll(XOAuth.Default, X.Default).pipe(
     Layer.provide(Outbound.Default({ allowPrivate: true })),
-    Layer.provide(settingsFor(fake, overrides))
+    Layer.provide(xSettingsOf(fake, overrides))
   )).pipe(Effect.map((context) => ({ oauth: Context.get(context, XOAuth), x: Context.get(context, X) })))
-
-/** What the person's browser does at X's consent page: submits its Authorize (or Cancel) form; where X sends it back. */
-const consent = (authorizationUrl: string, decision: "allow" | "deny") =>
-  Effect.promise(async () => {
-    const html = await (await fetch(authorizationUrl)).text()
-    const form = [...html.matchAll(/<form method="post" action="([^"]+)">(.*?)<\/form>/g)]
-      .find(([, , inputs]) => inputs!.includes(`name="decision" value="${decision}"`))!
-    const fields = new URLSearchParams([...form[2]!.matchAll(/name="([^"]+)" value="([^"]*)"/g)].map(([, name, value]) => [name!, value!] as [string, string]))
-    const answer = await fetch(new URL(form[1]!, authorizationUrl), { method: "POST", body: fields, redirect: "manual" })
-    expect(answer.status).toBe(302)
-    return new URL(answer.headers.get("location")!)
-  })
 
 const redirectUri = "https://postline.test/v1/oauth/callback/x"
 const hints = { provider: "x" as const }
@@ -44,7 +23,7 @@ const signIn = (fake: XFake) =>
     const { oauth, x } = yield* connect(fake)
     const state = crypto.randomUUID()
     const start = yield* oauth.authorize({ state, redirectUri, hints })
-    const callbackUrl = yield* consent(start.authorizationUrl, "allow")
+    const callbackUrl = yield* consentAtX(start.authorizationUrl, "allow")
     const credentials = yield* oauth.finish({ pending: start.pending, state, redirectUri, callbackUrl })
     return { oauth, x, start, state, callbackUrl, credentials }
   })
@@ -110,7 +89,7 @@ describe("X sign-in (OAuth 2.0 with PKCE, against a fake X that follows its docu
       const { oauth } = yield* connect(fake)
       const state = crypto.randomUUID()
       const start = yield* oauth.authorize({ state, redirectUri, hints })
-      const callbackUrl = yield* consent(start.authorizationUrl, "deny")
+      const callbackUrl = yield* consentAtX(start.authorizationUrl, "deny")
       const error = yield* oauth.finish({ pending: start.pending, state, redirectUri, callbackUrl }).pipe(Effect.flip)
       expect(error).toMatchObject({ provider: "x", category: "auth", retryable: false, providerMessage: "access_denied: The user denied the request" })
       expect(tokenCalls(fake)).toHaveLength(0)
@@ -122,7 +101,7 @@ describe("X sign-in (OAuth 2.0 with PKCE, against a fake X that follows its docu
       const { oauth } = yield* connect(fake)
       const state = crypto.randomUUID()
       const start = yield* oauth.authorize({ state, redirectUri, hints })
-      const callbackUrl = yield* consent(start.authorizationUrl, "allow")
+      const callbackUrl = yield* consentAtX(start.authorizationUrl, "allow")
       const forged = yield* oauth.finish({ pending: start.pending, state: "another", redirectUri, callbackUrl }).pipe(Effect.flip)
       expect(forged).toMatchObject({ provider: "x", retryable: false })
       expect(tokenCalls(fake)).toHaveLength(0)

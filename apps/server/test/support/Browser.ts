@@ -70,8 +70,11 @@ export interface PageProblems {
   readonly documentErrorStatuses: Array<number>
 }
 
-/** A page of the test server in a context of its own for the scope (JavaScript and viewport as `options` say), watched. */
-export const watchedPage = (options: BrowserContextOptions = {}) =>
+/**
+ * A page of the test server in a context of its own for the scope (JavaScript and viewport as `options` say), watched;
+ * `alsoReachable` are other origins of this machine the page may load from (a network's sign-in page).
+ */
+export const watchedPage = (options: BrowserContextOptions = {}, alsoReachable: ReadonlyArray<string> = []) =>
   Effect.gen(function*() {
     const browser = yield* Chromium
     const origin = yield* serverOrigin
@@ -83,7 +86,8 @@ export const watchedPage = (options: BrowserContextOptions = {}) =>
     yield* Effect.promise(() =>
       context.route("**/*", (route) => {
         const url = route.request().url()
-        if (url.startsWith(`${origin}/`) || url.startsWith("data:") || url.startsWith("blob:")) return route.continue()
+        const reachable = [origin, ...alsoReachable].some((allowed) => url.startsWith(`${allowed}/`))
+        if (reachable || url.startsWith("data:") || url.startsWith("blob:")) return route.continue()
         problems.requestsElsewhere.push(url)
         return route.abort("blockedbyclient")
       })

@@ -20,7 +20,8 @@
  * Each call checks the bearer token and the scopes X asks for it. It records requests, grants (with how often each
  * was refreshed), posts and uploads for assertions.
  */
-import { Effect } from "effect"
+import { Effect, Layer, Redacted } from "effect"
+import { XSettings } from "../../src/Providers/XSettings.js"
 import { createHash, randomBytes } from "node:crypto"
 import type { IncomingHttpHeaders } from "node:http"
 import twitterText from "twitter-text"
@@ -74,6 +75,8 @@ export const makeXFake = (options: XFakeOptions = {}) =>
     const clientId = "cG9zdGxpbmUtdGVzdDoxOmNp"
     const clientSecret = "-RoKx3x58JA8Sm9_postline-fake"
     const redirectUri = "https://postline.test/v1/oauth/callback/x"
+    // The callback addresses registered with the app at X: a test server's is known once it listens.
+    const redirectUris = new Set([redirectUri])
     const user = { id: "1500000000000000001", username: "alice_x", name: "Alice" }
     const requests: Array<XReceivedRequest> = []
     const grants: Array<XGrant> = []
@@ -160,7 +163,7 @@ export const makeXFake = (options: XFakeOptions = {}) =>
     const authorizePage = (query: URLSearchParams) => {
       if (query.get("client_id") !== clientId) return { status: 400, html: "<p>Something went wrong: unknown client_id.</p>" }
       // The one registered callback, exactly.
-      if (query.get("redirect_uri") !== redirectUri) return { status: 400, html: "<p>Something went wrong: redirect_uri not registered.</p>" }
+      if (!redirectUris.has(query.get("redirect_uri") ?? "")) return { status: 400, html: "<p>Something went wrong: redirect_uri not registered.</p>" }
       const scope = (query.get("scope") ?? "").split(" ")
       const invalid = query.get("response_type") !== "code" || query.get("code_challenge_method") !== "S256" ||
         !query.get("code_challenge") || !query.get("state") || scope.some((name) => !knownScopes.has(name))
@@ -374,6 +377,8 @@ export const makeXFake = (options: XFakeOptions = {}) =>
       clientId,
       clientSecret,
       redirectUri,
+      /** Registers another callback address with the app, as its developer does in X's developer portal. */
+      registerRedirectUri: (uri: string) => void redirectUris.add(uri),
       user,
       requests,
       grants,
@@ -394,3 +399,26 @@ export const makeXFake = (options: XFakeOptions = {}) =>
   })
 
 export type XFake = Effect.Effect.Success<ReturnType<typeof makeXFake>>
+
+/** What the person's browser does at X's consent page: submits its Authorize (or Cancel) form; where X sends it back. */
+export const consentAtX = (authorizationUrl: string, decision: "allow" | "deny") =>
+  Effect.promise(async () => {
+    const html = await (await fetch(authorizationUrl)).text()
+    const form = [...html.matchAll(/<form method="post" action="([^"]+)">(.*?)<\/form>/g)]
+      .find(([, , inputs]) => inputs!.includes(`name="decision" value="${decision}"`))
+    if (form === undefined) throw new Error(`No ${decision} form at X's page: ${html.slice(0, 300)}`)
+    const fields = new URLSearchParams([...form[2]!.matchAll(/name="([^"]+)" value="([^"]*)"/g)].map(([, name, value]) => [name!, value!] as [string, string]))
+    const answer = await fetch(new URL(form[1]!, authorizationUrl), { method: "POST", body: fields, redirect: "manual" })
+    if (answer.status !== 302) throw new Error(`X's form answered ${answer.status}`)
+    return new URL(answer.headers.get("location")!)
+  })
+
+/** This server's X settings for the fake: its app's client id and secret, its API and its sign-in page. */
+export const xSettingsOf = (fake: XFake, overrides: Partial<XSettings> = {}) =>
+  Layer.succeed(XSettings, XSettings.make({
+    clientId: fake.clientId,
+    clientSecret: Redacted.make(fake.clientSecret),
+    apiUrl: fake.url,
+    authorizeUrl: fake.authorizeUrl,
+    ...overrides
+  }))
