@@ -4,6 +4,7 @@ import { TooManyRequests } from "@postline/domain"
 import { Effect, Layer, Schema } from "effect"
 import { document, respond } from "../Http/Page.js"
 import { PublicOrigin } from "../Http/PublicOrigin.js"
+import { OAuthNetworks } from "../Providers/OAuthNetworks.js"
 import { ClientAddress } from "../RateLimits/ClientAddress.js"
 import { RequestLimits } from "../RateLimits/RequestLimits.js"
 import { callbackAnswer } from "./CallbackPage.js"
@@ -17,7 +18,8 @@ const failurePage = respond(
 )
 
 /**
- * `GET /v1/oauth/callback/:provider`, where a network sends the person back after they approved (or denied). No
+ * `GET /v1/oauth/callback/:provider`, where a network sends the person back after they approved (or denied), and the
+ * documents networks read about Postline (Bluesky's client metadata). No
  * bearer: the one-time `state` names the connect. A plain route beside the API (it answers a page, not JSON), counted
  * against the address's limit as the API's other anonymous endpoints are; codes and states are never logged.
  */
@@ -27,6 +29,7 @@ export const ConnectCallbackLive = HttpApiBuilder.Router.use((router) =>
     const limits = yield* RequestLimits
     const clientAddress = yield* ClientAddress
     const origin = yield* PublicOrigin
+    const networks = yield* OAuthNetworks
     // The connect is finished in a transaction of the server's database, which a plain route is not given.
     const sql = yield* SqlClient.SqlClient
 
@@ -46,5 +49,11 @@ export const ConnectCallbackLive = HttpApiBuilder.Router.use((router) =>
     )
 
     yield* router.get("/v1/oauth/callback/:provider", answer)
+    for (const { document, path } of networks.publishedDocuments) {
+      yield* router.get(path, Effect.map(document, (json) =>
+        json === null
+          ? HttpServerResponse.unsafeJson({ _tag: "NotFound", message: "This server signs in as a loopback client: it publishes no client metadata" }, { status: 404 })
+          : HttpServerResponse.unsafeJson(json, { headers: { "cache-control": "public, max-age=600" } })))
+    }
   })
 ).pipe(Layer.provide([AccountConnects.Default, RequestLimits.Default, ClientAddress.Default, PublicOrigin.Default]))

@@ -1,5 +1,12 @@
 import { Effect, Redacted, Schema } from "effect"
-import { type AtprotoOAuth, BlueskyOAuthClients, BlueskyOAuthSettings, blueskyScope, jsonRows } from "./BlueskyOAuthClient.js"
+import {
+  type AtprotoOAuth,
+  BlueskyOAuthClients,
+  BlueskyOAuthSettings,
+  blueskyScope,
+  clientMetadataPath,
+  jsonRows
+} from "./BlueskyOAuthClient.js"
 import type { CredentialsOf } from "./Credentials.js"
 import { OutboundError } from "../Outbound/OutboundError.js"
 import { fromOutbound } from "./Errors.js"
@@ -61,6 +68,7 @@ export class BlueskyOAuth extends Effect.Service<BlueskyOAuth>()("BlueskyOAuth",
       // A public server signs in as a web client, which needs its key; without PUBLIC_URL, the loopback client.
       missingSettings: settings.publicOrigin !== null && settings.privateKey === null ? ["BLUESKY_OAUTH_PRIVATE_KEY"] : [],
       refreshes: true,
+      publishedDocument: { path: clientMetadataPath, document: clients.metadata },
       authorize: ({ hints, redirectUri }) =>
         Effect.gen(function*() {
           if (!clients.web && !/^http:\/\/127\.0\.0\.1(:\d+)?\//.test(redirectUri)) {

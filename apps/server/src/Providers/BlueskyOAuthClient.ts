@@ -17,7 +17,7 @@ export type AtprotoOAuth = LazyModule.Exports<typeof AtprotoOAuthModule>
 export const blueskyScope = "atproto transition:generic"
 
 /** Where Postline's client metadata is served, for a PDS to read (a web client's `client_id`). */
-export const clientMetadataPath = "/v1/oauth/bluesky/client-metadata.json"
+export const clientMetadataPath = "/v1/oauth/bluesky/client-metadata.json" as const
 
 /**
  * How Postline signs in at a PDS. With PUBLIC_URL (https) and BLUESKY_OAUTH_PRIVATE_KEY (an ES256 private JWK), it is
@@ -28,7 +28,15 @@ export const clientMetadataPath = "/v1/oauth/bluesky/client-metadata.json"
 export class BlueskyOAuthSettings extends Effect.Service<BlueskyOAuthSettings>()("BlueskyOAuthSettings", {
   effect: Effect.gen(function*() {
     const publicUrl = yield* Config.option(Config.url("PUBLIC_URL"))
-    const privateKey = yield* Config.option(Config.redacted("BLUESKY_OAUTH_PRIVATE_KEY"))
+    const privateKey = yield* Config.option(Config.redacted("BLUESKY_OAUTH_PRIVATE_KEY").pipe(
+      Config.validate({
+        message: "must be an ES256 private key as a JWK (JSON with kty EC, crv P-256 and d)",
+        validation: (key) => {
+          const jwk = (() => { try { return JSON.parse(Redacted.value(key)) } catch { return null } })()
+          return jwk?.kty === "EC" && jwk?.crv === "P-256" && typeof jwk?.d === "string"
+        }
+      })
+    ))
     const plcDirectoryUrl = yield* Config.url("BLUESKY_PLC_URL").pipe(Config.withDefault(new URL("https://plc.directory")))
     const handleResolver = yield* Config.option(Config.url("BLUESKY_HANDLE_RESOLVER"))
     const allowHttp = yield* Config.boolean("OUTBOUND_ALLOW_PRIVATE").pipe(Config.withDefault(false))
@@ -81,7 +89,8 @@ export class BlueskyOAuthClients extends Effect.Service<BlueskyOAuthClients>()("
     const webMetadata = (module: AtprotoOAuth) =>
       Effect.promise(async () => {
         if (!web) return null
-        const key = await module.JoseKey.fromJWK(JSON.parse(Redacted.value(settings.privateKey!)), "postline-bluesky")
+        const jwk = JSON.parse(Redacted.value(settings.privateKey!))
+        const key = await module.JoseKey.fromJWK(jwk, jwk.kid ?? "postline-bluesky")
         return {
           key,
           metadata: {

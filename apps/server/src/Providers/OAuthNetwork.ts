@@ -58,6 +58,10 @@ export interface OAuthNetwork<P extends OAuthProvider = OAuthProvider> {
    * used twice: the caller makes sure one process at a time refreshes an account, and stores what this answers.
    */
   readonly refresh: (credentials: CredentialsOf<P>) => Effect.Effect<CredentialsOf<P>, ProviderError>
+  /**
+   * A document about Postline that the network reads at `path` on this server (atproto's client metadata), or none.
+   */
+  readonly publishedDocument?: { readonly path: `/${string}`; readonly document: Effect.Effect<object | null> }
   /** Revokes the credentials' tokens at the network, where it offers revocation; a token already gone is no failure. */
   readonly revoke: (credentials: CredentialsOf<P>) => Effect.Effect<void, ProviderError>
 }

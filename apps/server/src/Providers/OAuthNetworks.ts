@@ -16,7 +16,11 @@ export class OAuthNetworks extends Effect.Service<OAuthNetworks>()("OAuthNetwork
     /** The network, or undefined where this server has none for it yet. */
     const get = <P extends OAuthProvider>(provider: P): OAuthNetwork<P> | undefined =>
       networks[provider] as OAuthNetwork<P> | undefined
-    return { get } as const
+    /** The documents networks read about Postline on this server, by path. */
+    const publishedDocuments = Object.values(networks).flatMap((network) =>
+      network?.publishedDocument === undefined ? [] : [network.publishedDocument]
+    )
+    return { get, publishedDocuments } as const
   }),
   dependencies: [BlueskyOAuth.Default, MastodonOAuth.Default, XOAuth.Default]
 }) {}
