@@ -11,3 +11,9 @@ export class ServerUnreachable extends Schema.TaggedError<ServerUnreachable>()("
 
 /** A file the command reads could not be read. */
 export class FileUnreadable extends Schema.TaggedError<FileUnreadable>()("FileUnreadable", { message: Schema.String }) {}
+
+/** A connect by signing in ended without an account: the person denied it, or the network or the server refused. */
+export class AccountConnectFailed extends Schema.TaggedError<AccountConnectFailed>()("AccountConnectFailed", { message: Schema.String }) {}
+
+/** Nobody approved a connect by signing in before its link expired. */
+export class AccountConnectExpired extends Schema.TaggedError<AccountConnectExpired>()("AccountConnectExpired", { message: Schema.String }) {}

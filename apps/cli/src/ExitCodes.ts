@@ -48,8 +48,17 @@ export const exitCodes = [
   {
     code: 1,
     meaning: "anything else: the server unreachable or failing, a publish whose outcome is unknown (repeat it with " +
-      "the --idempotency-key printed), a request too slow (408) or with headers too large (431), a confirmation answered no",
-    tags: ["ServerUnreachable", "PublishInDoubt", "RequestTimeout", "RequestHeaderFieldsTooLarge", "Cancelled"]
+      "the --idempotency-key printed), a request too slow (408) or with headers too large (431), a confirmation answered no, " +
+      "an account connect by signing in that was denied, failed or expired",
+    tags: [
+      "ServerUnreachable",
+      "PublishInDoubt",
+      "RequestTimeout",
+      "RequestHeaderFieldsTooLarge",
+      "Cancelled",
+      "AccountConnectFailed",
+      "AccountConnectExpired"
+    ]
   }
 ] as const
 

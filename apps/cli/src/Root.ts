@@ -46,7 +46,8 @@ export const helpFooter = HelpDoc.blocks([
       "analytics refresh, billing spend-cap, accounts connect and verify, media upload, context use, logout) shows what it would do and what " +
       "it costs (for a publish or an analytics refresh, each account's credits and the organization's available credits; " +
       "Cost: none otherwise) and asks Proceed? [y/N] on the " +
-      "terminal; --yes skips the question, and without a terminal it refuses (exit 2) unless --yes is given. login is " +
-      "approved in a browser instead, and mcp leaves asking to the agent."
+      "terminal; --yes skips the question, and without a terminal it refuses (exit 2) unless --yes is given. login, and " +
+      "accounts connect <provider> (signing in at the network), are approved in a browser instead, and mcp leaves " +
+      "asking to the agent."
   )
 ])

@@ -12,6 +12,7 @@ import { StripeModule } from "../src/Billing/PaymentProvider.js"
 import { DocsPageModule } from "../src/Http/Docs.js"
 import { type LazyModule, lazyModule, LazyModuleMismatch } from "../src/LazyModule.js"
 import { AtProtoModule } from "../src/Providers/Bluesky.js"
+import { AtprotoOAuthModule } from "../src/Providers/BlueskyOAuthClient.js"
 import { RedisStoreModule } from "../src/RateLimits/Store.js"
 import { TracingSdkModule } from "../src/Tracing.js"
 
@@ -70,6 +71,7 @@ describe("the server's lazily loaded chunks, as built", () => {
   )
   const declared: ReadonlyArray<LazyModule<unknown>> = [
     AtProtoModule,
+    AtprotoOAuthModule,
     DocsPageModule,
     RedisStoreModule,
     TracingSdkModule,

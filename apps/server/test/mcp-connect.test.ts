@@ -71,7 +71,7 @@ const approveAtX = (authorizationUrl: string) =>
     expect(page.status, html).toBe(200)
     const [, action, inputs] = [...html.matchAll(/<form method="post" action="([^"]+)">(.*?)<\/form>/g)]
       .find(([, , inputs]) => inputs!.includes(`name="decision" value="allow"`))!
-    const fields = new URLSearchParams([...inputs!.matchAll(/name="([^"]+)" value="([^"]*)"/g)].map(([, name, value]) => [name!, value!]))
+    const fields = new URLSearchParams([...inputs!.matchAll(/name="([^"]+)" value="([^"]*)"/g)].map(([, name, value]): [string, string] => [name!, value!]))
     const decided = await fetch(new URL(action!, authorizationUrl), { method: "POST", body: fields, redirect: "manual" })
     expect(decided.status).toBe(302)
     await followBack(decided.headers.get("location")!)

@@ -72,6 +72,8 @@ describe("the OpenAPI document", () => {
     expect(spec.info.version).toBe("0.1.0")
     expect(operations.map(({ method, operation, path }) => `${operation.operationId} ${method.toUpperCase()} ${path}`).sort())
       .toEqual([
+        "accountConnects.getAccountConnect GET /v1/teams/{teamId}/social-accounts/connect/{connectId}",
+        "accountConnects.startAccountConnect POST /v1/teams/{teamId}/social-accounts/connect",
         "agent.getContext GET /v1/agent/context",
         "agent.setDefaults PUT /v1/agent/context/defaults",
         "analytics.estimateAccountAnalyticsRefresh GET /v1/teams/{teamId}/social-accounts/{socialAccountId}/analytics/refresh/estimate",

@@ -14,22 +14,26 @@ export type OAuthProvider = typeof OAuthProvider.Type
 /** How long a person has to sign in and approve before the connect expires. */
 export const connectLifetimeSeconds = 10 * 60
 
+// No user name or password in an address: the URL parser would take them, and the browser would not go there.
+const addressShape = httpUrlShape({ userInfo: false })
+const address = WebsiteUrl.pipe(Schema.pattern(addressShape))
+
 const returnTo = optional(
-  WebsiteUrl.pipe(Schema.pattern(httpUrlShape({ userInfo: false }))).annotations({
+  address.annotations({
     description: "Where the person's browser is sent when the network has answered, with `connectId` and `status` " +
       "added to its query: an address of this server, or a loopback one (http://127.0.0.1:<port>/…, " +
       "http://[::1]:<port>/…, http://localhost:<port>/…) of a program on the person's machine. Without it, this " +
       "server answers a page saying what was connected",
-    jsonSchema: { maxLength: maxUrlLength },
+    jsonSchema: { pattern: addressShape.source, maxLength: maxUrlLength },
     ...invalidUnless("must be an absolute http or https URL without a user name or password")
   })
 )
 
 export const StartMastodonConnect = Schema.Struct({
   provider: Schema.Literal("mastodon"),
-  instanceUrl: WebsiteUrl.pipe(Schema.pattern(httpUrlShape({ userInfo: false }))).annotations({
+  instanceUrl: address.annotations({
     description: "The instance the account is on, e.g. `https://mastodon.social`. No user name or password in it",
-    jsonSchema: { maxLength: maxUrlLength },
+    jsonSchema: { pattern: addressShape.source, maxLength: maxUrlLength },
     ...invalidUnless("must be an absolute http or https URL without a user name or password")
   }),
   returnTo
@@ -101,8 +105,10 @@ export class AccountConnectsGroup extends HttpApiGroup.make("accountConnects")
           "their browser, an agent shows it to its user). The network sends them back to " +
           "`/v1/oauth/callback/{provider}` on this server, which keeps the account's tokens encrypted and connects " +
           "it, or reconnects it when the team has it already. Then `GET …/connect/{connectId}` answers the account. " +
-          "409 `provider_not_configured` names the settings a network needs on this server. Admins, owners and the " +
-          "organization's API keys may."
+          "409 `provider_not_configured` names the settings a network needs on this server; 400 " +
+          "`return_to_not_allowed` refuses a returnTo elsewhere than this server or a loopback address, and 400 " +
+          "`credentials_not_verified` says why the network's sign-in could not be started (an instance that cannot " +
+          "be reached). Admins, owners and the organization's API keys may."
       )
   )
   .add(

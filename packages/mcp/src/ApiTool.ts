@@ -14,8 +14,8 @@ import {
 import { Schema } from "effect"
 import { ToolError } from "./ToolError.js"
 
-// How the tools of Tools.ts, PostTools.ts, AnalyticsTools.ts and ProviderTools.ts are made, and the arguments they share: for them
-// alone, not exported by the package.
+// How the tools of Tools.ts, PostTools.ts, AnalyticsTools.ts, ProviderTools.ts and AccountConnectTools.ts are made, and the
+// arguments they share: for them alone, not exported by the package.
 
 /** What a tool does to the world, as MCP's annotations say it. */
 export interface Hints {

@@ -1,5 +1,5 @@
 import type { HttpClientResponse } from "@effect/platform"
-import { type PostlineClient, replayedHeader } from "@postline/domain"
+import { type OAuthProvider, type PostlineClient, replayedHeader } from "@postline/domain"
 import { Effect } from "effect"
 import { ToolCaller } from "./ToolCaller.js"
 import { ToolError, toToolError } from "./ToolError.js"
@@ -24,6 +24,24 @@ const idempotently = <A, E, R>(
   }))
 }
 
+/** A request to start a connect, of any network, answered without the response. */
+type StartRequest = Extract<Parameters<PostlineClient["accountConnects"]["startAccountConnect"]>[0], { readonly withResponse?: false }>
+
+/** What the agent does next, in connect_account's answer itself: an agent that skims descriptions still reads this. */
+const connectInstructions = "Show the user authorizationUrl and ask them to open it in their browser, sign in at the " +
+  "network and approve Postline before expiresAt. Then call check_account_connect with this connectId: the account " +
+  "is connected only once it answers status connected."
+
+/** What connect_account starts: each network with the one argument it takes (instanceUrl, handle, or none). */
+const startPayload = (provider: OAuthProvider, instanceUrl: string | undefined, handle: string | undefined) =>
+  provider === "mastodon" && instanceUrl !== undefined && handle === undefined
+    ? { provider, instanceUrl }
+    : provider === "bluesky" && handle !== undefined && instanceUrl === undefined
+    ? { provider, handle }
+    : provider === "x" && handle === undefined && instanceUrl === undefined
+    ? { provider }
+    : undefined
+
 /** The handlers of every tool: each calls the API as its caller, whose access rules, limits and idempotency apply. */
 export const PostlineToolHandlers = PostlineToolkit.toLayer(Effect.gen(function*() {
   const caller = yield* ToolCaller
@@ -40,6 +58,24 @@ export const PostlineToolHandlers = PostlineToolkit.toLayer(Effect.gen(function*
     list_teams: (urlParams) => withClient((client) => client.teams.listTeams({ urlParams })),
     list_social_accounts: ({ teamId, ...urlParams }) =>
       withClient((client) => client.socialAccounts.listSocialAccounts({ path: { teamId }, urlParams })),
+    connect_account: ({ handle, instanceUrl, provider, teamId }) => {
+      const payload = startPayload(provider, instanceUrl, handle)
+      if (payload === undefined) {
+        return Effect.fail(
+          new ToolError({
+            _tag: "InvalidArguments",
+            message: "Give instanceUrl with provider mastodon, handle with provider bluesky, and neither with x"
+          })
+        )
+      }
+      return withClient((client) =>
+        Effect.map(
+          client.accountConnects.startAccountConnect({ path: { teamId }, payload } as StartRequest),
+          (started) => ({ ...started, instructions: connectInstructions })
+        )
+      )
+    },
+    check_account_connect: (path) => withClient((client) => client.accountConnects.getAccountConnect({ path })),
     list_providers: () => withClient((client) => client.providers.listProviders()),
     create_post: ({ teamId, ...payload }) => withClient((client) => client.posts.createPost({ path: { teamId }, payload })),
     update_post: ({ postId, teamId, ...payload }) =>

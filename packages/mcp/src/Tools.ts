@@ -16,6 +16,7 @@ import {
   TeamListQuery,
   TeamPostingSlots
 } from "@postline/domain"
+import { CheckAccountConnect, ConnectAccount } from "./AccountConnectTools.js"
 import {
   EstimateAnalyticsRefresh,
   GetAccountAnalytics,
@@ -37,6 +38,7 @@ import {
 } from "./PostTools.js"
 import { ListProviders } from "./ProviderTools.js"
 
+export * from "./AccountConnectTools.js"
 export * from "./AnalyticsTools.js"
 export * from "./PostTools.js"
 export * from "./ProviderTools.js"
@@ -71,8 +73,9 @@ export const ListTeams = apiTool("list_teams", {
 
 export const ListSocialAccounts = apiTool("list_social_accounts", {
   title: "List social accounts",
-  description: "The team's social accounts (Bluesky, Mastodon, webhook) that posts are published to, with their " +
-    "ids and status. An account with status reconnect_required cannot publish until its credentials are updated.",
+  description: "The team's social accounts (Bluesky, Mastodon, X, webhook) that posts are published to, with their " +
+    "ids and status. An account with status reconnect_required cannot publish until it is connected again " +
+    "(connect_account, for Bluesky, Mastodon and X).",
   parameters: { ...teamFields, ...SocialAccountListQuery.fields, ...paged },
   success: SocialAccountList,
   hints: reads
@@ -132,6 +135,8 @@ export const PostlineToolkit = Toolkit.make(
   ListOrganizations,
   ListTeams,
   ListSocialAccounts,
+  ConnectAccount,
+  CheckAccountConnect,
   ListProviders,
   CreatePostTool,
   UpdatePostTool,

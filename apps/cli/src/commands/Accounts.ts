@@ -9,6 +9,7 @@ import {
   SocialAccount,
   SocialAccountId,
   SocialAccountList,
+  type TeamId,
   WebsiteUrl
 } from "@postline/domain"
 import { Postline } from "@postline/sdk"
@@ -23,6 +24,7 @@ import { pageOptions, pageParams, pageText } from "../Pages.js"
 import { online } from "../Session.js"
 import { fields, orDash, table } from "../Table.js"
 import { teamOf } from "../Workspace.js"
+import { connectBySigningIn, signInOptions, signInPayload } from "./AccountSignIn.js"
 
 const accountFields = (account: SocialAccount) =>
   fields([
@@ -84,24 +86,16 @@ const provider = decodedOption("webhook", WebsiteUrl, "address").pipe(
   ))
 )
 
-const connect = Command.make("connect", {
-  ...serverOptions,
-  team,
-  provider,
-  serviceUrl: decodedOption("service-url", WebsiteUrl, "url").pipe(
-    Options.optional,
-    Options.withDescription("With --bluesky: its PDS (default https://bsky.social)")
-  ),
-  name: decodedOption("name", Name, "name").pipe(
-    Options.optional,
-    Options.withDescription("With --webhook: its name, shown beside its host (which two webhooks may share) when publishing")
-  ),
-  yes
-}, (options) =>
+type Chosen = typeof provider extends Options.Options<infer A> ? A : never
+
+/** The paste-credentials connect: `--webhook`, or `--bluesky` or `--mastodon` with a secret read next. */
+const withCredentials = (
+  teamId: TeamId,
+  chosen: Chosen,
+  options: { readonly serviceUrl: Option.Option<string>; readonly name: Option.Option<string>; readonly yes: boolean }
+) =>
   Effect.gen(function*() {
     const { client } = yield* Postline
-    const teamId = yield* teamOf(options.team)
-    const chosen = options.provider
     if (Option.isSome(options.name) && chosen.provider !== "webhook") {
       return yield* new UsageError({ message: "--name names a webhook: Bluesky and Mastodon accounts have their own" })
     }
@@ -136,11 +130,51 @@ const connect = Command.make("connect", {
       account.signingSecret === null
         ? accountFields(account)
         : `${accountFields(account)}\n\nSigning secret (shown this once: keep it to verify the webhook's calls): ${account.signingSecret}`)
+  })
+
+const connect = Command.make("connect", {
+  ...serverOptions,
+  team,
+  provider: Options.optional(provider),
+  serviceUrl: decodedOption("service-url", WebsiteUrl, "url").pipe(
+    Options.optional,
+    Options.withDescription("With --bluesky: its PDS (default https://bsky.social)")
+  ),
+  name: decodedOption("name", Name, "name").pipe(
+    Options.optional,
+    Options.withDescription("With --webhook: its name, shown beside its host (which two webhooks may share) when publishing")
+  ),
+  ...signInOptions,
+  yes
+}, (options) =>
+  Effect.gen(function*() {
+    const { network, provider: chosen } = options
+    if (Option.isSome(network) && Option.isSome(chosen)) {
+      return yield* new UsageError({
+        message: `Either sign in (postline accounts connect ${network.value}) or give --${chosen.value.provider} with its credentials, not both`
+      })
+    }
+    if (Option.isSome(network)) {
+      const payload = yield* signInPayload(network.value, options)
+      return yield* connectBySigningIn(yield* teamOf(options.team), payload, !options.noBrowser, accountFields)
+    }
+    if (Option.isNone(chosen)) {
+      return yield* new UsageError({
+        message: "Name a network to sign in at (postline accounts connect x, mastodon --instance <url> or bluesky --handle " +
+          "<handle>), or give --webhook <address>, --bluesky <handle> or --mastodon <instance> with its credentials"
+      })
+    }
+    if (Option.isSome(options.instance) || Option.isSome(options.handle) || options.noBrowser) {
+      return yield* new UsageError({ message: "--instance, --handle and --no-browser go with signing in: postline accounts connect <provider>" })
+    }
+    return yield* withCredentials(yield* teamOf(options.team), chosen.value, options)
   }).pipe(online(options))).pipe(
     Command.withDescription(
-      "Connects an account to the team (asks first): --webhook <address>, --bluesky <handle> (its app password read from the " +
-        "terminal or the first line of standard input) or --mastodon <instance> (an access token with the scopes " +
-        "read:accounts, write:statuses and write:media, read alike). The provider checks the credentials first"
+      "Connects an account to the team. By signing in: <provider> mastodon (--instance <url>), bluesky (--handle " +
+        "<handle>) or x prints the network's link (and opens it in your browser), then waits while you sign in there " +
+        "and approve Postline. Or with credentials (asks first): --webhook <address>, --bluesky <handle> (its app " +
+        "password read from the terminal or the first line of standard input) or --mastodon <instance> (an access " +
+        "token with the scopes read:accounts, write:statuses and write:media, read alike); the provider checks them first"
     )
   )
 

@@ -42,7 +42,20 @@ const mediaTypes = ({ media }: ProviderRules) =>
 const window = (budget: ProviderRules["budgets"][number]) =>
   `${budget.limit} per ${duration(budget.seconds)}${budget.cost === 1 ? "" : ` (${budget.cost} a call)`}`
 
-/** Each provider's rules for people: text and features, media, then each account's call budgets. */
+/** Whether this server connects the provider's accounts by signing in, else what it lacks; nothing if not that way. */
+const signingIn = ({ connect: { oauth }, provider }: ProviderRules) =>
+  oauth === null
+    ? []
+    : oauth.configured
+    ? [`  ${provider}: yes`]
+    : [`  ${provider}: not set up on this server${oauth.missingSettings.length === 0 ? "" : `: it needs ${oauth.missingSettings.join(" and ")}`}`]
+
+const signInLines = (data: ProviderRulesList["data"]) => {
+  const lines = data.flatMap(signingIn)
+  return lines.length === 0 ? [] : ["", "Connecting by signing in (postline accounts connect <provider>):", ...lines]
+}
+
+/** Each provider's rules for people: text and features, media, each account's call budgets, then signing in. */
 const rulesText = ({ data }: ProviderRulesList) =>
   [
     table([
@@ -74,6 +87,7 @@ const rulesText = ({ data }: ProviderRulesList) =>
     "",
     "Calls per account:",
     ...data.map((rules) => `  ${rules.provider}: ${rules.budgets.length === 0 ? "no limit" : rules.budgets.map(window).join(", ")}`),
+    ...signInLines(data),
     "",
     "Credits: one publish to one account; a thread costs one per part, a first comment one more."
   ].join("\n")
@@ -85,7 +99,8 @@ export const providersCommand = Command.make("providers", serverOptions, (option
     yield* (yield* Output).answer(ProviderRulesList, rules, rulesText)
   }).pipe(online(options))).pipe(
     Command.withDescription(
-      "Each provider's rules: how an account connects, the text and media it takes, threads, first comments, " +
-        "deleting, the credits of a publish and the calls an account may make. Read them before writing a post"
+      "Each provider's rules: how an account connects (and whether this server can connect it by signing in), the " +
+        "text and media it takes, threads, first comments, deleting, the credits of a publish and the calls an account " +
+        "may make. Read them before writing a post"
     )
   )

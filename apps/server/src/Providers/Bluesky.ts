@@ -3,7 +3,7 @@ import { Effect, Redacted } from "effect"
 import { type LazyModule, lazyModule } from "../LazyModule.js"
 import { Outbound } from "../Outbound/Outbound.js"
 import { OutboundError } from "../Outbound/OutboundError.js"
-import { type FittedImage, fitImage } from "./BlueskyImages.js"
+import { embedImages, fitImage, mediaProblems } from "./BlueskyImages.js"
 import { postRecordKey } from "./BlueskyRecordKey.js"
 import { BlueskyOAuthClients } from "./BlueskyOAuthClient.js"
 import { type BlueskyAppPassword, type BlueskySignedIn, type CredentialsOf, defaultBlueskyService } from "./Credentials.js"
@@ -12,7 +12,6 @@ import { defaultContentLimits, providerRules } from "./Rules.js"
 import {
   type ContentLimits,
   type ContentProblem,
-  type MediaFacts,
   ProviderError,
   type SocialProvider
 } from "./SocialProvider.js"
@@ -44,40 +43,6 @@ const postsPerRead = 25
 
 // app.bsky.feed.post also caps the text at 3000 bytes of UTF-8, which 300 long grapheme clusters can pass.
 const maxBytes = providerRules.bluesky.text.maxBytes
-
-// app.bsky.embed.images: at most 4 images; these are the types Postline stores and Bluesky shows.
-const maxImages = providerRules.bluesky.media.maxItems
-const imageTypes = new Set<string>(providerRules.bluesky.media.contentTypes)
-
-const mediaProblems = (media: ReadonlyArray<MediaFacts>): ReadonlyArray<ContentProblem> => {
-  const videos = media.filter((medium) => medium.kind === "video").length
-  const images = media.length - videos
-  return [
-    ...(videos > 0
-      ? [`Postline does not send videos to Bluesky yet; this post has ${videos === 1 ? "a video" : `${videos} videos`}`]
-      : []),
-    ...(images > maxImages ? [`Bluesky takes at most ${maxImages} images; this post has ${images}`] : []),
-    ...media.flatMap((medium, index) =>
-      medium.kind === "image" && !imageTypes.has(medium.contentType)
-        ? [`Image ${index + 1} is ${medium.contentType}, which Bluesky does not take`]
-        : []
-    )
-  ].map((message) => ({ code: "media", message }))
-}
-
-/** Uploads each image in turn, as the post's app.bsky.embed.images embed. */
-const embedImages = async (agent: Agent, images: ReadonlyArray<readonly [FittedImage, MediaFacts]>) => {
-  const embedded = []
-  for (const [image, { altText }] of images) {
-    const { data } = await agent.uploadBlob(image.data, { encoding: image.contentType })
-    embedded.push({
-      image: data.blob,
-      alt: altText ?? "",
-      ...(image.width && image.height ? { aspectRatio: { width: image.width, height: image.height } } : {})
-    })
-  }
-  return { $type: "app.bsky.embed.images" as const, images: embedded }
-}
 
 // Errors the PDS answers with status 400 that are about the session, not the content.
 const authErrors = new Set(["ExpiredToken", "InvalidToken", "AccountTakedown", "AccountDeactivated", "AuthFactorTokenRequired"])

@@ -1,7 +1,8 @@
+import type { Agent } from "@atproto/api"
 import { Effect } from "effect"
 import { providerRules } from "./Rules.js"
 import { SharpModule } from "./SharpModule.js"
-import { type MediaFacts, ProviderError } from "./SocialProvider.js"
+import { type ContentProblem, type MediaFacts, ProviderError } from "./SocialProvider.js"
 
 /** app.bsky.embed.images takes images of at most 2,000,000 bytes. */
 export const maxImageBytes = providerRules.bluesky.media.maxImageBytes
@@ -61,3 +62,37 @@ export const fitImage = (blob: Blob, image: MediaFacts): Effect.Effect<FittedIma
         catch: failure("invalid_content", "The image could not be made small enough for Bluesky")
       })
     })
+
+// app.bsky.embed.images: at most 4 images; these are the types Postline stores and Bluesky shows.
+const maxImages = providerRules.bluesky.media.maxItems
+const imageTypes = new Set<string>(providerRules.bluesky.media.contentTypes)
+
+export const mediaProblems = (media: ReadonlyArray<MediaFacts>): ReadonlyArray<ContentProblem> => {
+  const videos = media.filter((medium) => medium.kind === "video").length
+  const images = media.length - videos
+  return [
+    ...(videos > 0
+      ? [`Postline does not send videos to Bluesky yet; this post has ${videos === 1 ? "a video" : `${videos} videos`}`]
+      : []),
+    ...(images > maxImages ? [`Bluesky takes at most ${maxImages} images; this post has ${images}`] : []),
+    ...media.flatMap((medium, index) =>
+      medium.kind === "image" && !imageTypes.has(medium.contentType)
+        ? [`Image ${index + 1} is ${medium.contentType}, which Bluesky does not take`]
+        : []
+    )
+  ].map((message) => ({ code: "media", message }))
+}
+
+/** Uploads each image in turn, as the post's app.bsky.embed.images embed. */
+export const embedImages = async (agent: Agent, images: ReadonlyArray<readonly [FittedImage, MediaFacts]>) => {
+  const embedded = []
+  for (const [image, { altText }] of images) {
+    const { data } = await agent.uploadBlob(image.data, { encoding: image.contentType })
+    embedded.push({
+      image: data.blob,
+      alt: altText ?? "",
+      ...(image.width && image.height ? { aspectRatio: { width: image.width, height: image.height } } : {})
+    })
+  }
+  return { $type: "app.bsky.embed.images" as const, images: embedded }
+}

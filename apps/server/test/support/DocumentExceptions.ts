@@ -30,6 +30,7 @@ export const documentExceptions: ReadonlyArray<DocumentException> = [
   url("instanceUrl"),
   url("url"),
   url("returnUrl"),
+  url("returnTo"),
   {
     property: "socialAccountIds",
     rule: "distinct ids, compared without regard to case (uniqueItems compares them as written)",

@@ -21,6 +21,8 @@ export const toolNames = [
   "list_organizations",
   "list_teams",
   "list_social_accounts",
+  "connect_account",
+  "check_account_connect",
   "list_providers",
   "create_post",
   "update_post",
@@ -155,7 +157,7 @@ export const everyToolOnce = (setup: McpServerSetup, connectAs: ConnectAs) =>
     const providers = yield* use("list_providers", {})
     expect(providers).toEqual((yield* acme.asKey("GET", "/v1/providers")).body)
     expect(providers.data.map(({ provider, credits }: any) => [provider, credits.perPublish]))
-      .toEqual([["bluesky", 1], ["mastodon", 1], ["webhook", 1]])
+      .toEqual([["bluesky", 1], ["mastodon", 1], ["x", 1], ["webhook", 1]])
     expect(providers.data[1]).toMatchObject({ provider: "mastodon", text: { maxLength: 500, urlLength: 23 } })
     expect(yield* use("list_posting_slots", { teamId })).toEqual({ slots: [{ weekday: 3, time: "09:30" }] })
     expect(yield* use("get_credits", { organizationId: acme.organizationId }))
@@ -251,6 +253,11 @@ export const everyToolOnce = (setup: McpServerSetup, connectAs: ConnectAs) =>
       instanceUrl: mastodon.url,
       accessToken: mastodon.token
     }))
+    // Connecting by signing in: the link for the person, and the connect waiting for them.
+    const signIn = yield* use("connect_account", { teamId, provider: "mastodon", instanceUrl: mastodon.url })
+    expect(signIn.authorizationUrl).toMatch(new RegExp(`^${mastodon.url}/oauth/authorize\\?`))
+    expect(yield* use("check_account_connect", { teamId, connectId: signIn.connectId }))
+      .toMatchObject({ connectId: signIn.connectId, status: "pending", account: null })
     const gulls = yield* use("create_post", { teamId, content: "Counting the gulls" })
     const tooted = yield* use("post_now", { teamId, postId: gulls.id, socialAccountIds: [toot.id] })
     expect(tooted.results).toMatchObject([{ socialAccountId: toot.id, status: "published", creditsSpent: 1 }])
