@@ -1,21 +1,9 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, Logger, LogLevel } from "effect"
-import { makeMastodonFake, type MastodonFake } from "./support/MastodonFake.js"
+import { consentAtMastodon, makeMastodonFake, type MastodonFake } from "./support/MastodonFake.js"
 import { publishingTeam } from "./support/Publishing.js"
 import { makeTestServer, raw, signUp } from "./support/TestServer.js"
-
-/** What a person does at the network's page: opens it, approves or denies, and is sent back (the redirect's address). */
-const decideAt = (authorizationUrl: string, decision: "approve" | "deny") =>
-  Effect.promise(async () => {
-    const page = await fetch(authorizationUrl)
-    expect(page.status, await page.clone().text()).toBe(200)
-    const form = new URLSearchParams(new URL(authorizationUrl).searchParams)
-    form.set("decision", decision)
-    const decided = await fetch(new URL("/oauth/authorize", authorizationUrl), { method: "POST", body: form, redirect: "manual" })
-    expect(decided.status).toBe(302)
-    return decided.headers.get("location")!
-  })
 
 /** The browser following the network's redirect back to Postline. */
 const followBack = (location: string) =>
@@ -53,7 +41,7 @@ layer(makeTestServer(Logger.minimumLogLevel(LogLevel.Error)), { excludeTestServi
         const waiting = yield* team.call("GET", `/social-accounts/connect/${started.body.connectId}`)
         expect(waiting.body).toMatchObject({ status: "pending", account: null, error: null, provider: "mastodon" })
 
-        const back = yield* followBack(yield* decideAt(started.body.authorizationUrl, "approve"))
+        const back = yield* followBack(yield* consentAtMastodon(started.body.authorizationUrl, "approve"))
         expect(back.status, back.text).toBe(200)
         expect(back.headers.get("content-type")).toBe("text/html; charset=utf-8")
         expect(back.headers.get("content-security-policy")).toContain("default-src 'none'")
@@ -82,7 +70,7 @@ layer(makeTestServer(Logger.minimumLogLevel(LogLevel.Error)), { excludeTestServi
         const team = yield* publishingTeam(10)
         const connectOnce = Effect.gen(function*() {
           const started = yield* startAt(team, mastodon)
-          yield* followBack(yield* decideAt(started.body.authorizationUrl, "approve"))
+          yield* followBack(yield* consentAtMastodon(started.body.authorizationUrl, "approve"))
           return (yield* team.call("GET", `/social-accounts/connect/${started.body.connectId}`)).body.account.id as string
         })
         const first = yield* connectOnce
@@ -105,7 +93,7 @@ layer(makeTestServer(Logger.minimumLogLevel(LogLevel.Error)), { excludeTestServi
         const mastodon = yield* makeMastodonFake()
         const team = yield* publishingTeam()
         const started = yield* startAt(team, mastodon)
-        const location = yield* decideAt(started.body.authorizationUrl, "approve")
+        const location = yield* consentAtMastodon(started.body.authorizationUrl, "approve")
         const elsewhere = location.replace("/v1/oauth/callback/mastodon", "/v1/oauth/callback/x")
         const wrongNetwork = yield* followBack(elsewhere)
         expect(wrongNetwork.status).toBe(400)
@@ -123,7 +111,7 @@ layer(makeTestServer(Logger.minimumLogLevel(LogLevel.Error)), { excludeTestServi
         expect(stateless.status).toBe(400)
 
         const late = yield* startAt(team, mastodon)
-        const lateLocation = yield* decideAt(late.body.authorizationUrl, "approve")
+        const lateLocation = yield* consentAtMastodon(late.body.authorizationUrl, "approve")
         yield* expireConnect(late.body.connectId)
         const expired = yield* followBack(lateLocation)
         expect(expired.status).toBe(400)
@@ -137,7 +125,7 @@ layer(makeTestServer(Logger.minimumLogLevel(LogLevel.Error)), { excludeTestServi
         const mastodon = yield* makeMastodonFake()
         const team = yield* publishingTeam()
         const started = yield* startAt(team, mastodon)
-        const back = yield* followBack(yield* decideAt(started.body.authorizationUrl, "deny"))
+        const back = yield* followBack(yield* consentAtMastodon(started.body.authorizationUrl, "deny"))
         expect(back.status).toBe(400)
         expect(back.text).toContain("access_denied")
         const status = yield* team.call("GET", `/social-accounts/connect/${started.body.connectId}`)
@@ -158,7 +146,7 @@ layer(makeTestServer(Logger.minimumLogLevel(LogLevel.Error)), { excludeTestServi
         }
         const started = yield* startAt(team, mastodon, { returnTo: "http://127.0.0.1:4567/connected?from=cli" })
         expect(started.status).toBe(201)
-        const back = yield* followBack(yield* decideAt(started.body.authorizationUrl, "approve"))
+        const back = yield* followBack(yield* consentAtMastodon(started.body.authorizationUrl, "approve"))
         expect(back.status).toBe(303)
         expect((yield* team.call("GET", `/social-accounts/connect/${started.body.connectId}`)).body.status).toBe("connected")
         const to = new URL(back.headers.get("location")!)
@@ -171,7 +159,7 @@ layer(makeTestServer(Logger.minimumLogLevel(LogLevel.Error)), { excludeTestServi
         const mastodon = yield* makeMastodonFake()
         const team = yield* publishingTeam()
         const started = yield* startAt(team, mastodon)
-        yield* followBack(yield* decideAt(started.body.authorizationUrl, "approve"))
+        yield* followBack(yield* consentAtMastodon(started.body.authorizationUrl, "approve"))
         const { account } = (yield* team.call("GET", `/social-accounts/connect/${started.body.connectId}`)).body
         expect(mastodon.issuedTokens()).toEqual([{ accessToken: expect.any(String), revoked: false }])
         const removed = yield* team.call("DELETE", `/social-accounts/${account.id}`)
@@ -213,7 +201,7 @@ layer(makeTestServer(Logger.minimumLogLevel(LogLevel.Error)), { excludeTestServi
         const started = yield* raw({ method: "POST", path: `/v1/teams/${team.team.id}/social-accounts/connect`, token: admin2.token, json: { provider: "mastodon", instanceUrl: mastodon.url } })
         expect(started.status).toBe(201)
         yield* sql`UPDATE memberships SET role = 'member' WHERE user_id = ${admin2.user.id}`
-        const back = yield* followBack(yield* decideAt(started.body.authorizationUrl, "approve"))
+        const back = yield* followBack(yield* consentAtMastodon(started.body.authorizationUrl, "approve"))
         expect(back.status).toBe(400)
         expect(back.text).toContain("may no longer connect")
         expect((yield* team.call("GET", `/social-accounts/connect/${started.body.connectId}`)).body).toMatchObject({ status: "failed" })

@@ -2,11 +2,11 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { makeMastodonFake } from "./support/MastodonFake.js"
+import { consentAtMastodon, makeMastodonFake } from "./support/MastodonFake.js"
 import { call, organizationWithKey, success } from "./support/McpFlow.js"
 import { freePort, type ServerProcess, startServer } from "./support/ServerProcess.js"
 import { freshDatabaseEnv } from "./support/TestDatabase.js"
-import { makeXFake, type XFake } from "./support/XFake.js"
+import { consentAtX, makeXFake, type XFake } from "./support/XFake.js"
 
 /**
  * A server process that may reach this machine (the networks' fakes listen on it), with these settings. It knows
@@ -53,30 +53,6 @@ const followBack = async (location: string) => {
   expect(back.status, await back.text()).toBe(200)
 }
 
-/** What the user does at the Mastodon instance's page: approves; then their browser goes back. */
-const approveAtMastodon = (authorizationUrl: string) =>
-  Effect.promise(async () => {
-    const form = new URLSearchParams(new URL(authorizationUrl).searchParams)
-    form.set("decision", "approve")
-    const decided = await fetch(new URL("/oauth/authorize", authorizationUrl), { method: "POST", body: form, redirect: "manual" })
-    expect(decided.status).toBe(302)
-    await followBack(decided.headers.get("location")!)
-  })
-
-/** What the user does at X's consent page: submits its Authorize form; then their browser goes back. */
-const approveAtX = (authorizationUrl: string) =>
-  Effect.promise(async () => {
-    const page = await fetch(authorizationUrl)
-    const html = await page.text()
-    expect(page.status, html).toBe(200)
-    const [, action, inputs] = [...html.matchAll(/<form method="post" action="([^"]+)">(.*?)<\/form>/g)]
-      .find(([, , inputs]) => inputs!.includes(`name="decision" value="allow"`))!
-    const fields = new URLSearchParams([...inputs!.matchAll(/name="([^"]+)" value="([^"]*)"/g)].map(([, name, value]): [string, string] => [name!, value!]))
-    const decided = await fetch(new URL(action!, authorizationUrl), { method: "POST", body: fields, redirect: "manual" })
-    expect(decided.status).toBe(302)
-    await followBack(decided.headers.get("location")!)
-  })
-
 const uuidShape = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 describe("MCP tools connecting accounts by signing in: connect_account, then check_account_connect", () => {
@@ -108,7 +84,8 @@ describe("MCP tools connecting accounts by signing in: connect_account, then che
       const waiting = yield* success(client, "check_account_connect", { teamId, connectId: started.connectId })
       expect(waiting).toMatchObject({ connectId: started.connectId, teamId, provider: "x", status: "pending", account: null })
 
-      yield* approveAtX(started.authorizationUrl)
+      const back = yield* consentAtX(started.authorizationUrl, "allow")
+      yield* Effect.promise(() => followBack(String(back)))
       const connected = yield* success(client, "check_account_connect", { teamId, connectId: started.connectId })
       expect(connected).toMatchObject({ status: "connected", error: null, account: { provider: "x", handle: `@${x.user.username}`, status: "connected" } })
       expect(connected).toEqual((yield* asKey("GET", `/v1/teams/${teamId}/social-accounts/connect/${started.connectId}`)).body)
@@ -116,7 +93,8 @@ describe("MCP tools connecting accounts by signing in: connect_account, then che
       const mastodon = yield* makeMastodonFake()
       const toot = yield* success(client, "connect_account", { teamId, provider: "mastodon", instanceUrl: mastodon.url })
       expect(toot.authorizationUrl.startsWith(`${mastodon.url}/oauth/authorize?`)).toBe(true)
-      yield* approveAtMastodon(toot.authorizationUrl)
+      const tootBack = yield* consentAtMastodon(toot.authorizationUrl, "approve")
+      yield* Effect.promise(() => followBack(tootBack))
       expect(yield* success(client, "check_account_connect", { teamId, connectId: toot.connectId }))
         .toMatchObject({ status: "connected", account: { provider: "mastodon", handle: "@alice@mastodon.test" } })
     }))

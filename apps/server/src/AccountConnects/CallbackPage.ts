@@ -1,8 +1,7 @@
 import { HttpServerResponse } from "@effect/platform"
 import { document, escape, respond } from "../Http/Page.js"
+import { displayNameOf } from "../Providers/Rules.js"
 import type { CallbackOutcome } from "./Service.js"
-
-const providerNames: Record<string, string> = { bluesky: "Bluesky", mastodon: "Mastodon", x: "X" }
 
 /** Where the browser goes back to, with what happened in its query; the address was checked when the connect started. */
 const back = (returnTo: string, connectId: string, status: "connected" | "failed") => {
@@ -18,7 +17,7 @@ export const callbackAnswer = (outcome: CallbackOutcome) => {
     case "Connected": {
       if (outcome.returnTo !== null) return back(outcome.returnTo, outcome.connectId, "connected")
       const { account } = outcome
-      const name = providerNames[account.provider] ?? account.provider
+      const name = displayNameOf(account.provider)
       return respond(
         200,
         document(

@@ -18,6 +18,7 @@ import { authorize } from "../Access/Authorization.js"
 import { transactionally } from "../Database/Transaction.js"
 import { credentialsToJson } from "../Providers/Credentials.js"
 import { OAuthNetworks } from "../Providers/OAuthNetworks.js"
+import { displayNameOf } from "../Providers/Rules.js"
 import { SocialProviders } from "../Providers/Registry.js"
 import { ProviderError } from "../Providers/SocialProvider.js"
 import { CredentialsCipher } from "../Secrets/CredentialsCipher.js"
@@ -33,8 +34,6 @@ export type CallbackOutcome =
   | { readonly _tag: "Connected"; readonly connectId: ConnectId; readonly account: SocialAccount; readonly returnTo: string | null }
   | { readonly _tag: "Failed"; readonly connectId: ConnectId; readonly message: string; readonly returnTo: string | null }
   | { readonly _tag: "Refused"; readonly message: string }
-
-const displayNames: Record<OAuthProvider, string> = { bluesky: "Bluesky", mastodon: "Mastodon", x: "X" }
 
 /**
  * Connecting an account by signing in at its network: `start` hands out the network's page and keeps what finishing
@@ -56,7 +55,7 @@ export class AccountConnects extends Effect.Service<AccountConnects>()("AccountC
         if (network === undefined || network.missingSettings.length > 0) {
           const missing = network?.missingSettings ?? []
           return yield* new Conflict({
-            message: `This server cannot connect ${displayNames[provider]} accounts by signing in` +
+            message: `This server cannot connect ${displayNameOf(provider)} accounts by signing in` +
               (missing.length > 0 ? `: its operator sets ${missing.join(" and ")} (README, Connecting accounts)` : " yet"),
             reason: "provider_not_configured"
           })
@@ -85,7 +84,7 @@ export class AccountConnects extends Effect.Service<AccountConnects>()("AccountC
         const started = yield* network.authorize({ state, redirectUri, hints: input as never }).pipe(
           Effect.mapError((error) =>
             new BadRequest({
-              message: `Signing in at ${displayNames[input.provider]} could not be started: ${error.providerMessage}`,
+              message: `Signing in at ${displayNameOf(input.provider)} could not be started: ${error.providerMessage}`,
               reason: "credentials_not_verified"
             })
           )
@@ -164,7 +163,7 @@ export class AccountConnects extends Effect.Service<AccountConnects>()("AccountC
 
     const failureMessage = (error: unknown) =>
       error instanceof ProviderError
-        ? `${displayNames[error.provider as OAuthProvider] ?? error.provider} did not connect the account: ${error.providerMessage}`
+        ? `${displayNameOf(error.provider)} did not connect the account: ${error.providerMessage}`
         : error instanceof NotFound || (error as { _tag?: string })._tag === "Forbidden" ||
             (error as { _tag?: string })._tag === "Unauthorized"
         ? "Whoever started this connect may no longer connect accounts to the team"

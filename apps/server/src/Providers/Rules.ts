@@ -142,3 +142,6 @@ export const defaultContentLimits = {
   webhook: { maxLength: webhook.text.maxLength, urlLength: webhook.text.urlLength },
   x: { maxLength: x.text.maxLength, urlLength: x.text.urlLength }
 } as const satisfies { readonly [P in SocialProvider]: ContentLimits }
+
+/** How people name the provider ("X", "Mastodon"), for messages and pages. */
+export const displayNameOf = (provider: SocialProvider): string => providerRules[provider].displayName

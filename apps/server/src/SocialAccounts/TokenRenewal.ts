@@ -3,6 +3,7 @@ import { Config, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { credentialsFromJson, credentialsToJson, type ProviderCredentials } from "../Providers/Credentials.js"
 import type { OAuthNetwork } from "../Providers/OAuthNetwork.js"
 import { OAuthNetworks } from "../Providers/OAuthNetworks.js"
+import { displayNameOf } from "../Providers/Rules.js"
 import { ProviderError } from "../Providers/SocialProvider.js"
 import { CredentialsCipher } from "../Secrets/CredentialsCipher.js"
 import { type ClaimedRenewal, RenewalsRepo } from "./RenewalsRepo.js"
@@ -26,7 +27,6 @@ const sendMarginMs = 60_000
 const batch = 20
 const waitStep = Duration.millis(200)
 const retrySeconds = (failures: number) => Math.min(30 * 2 ** failures, 60 * 60)
-const names: Record<OAuthProvider, string> = { bluesky: "Bluesky", mastodon: "Mastodon", x: "X" }
 
 /**
  * Keeps the access tokens of accounts connected by signing in alive: a worker in every process renews those about
@@ -47,7 +47,7 @@ export class TokenRenewal extends Effect.Service<TokenRenewal>()("TokenRenewal",
     const read = (ciphertext: string) => Effect.flatMap(cipher.decrypt(ciphertext), (json) => Effect.orDie(credentialsFromJson(json)))
 
     const refused = (provider: OAuthProvider, why: string) =>
-      `${names[provider]} refused to renew the account's access (${why}): connect it again with POST ` +
+      `${displayNameOf(provider)} refused to renew the account's access (${why}): connect it again with POST ` +
       "/v1/teams/{teamId}/social-accounts/connect"
 
     /** Renews a claimed account's tokens, keeping what the network answered or why it did not. */

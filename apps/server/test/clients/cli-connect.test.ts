@@ -15,10 +15,10 @@ import {
   userWithTeam,
   waitUntil
 } from "../support/CliProcess.js"
-import { makeMastodonFake } from "../support/MastodonFake.js"
+import { consentAtMastodon, makeMastodonFake } from "../support/MastodonFake.js"
 import type { ServerProcess } from "../support/ServerProcess.js"
 import { scopedTempDir } from "../support/TestDatabase.js"
-import { makeXFake } from "../support/XFake.js"
+import { consentAtX, makeXFake } from "../support/XFake.js"
 
 const tmuxMissing = !tmuxAvailable
 if (tmuxMissing && !process.env.CI) {
@@ -53,31 +53,6 @@ const fakeBrowser = Effect.gen(function*() {
   }
 })
 
-/** What a person does at the Mastodon instance's page: opens it, approves or denies; where the instance sends them. */
-const decideAtMastodon = (authorizationUrl: string, decision: "approve" | "deny") =>
-  Effect.promise(async () => {
-    const page = await fetch(authorizationUrl)
-    expect(page.status, await page.clone().text()).toBe(200)
-    const form = new URLSearchParams(new URL(authorizationUrl).searchParams)
-    form.set("decision", decision)
-    const decided = await fetch(new URL("/oauth/authorize", authorizationUrl), { method: "POST", body: form, redirect: "manual" })
-    expect(decided.status).toBe(302)
-    return decided.headers.get("location")!
-  })
-
-/** What a person does at X's consent page: submits its Authorize (allow) or Cancel (deny) form; where X sends them. */
-const decideAtX = (authorizationUrl: string, decision: "allow" | "deny") =>
-  Effect.promise(async () => {
-    const page = await fetch(authorizationUrl)
-    const html = await page.text()
-    expect(page.status, html).toBe(200)
-    const [, action, inputs] = [...html.matchAll(/<form method="post" action="([^"]+)">(.*?)<\/form>/g)]
-      .find(([, , inputs]) => inputs!.includes(`name="decision" value="${decision}"`))!
-    const fields = new URLSearchParams([...inputs!.matchAll(/name="([^"]+)" value="([^"]*)"/g)].map(([, name, value]): [string, string] => [name!, value!]))
-    const decided = await fetch(new URL(action!, authorizationUrl), { method: "POST", body: fields, redirect: "manual" })
-    expect(decided.status).toBe(302)
-    return decided.headers.get("location")!
-  })
 
 /** The browser following the network's redirect back to the server's callback: the page's status. */
 const followBack = (location: string) =>
@@ -109,7 +84,7 @@ describe.skipIf(tmuxMissing && !process.env.CI)("postline accounts connect <prov
       const denied = yield* cliInTmux(["accounts", "connect", "x"], cli)
       const deniedLink = linkIn(yield* denied.waitFor("the link", (text) => text.includes("Waiting for your approval at X…")))
       expect(deniedLink.startsWith(`${x.authorizeUrl}?`)).toBe(true)
-      expect(yield* followBack(yield* decideAtX(deniedLink, "deny"))).toBe(400)
+      expect(yield* followBack(yield* Effect.map(consentAtX(deniedLink, "deny"), String))).toBe(400)
       const failed = yield* denied.waitFor("its end", (text) => text.includes("EXIT:"))
       expect(failed).toMatch(/Error \(AccountConnectFailed\): Connecting the X account failed \(connect [0-9a-f-]{36}\): .*access_denied/)
       expect(failed).toContain("EXIT:1")
@@ -121,7 +96,7 @@ describe.skipIf(tmuxMissing && !process.env.CI)("postline accounts connect <prov
       const link = linkIn(pane)
       expect(link.length).toBeGreaterThan(paneWidth)
       expect(yield* waitUntil("the browser opened", browser.opened, (opened) => opened.length === 2)).toEqual([deniedLink, link])
-      expect(yield* followBack(yield* decideAtX(link, "allow"))).toBe(200)
+      expect(yield* followBack(yield* Effect.map(consentAtX(link, "allow"), String))).toBe(200)
       const done = yield* approved.waitFor("its end", (text) => text.includes("EXIT:"))
       const [account] = (yield* call("GET", `/v1/teams/${teamId}/social-accounts`)).body.data
       expect(account).toMatchObject({ provider: "x", handle: `@${x.user.username}`, status: "connected" })
@@ -149,7 +124,7 @@ describe.skipIf(tmuxMissing && !process.env.CI)("postline accounts connect <prov
         expect(authorization.origin + authorization.pathname).toBe(`${mastodon.url}/oauth/authorize`)
         expect(yield* waitUntil("the browser opened", browser.opened, (opened) => opened.length > 0)).toEqual([link])
 
-        expect(yield* followBack(yield* decideAtMastodon(link, "approve"))).toBe(200)
+        expect(yield* followBack(yield* consentAtMastodon(link, "approve"))).toBe(200)
         const done = yield* connect.waitFor("its end", (text) => text.includes("EXIT:"))
         const [account] = (yield* call("GET", `/v1/teams/${teamId}/social-accounts`)).body.data
         expect(account).toMatchObject({ provider: "mastodon", handle: "@alice@mastodon.test", status: "connected" })
@@ -167,7 +142,7 @@ describe.skipIf(tmuxMissing && !process.env.CI)("postline accounts connect <prov
         const connect = yield* cliInTmux(["accounts", "connect", "mastodon", "--instance", mastodon.url, "--no-browser"], cli)
         const pane = yield* connect.waitFor("the link", (text) => text.includes("The link expires in"))
         expect(pane).toContain("open this link, sign in at Mastodon and approve Postline:\n")
-        expect(yield* followBack(yield* decideAtMastodon(linkIn(pane), "deny"))).toBe(400)
+        expect(yield* followBack(yield* consentAtMastodon(linkIn(pane), "deny"))).toBe(400)
         const done = yield* connect.waitFor("its end", (text) => text.includes("EXIT:"))
         expect(done).toMatch(/Error \(AccountConnectFailed\): Connecting the Mastodon account failed \(connect [0-9a-f-]{36}\): .*access_denied/)
         expect(done).toContain("EXIT:1")
@@ -186,7 +161,7 @@ describe.skipIf(tmuxMissing && !process.env.CI)("postline accounts connect <prov
         const instructions = yield* waitUntil("the link", connect.stderr, (text) => text.includes("The link expires in"))
         const link = instructions.split("\n").find((line) => line.startsWith(`${mastodon.url}/oauth/authorize?`))!
         expect(connect.stdout()).toBe("")
-        yield* followBack(yield* decideAtMastodon(link, "approve"))
+        yield* followBack(yield* consentAtMastodon(link, "approve"))
         expect(yield* Effect.promise(() => connect.exited)).toBe(0)
         const answer = jsonOf({ code: 0, stdout: connect.stdout(), stderr: connect.stderr() })
         expect(answer).toMatchObject({ teamId, provider: "mastodon", status: "connected", error: null })

@@ -377,3 +377,5 @@ export const makeMastodonFake = (options: MastodonFakeOptions = {}) =>
     }
     return fake
   })
+
+export { consentAtMastodon } from "./MastodonOAuthFake.js"

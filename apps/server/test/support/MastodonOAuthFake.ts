@@ -6,6 +6,7 @@
  * the app's, the client secret, a code used once by the client it was issued to, the same redirect URI and the PKCE
  * verifier of its challenge; a revoked token is refused from then on.
  */
+import { Effect } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 import type { IncomingHttpHeaders } from "node:http"
 
@@ -187,3 +188,15 @@ export const makeMastodonOAuth = () => {
     issuedTokens: () => [...tokens].map(([accessToken, { revoked }]) => ({ accessToken, revoked }))
   }
 }
+
+/** What a person does at the instance's page: opens it, approves or denies; where the instance sends them back. */
+export const consentAtMastodon = (authorizationUrl: string, decision: "approve" | "deny") =>
+  Effect.promise(async () => {
+    const page = await fetch(authorizationUrl)
+    if (page.status !== 200) throw new Error(`The instance's page answered ${page.status}: ${await page.text()}`)
+    const form = new URLSearchParams(new URL(authorizationUrl).searchParams)
+    form.set("decision", decision)
+    const decided = await fetch(new URL("/oauth/authorize", authorizationUrl), { method: "POST", body: form, redirect: "manual" })
+    if (decided.status !== 302) throw new Error(`The instance's form answered ${decided.status}`)
+    return decided.headers.get("location")!
+  })
