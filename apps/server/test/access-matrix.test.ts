@@ -128,6 +128,12 @@ const seedWorld = Effect.gen(function*() {
     const newcomer = yield* insertUser("Newcomer")
     const [{ email }] = yield* sql<{ email: string }>`SELECT email FROM users WHERE id = ${newcomer.id}`
     const spareKey = yield* insertKey(organizationA, admin.id)
+    // A connect the admin started, waiting for the person to approve at the network.
+    const [connect] = yield* sql<{ id: string }>`INSERT INTO account_connects
+        (team_id, user_id, provider, state_hash, pending, redirect_uri, expires_at)
+      VALUES (${teamA}, ${admin.id}, 'mastodon', md5(random()::text), '', 'http://127.0.0.1:9/v1/oauth/callback/mastodon',
+        now() + interval '10 minutes')
+      RETURNING id`
     const account = yield* raw({
       method: "POST",
       path: `/v1/teams/${teamA}/social-accounts`,
@@ -188,6 +194,7 @@ const seedWorld = Effect.gen(function*() {
       newcomerEmail: email,
       spareKeyId: spareKey.id,
       accountId: account.body.id as string,
+      connectId: connect.id,
       postId: post.body.id as string,
       sentUploadId: sent.body.uploadId as string,
       awaitingUploadId: awaiting.body.uploadId as string,
@@ -370,6 +377,11 @@ const cases: ReadonlyArray<Case> = [
     statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
   { operation: "socialAccounts.connectSocialAccount", call: (w) => ({ method: "POST", path: `/v1/teams/${w.teamA}/social-accounts`, json: { provider: "webhook", url: "http://127.0.0.1:9/new" } }),
     statuses: [201, 201, 403, 404, 201, 404, 401, 401, 401] },
+  // X is not set up on this server: whoever may connect meets 409 provider_not_configured, and nothing is written.
+  { operation: "accountConnects.startAccountConnect", call: (w) => ({ method: "POST", path: `/v1/teams/${w.teamA}/social-accounts/connect`, json: { provider: "x" } }),
+    statuses: [409, 409, 403, 404, 409, 404, 401, 401, 401] },
+  { operation: "accountConnects.getAccountConnect", call: (w, t) => ({ method: "GET", path: `/v1/teams/${w.teamA}/social-accounts/connect/${t.connectId}` }),
+    statuses: [200, 200, 403, 404, 200, 404, 401, 401, 401] },
   { operation: "socialAccounts.getSocialAccount", call: (w, t) => ({ method: "GET", path: `/v1/teams/${w.teamA}/social-accounts/${t.accountId}` }),
     statuses: [200, 200, 200, 404, 200, 404, 401, 401, 401] },
   { operation: "socialAccounts.updateSocialAccount", call: (w, t) => ({ method: "PATCH", path: `/v1/teams/${w.teamA}/social-accounts/${t.accountId}`, json: { provider: "webhook", url: "http://127.0.0.1:9/moved" } }),

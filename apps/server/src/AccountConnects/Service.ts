@@ -91,6 +91,8 @@ export class AccountConnects extends Effect.Service<AccountConnects>()("AccountC
         )
         const pending = yield* cipher.encrypt(started.pending)
         const starter = yield* starterOf
+        // Connects are few and short-lived: each new one clears those a day past their end.
+        yield* repo.forgetEnded
         const connect = yield* authorize(policy.canManage(teamId, { lock: true }))(() =>
           repo.insert({
             teamId,
