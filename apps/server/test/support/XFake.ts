@@ -22,22 +22,14 @@
  */
 import { Effect, Layer, Redacted } from "effect"
 import { XSettings } from "../../src/Providers/XSettings.js"
-import { createHash, randomBytes } from "node:crypto"
 import type { IncomingHttpHeaders } from "node:http"
 import twitterText from "twitter-text"
 import { makeLocalServer } from "./LocalServer.js"
+import { makeXFakeOAuth } from "./XFakeOAuth.js"
+
+export type { XGrant } from "./XFakeOAuth.js"
 
 export interface XReceivedRequest { readonly method: string; readonly path: string; readonly headers: IncomingHttpHeaders; readonly body: string }
-export interface XGrant {
-  readonly id: number
-  readonly scope: ReadonlyArray<string>
-  accessTokens: Array<{ readonly token: string; readonly expiresAt: number; revoked: boolean }>
-  refreshToken: string | null
-  /** The refresh tokens rotated away: one of them coming back revokes the grant. */
-  readonly spentRefreshTokens: Array<string>
-  refreshCount: number
-  revoked: boolean
-}
 export interface XFakeTweet { readonly id: string; readonly authorId: string; readonly text: string; readonly mediaIds?: ReadonlyArray<string>; readonly inReplyToId?: string }
 export interface XFakeUpload {
   readonly id: string; readonly mediaType: string; readonly category: string; readonly totalBytes: number
@@ -55,18 +47,12 @@ export interface XFakeOptions {
   readonly checkAfterSecs?: number
 }
 
-const knownScopes = new Set(["tweet.read", "tweet.write", "tweet.moderate.write", "users.read", "follows.read", "follows.write",
-  "offline.access", "space.read", "mute.read", "mute.write", "like.read", "like.write", "list.read", "list.write",
-  "block.read", "block.write", "bookmark.read", "bookmark.write", "media.write"])
 const mediaLimits: Record<string, number> = { tweet_image: 5 * 1024 * 1024, tweet_gif: 15 * 1024 * 1024, amplify_video: 512 * 1024 * 1024 }
 const problem = (status: number, title: string, detail: string, type = "about:blank") => ({ status, body: { title, detail, type, status } })
 const invalidRequest = (message: string) => ({
   status: 400,
   body: { errors: [{ message }], title: "Invalid Request", detail: "One or more parameters to your request was invalid.", type: "https://api.twitter.com/2/problems/invalid-request" }
 })
-const tokenError = (status: number, error: string, description: string) => ({ status, body: { error, error_description: description } })
-const random = () => randomBytes(24).toString("base64url")
-const s256 = (verifier: string) => createHash("sha256").update(verifier).digest("base64url")
 
 /** Starts the fake on a free port of 127.0.0.1 for the scope. */
 export const makeXFake = (options: XFakeOptions = {}) =>
@@ -79,125 +65,19 @@ export const makeXFake = (options: XFakeOptions = {}) =>
     const redirectUris = new Set([redirectUri])
     const user = { id: "1500000000000000001", username: "alice_x", name: "Alice" }
     const requests: Array<XReceivedRequest> = []
-    const grants: Array<XGrant> = []
     const tweets: Array<XFakeTweet> = [{ id: "1400000000000000001", authorId: "44196397", text: "Someone else's post" }]
     const deleted: Array<string> = []
     const uploads: Array<XFakeUpload> = []
     const canned: Array<XCanned> = []
     const counts = new Map<string, XPublicMetrics>()
     let accountMetrics = { followers_count: 0, following_count: 0, listed_count: 0, like_count: 0, media_count: 0 }
-    let accessTokenSeconds = options.accessTokenSeconds ?? 7200
-    const pending = new Map<string, URLSearchParams>()
-    const codes = new Map<string, { readonly request: URLSearchParams; used: boolean; grant?: XGrant }>()
+    const oauth = makeXFakeOAuth({ clientId, clientSecret, redirectUris, accessTokenSeconds: options.accessTokenSeconds ?? 7200 })
+    const { authorize, grants } = oauth
     const windows = new Map<string, { remaining: number; reset: number }>()
     let nextId = 1n
     const snowflake = (base: bigint) => String(base + nextId++)
     const live = (id: string) => tweets.find((tweet) => tweet.id === id && !deleted.includes(id))
 
-    const issue = (grant: XGrant) => {
-      const access = { token: random(), expiresAt: Date.now() + accessTokenSeconds * 1000, revoked: false }
-      grant.accessTokens.push(access)
-      grant.refreshToken = grant.scope.includes("offline.access") ? random() : null
-      return {
-        status: 200,
-        body: {
-          token_type: "bearer",
-          expires_in: accessTokenSeconds,
-          access_token: access.token,
-          scope: grant.scope.join(" "),
-          ...(grant.refreshToken ? { refresh_token: grant.refreshToken } : {})
-        }
-      }
-    }
-    const newGrant = (scope: ReadonlyArray<string>) => {
-      const grant: XGrant = { id: grants.length + 1, scope, accessTokens: [], refreshToken: null, spentRefreshTokens: [], refreshCount: 0, revoked: false }
-      grants.push(grant)
-      return grant
-    }
-    const basicClient = (headers: IncomingHttpHeaders) => {
-      const match = /^Basic (.+)$/.exec(headers.authorization ?? "")
-      // As X's example shows it: the id and secret as they are, not form-encoded.
-      return Buffer.from(match?.[1] ?? "", "base64").toString() === `${clientId}:${clientSecret}`
-    }
-
-    const token = (headers: IncomingHttpHeaders, form: URLSearchParams) => {
-      if (!basicClient(headers)) return tokenError(401, "unauthorized_client", "Missing valid authorization header")
-      const grantType = form.get("grant_type")
-      if (grantType === "authorization_code") {
-        const code = codes.get(form.get("code") ?? "")
-        if (!code) return tokenError(400, "invalid_grant", "Value passed for the authorization code was invalid.")
-        if (code.used) {
-          // RFC 6749 4.1.2: a code used twice revokes what it gave.
-          if (code.grant) code.grant.revoked = true
-          return tokenError(400, "invalid_grant", "Value passed for the authorization code was invalid.")
-        }
-        code.used = true
-        if (form.get("redirect_uri") !== code.request.get("redirect_uri")) return tokenError(400, "invalid_grant", "redirect_uri does not match")
-        if (s256(form.get("code_verifier") ?? "") !== code.request.get("code_challenge")) return tokenError(400, "invalid_grant", "code_verifier does not match")
-        code.grant = newGrant(code.request.get("scope")!.split(" "))
-        return issue(code.grant)
-      }
-      if (grantType === "refresh_token") {
-        const presented = form.get("refresh_token") ?? ""
-        const reused = grants.find((grant) => grant.spentRefreshTokens.includes(presented))
-        if (reused) reused.revoked = true
-        const grant = grants.find((grant) => !grant.revoked && grant.refreshToken === presented)
-        if (!grant) return tokenError(400, "invalid_grant", "Value passed for the token was invalid.")
-        grant.spentRefreshTokens.push(presented)
-        grant.refreshCount += 1
-        return issue(grant)
-      }
-      return tokenError(400, "unsupported_grant_type", `grant_type ${grantType} is not supported`)
-    }
-
-    const revoke = (headers: IncomingHttpHeaders, form: URLSearchParams) => {
-      if (!basicClient(headers)) return tokenError(401, "unauthorized_client", "Missing valid authorization header")
-      const presented = form.get("token") ?? ""
-      for (const grant of grants) {
-        if (grant.refreshToken === presented) grant.revoked = true
-        for (const access of grant.accessTokens) if (access.token === presented) access.revoked = true
-      }
-      return { status: 200, body: { revoked: true } }
-    }
-
-    const authorizePage = (query: URLSearchParams) => {
-      if (query.get("client_id") !== clientId) return { status: 400, html: "<p>Something went wrong: unknown client_id.</p>" }
-      // The one registered callback, exactly.
-      if (!redirectUris.has(query.get("redirect_uri") ?? "")) return { status: 400, html: "<p>Something went wrong: redirect_uri not registered.</p>" }
-      const scope = (query.get("scope") ?? "").split(" ")
-      const invalid = query.get("response_type") !== "code" || query.get("code_challenge_method") !== "S256" ||
-        !query.get("code_challenge") || !query.get("state") || scope.some((name) => !knownScopes.has(name))
-      if (invalid) return { status: 400, html: "<p>Something went wrong: invalid request.</p>" }
-      const id = random()
-      pending.set(id, query)
-      const form = (decision: string, label: string) =>
-        `<form method="post" action="/i/oauth2/authorize"><input type="hidden" name="request" value="${id}"><input type="hidden" name="decision" value="${decision}"><button>${label}</button></form>`
-      return { status: 200, html: `<h1>Postline wants to access your X account</h1><p>${scope.join(", ")}</p>${form("allow", "Authorize app")}${form("deny", "Cancel")}` }
-    }
-
-    const consent = (form: URLSearchParams) => {
-      const request = pending.get(form.get("request") ?? "")
-      if (!request) return { status: 400, location: null }
-      pending.delete(form.get("request")!)
-      const back = new URL(request.get("redirect_uri")!)
-      if (form.get("decision") === "allow") {
-        const code = random()
-        codes.set(code, { request, used: false })
-        back.search = new URLSearchParams({ state: request.get("state")!, code }).toString()
-      } else {
-        back.search = new URLSearchParams({ error: "access_denied", error_description: "The user denied the request", state: request.get("state")! }).toString()
-      }
-      return { status: 302, location: back.toString() }
-    }
-
-    // A refusal unless the bearer token is live and its grant holds every scope the call needs.
-    const authorize = (headers: IncomingHttpHeaders, needs: ReadonlyArray<string>) => {
-      const presented = /^Bearer (.+)$/.exec(headers.authorization ?? "")?.[1]
-      const grant = grants.find((grant) => !grant.revoked && grant.accessTokens.some((access) => access.token === presented && !access.revoked && access.expiresAt > Date.now()))
-      if (!grant) return problem(401, "Unauthorized", "Unauthorized")
-      if (needs.some((scope) => !grant.scope.includes(scope))) return problem(403, "Forbidden", `Missing scope: ${needs.filter((scope) => !grant.scope.includes(scope)).join(", ")}`)
-      return undefined
-    }
 
     const userJson = (fields: ReadonlyArray<string>) => ({
       ...user,
@@ -345,11 +225,11 @@ export const makeXFake = (options: XFakeOptions = {}) =>
         }
         if (target.pathname === "/i/oauth2/authorize") {
           if (method === "POST") {
-            const { location, status } = consent(new URLSearchParams(raw.toString()))
+            const { location, status } = oauth.consent(new URLSearchParams(raw.toString()))
             response.writeHead(status, location ? { location } : {})
             return response.end()
           }
-          const { html, status } = authorizePage(target.searchParams)
+          const { html, status } = oauth.authorizePage(target.searchParams)
           response.writeHead(status, { "content-type": "text/html; charset=utf-8" })
           return response.end(`<!doctype html><html><body>${html}</body></html>`)
         }
@@ -357,11 +237,11 @@ export const makeXFake = (options: XFakeOptions = {}) =>
         if (next) return send(next.status, next.body ?? problem(next.status, "Canned", "Canned answer").body, next.headers)
         const form = () => new URLSearchParams(raw.toString())
         if (method === "POST" && target.pathname === "/2/oauth2/token") {
-          const { body, status } = token(request.headers, form())
+          const { body, status } = oauth.token(request.headers, form())
           return send(status, body)
         }
         if (method === "POST" && target.pathname === "/2/oauth2/revoke") {
-          const { body, status } = revoke(request.headers, form())
+          const { body, status } = oauth.revoke(request.headers, form())
           return send(status, body)
         }
         const limits = rateLimited(`${method} ${target.pathname.replace(/\d{6,}/g, ":id")}`)
@@ -389,10 +269,10 @@ export const makeXFake = (options: XFakeOptions = {}) =>
       answerNext: (answer: XCanned) => void canned.push(answer),
       /** A grant as signing in would give it, without the browser: its access and refresh tokens. */
       grant: (scope: ReadonlyArray<string> = ["tweet.read", "tweet.write", "users.read", "media.write", "offline.access"]) => {
-        const { body } = issue(newGrant(scope))
+        const { body } = oauth.issue(oauth.newGrant(scope))
         return { accessToken: body.access_token, refreshToken: body.refresh_token ?? null }
       },
-      setAccessTokenSeconds: (seconds: number) => void (accessTokenSeconds = seconds),
+      setAccessTokenSeconds: oauth.setAccessTokenSeconds,
       setCounts: (tweetId: string, set: Partial<XPublicMetrics>) => void counts.set(tweetId, { ...counts.get(tweetId)!, ...set }),
       setAccountCounts: (set: Partial<typeof accountMetrics>) => void (accountMetrics = { ...accountMetrics, ...set })
     }
