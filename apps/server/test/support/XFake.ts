@@ -25,7 +25,7 @@ import { XSettings } from "../../src/Providers/XSettings.js"
 import type { IncomingHttpHeaders } from "node:http"
 import twitterText from "twitter-text"
 import { makeLocalServer } from "./LocalServer.js"
-import { makeXFakeOAuth } from "./XFakeOAuth.js"
+import { makeXFakeOAuth, problem } from "./XFakeOAuth.js"
 
 export type { XGrant } from "./XFakeOAuth.js"
 
@@ -48,7 +48,6 @@ export interface XFakeOptions {
 }
 
 const mediaLimits: Record<string, number> = { tweet_image: 5 * 1024 * 1024, tweet_gif: 15 * 1024 * 1024, amplify_video: 512 * 1024 * 1024 }
-const problem = (status: number, title: string, detail: string, type = "about:blank") => ({ status, body: { title, detail, type, status } })
 const invalidRequest = (message: string) => ({
   status: 400,
   body: { errors: [{ message }], title: "Invalid Request", detail: "One or more parameters to your request was invalid.", type: "https://api.twitter.com/2/problems/invalid-request" }

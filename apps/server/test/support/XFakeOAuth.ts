@@ -17,7 +17,8 @@ export interface XGrant {
   refreshCount: number
   revoked: boolean
 }
-const problem = (status: number, title: string, detail: string, type = "about:blank") => ({ status, body: { title, detail, type, status } })
+/** X's problem body (docs.x.com/x-api/fundamentals/response-codes-and-errors). */
+export const problem = (status: number, title: string, detail: string, type = "about:blank") => ({ status, body: { title, detail, type, status } })
 const knownScopes = new Set(["tweet.read", "tweet.write", "tweet.moderate.write", "users.read", "follows.read", "follows.write",
   "offline.access", "space.read", "mute.read", "mute.write", "like.read", "like.write", "list.read", "list.write",
   "block.read", "block.write", "bookmark.read", "bookmark.write", "media.write"])
