@@ -3,7 +3,9 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Logger, LogLevel } from "effect"
 import { consentAtMastodon, makeMastodonFake, type MastodonFake } from "./support/MastodonFake.js"
 import { publishingTeam } from "./support/Publishing.js"
+import { GuardedOAuthNetworks, GuardedProviders } from "./support/Providers.js"
 import { makeTestServer, raw, signUp } from "./support/TestServer.js"
+import { freshTestStorage } from "./support/TestStorage.js"
 
 /** The browser following the network's redirect back to Postline. */
 const followBack = (location: string) =>
@@ -224,4 +226,21 @@ layer(makeTestServer(Logger.minimumLogLevel(LogLevel.Error)), { excludeTestServi
         expect(byName.webhook.oauth).toBeNull()
       }))
   })
+})
+
+layer(makeTestServer(Logger.minimumLogLevel(LogLevel.Error), GuardedProviders, freshTestStorage("filesystem"), GuardedOAuthNetworks), {
+  excludeTestServices: true
+})("connecting by signing in, behind the outbound guard", (it) => {
+  it.scoped("an instance at a private or loopback address is refused before any call, and nothing is kept", () =>
+    Effect.gen(function*() {
+      const mastodon = yield* makeMastodonFake()
+      const team = yield* publishingTeam()
+      const refused = yield* startAt(team, mastodon)
+      expect(refused.status).toBe(400)
+      expect(refused.body).toMatchObject({ _tag: "BadRequest", reason: "credentials_not_verified" })
+      expect(refused.body.message).toContain("OUTBOUND_ALLOW_PRIVATE")
+      expect(mastodon.requests).toEqual([])
+      const sql = yield* SqlClient.SqlClient
+      expect(yield* sql`SELECT 1 FROM account_connects UNION ALL SELECT 1 FROM oauth_clients`).toEqual([])
+    }))
 })

@@ -27,6 +27,13 @@ export const localOAuthNetworksWith = (
 
 export const LocalOAuthNetworks = localOAuthNetworksWith()
 
+/** The sign-in networks with the production guard: private addresses refused. */
+export const GuardedOAuthNetworks = OAuthNetworks.Default.pipe(
+  Layer.provide(Outbound.Default({ allowPrivate: false })),
+  Layer.provide(XSettings.Default),
+  Layer.provide(BlueskyOAuthSettings.Default)
+)
+
 /** The providers with the production guard: private addresses refused. */
 export const GuardedProviders = SocialProviders.Default.pipe(
   Layer.provideMerge(Outbound.Default({ allowPrivate: false })),
