@@ -144,6 +144,34 @@ layer(Layer.merge(TestServer.pipe(Layer.provide(Settings)), LocalProviders), { e
       expect(mastodon.validateMedia([image("image/heic")])).toHaveLength(1)
     }))
 
+  it.effect("X: 280 weighted (CJK and emoji two, every URL 23), 4 images or one video, signed in only, as the adapter refuses past them", () =>
+    Effect.gen(function*() {
+      const { x: rules } = yield* readRules((yield* signUp()).token)
+      expect(rules).toMatchObject({
+        displayName: "X",
+        connect: { method: "oauth", oauth: { configured: false, missingSettings: ["X_CLIENT_ID", "X_CLIENT_SECRET"], refreshes: true } },
+        text: { maxLength: 280, counting: "weighted", urlLength: 23, maxBytes: null },
+        media: { maxItems: 4, maxImageBytes: 5 * 1024 * 1024, maxVideoBytes: 512 * 1024 * 1024, maxAltTextLength: 1000, perAccount: false },
+        features: { threads: true, maxThreadParts, firstComment: true, delete: true }
+      })
+      const x = (yield* SocialProviders).get("x")
+      const url = `https://example.com/${"a".repeat(200)}`
+      expect(x.validate(`${"x".repeat(280 - 23 - 1)} ${url}`)).toEqual([])
+      expect(x.validate(`${"x".repeat(280 - 23)} ${url}`)).toMatchObject([{ code: "too_long", length: 281, maxLength: 280 }])
+      expect(x.validate("字".repeat(140))).toEqual([])
+      expect(x.validate("字".repeat(141))).toMatchObject([{ code: "too_long", length: 282 }])
+      const media = rules.media as { maxImageBytes: number; maxVideoBytes: number; maxAltTextLength: number }
+      expect(x.validateMedia(images(4))).toEqual([])
+      expect(x.validateMedia(images(5))).toMatchObject([{ code: "media" }])
+      expect(x.validateMedia([video(), image()])).toMatchObject([{ code: "media" }])
+      expect(x.validateMedia([image("image/jpeg", media.maxImageBytes)])).toEqual([])
+      expect(x.validateMedia([image("image/jpeg", media.maxImageBytes + 1)])).toMatchObject([{ code: "media" }])
+      expect(x.validateMedia([video(media.maxVideoBytes)])).toEqual([])
+      expect(x.validateMedia([video(media.maxVideoBytes + 1)])).toMatchObject([{ code: "media" }])
+      expect(x.validateMedia([image("image/jpeg", 1000, 100, 100, "a".repeat(media.maxAltTextLength))])).toEqual([])
+      expect(x.validateMedia([image("image/jpeg", 1000, 100, 100, "a".repeat(media.maxAltTextLength + 1))])).toMatchObject([{ code: "media" }])
+    }))
+
   it.effect("webhook: no limit on text or media, which it passes on as links", () =>
     Effect.gen(function*() {
       const { webhook: rules } = yield* readRules((yield* signUp()).token)
