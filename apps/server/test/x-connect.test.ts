@@ -33,11 +33,11 @@ const XServer = Layer.unwrapScoped(Effect.gen(function*() {
   )
 }))
 
-/** Only this account's tokens are due for renewal: the others of the file's earlier tests are pushed a day on. */
+/** Only this account's tokens are due for renewal, now: the others of the file's earlier tests are pushed a day on. */
 const onlyDue = (accountId: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql`UPDATE social_accounts SET token_expires_at = now() + interval '1 day'
-      WHERE id <> ${accountId} AND token_expires_at IS NOT NULL`)
+    sql`UPDATE social_accounts SET token_expires_at = CASE WHEN id = ${accountId} THEN now() ELSE now() + interval '1 day' END
+      WHERE token_expires_at IS NOT NULL`)
 
 type Team = Effect.Effect.Success<ReturnType<typeof publishingTeam>>
 
@@ -159,6 +159,29 @@ layer(XServer, { excludeTestServices: true })("X, connected by signing in", (it)
       const [row] = yield* sql<{ failures: number; retrying: boolean }>`SELECT renewal_failures AS failures,
         renewal_retry_at > now() AS retrying FROM social_accounts WHERE id = ${accountId}`
       expect(row).toEqual({ failures: 1, retrying: true })
+    }))
+
+  it.scoped("a token is renewed within TOKEN_RENEWAL_AHEAD_SECONDS of its end, or within half its life when that is shorter", () =>
+    Effect.gen(function*() {
+      const fake = yield* TheXFake
+      const renewal = yield* TokenRenewal
+      const team = yield* publishingTeam()
+      const accountId = (yield* connectX(team)).status.account.id as string
+      const grant = fake.grants.at(-1)!
+      const sql = yield* SqlClient.SqlClient
+      yield* onlyDue(accountId)
+      // A 15-minute token with 9 left: within the 10 minutes ahead, but not yet past half its life.
+      yield* sql`UPDATE social_accounts SET token_issued_at = now() - interval '6 minutes',
+        token_expires_at = now() + interval '9 minutes' WHERE id = ${accountId}`
+      yield* renewal.renewDue
+      expect(grant.refreshCount).toBe(0)
+      yield* sql`UPDATE social_accounts SET token_issued_at = now() - interval '8 minutes',
+        token_expires_at = now() + interval '7 minutes' WHERE id = ${accountId}`
+      yield* renewal.renewDue
+      expect(grant.refreshCount).toBe(1)
+      const [row] = yield* sql<{ renewed: boolean }>`SELECT token_issued_at > now() - interval '1 minute' AS renewed
+        FROM social_accounts WHERE id = ${accountId}`
+      expect(row.renewed).toBe(true)
     }))
 
   it.scoped("a denied sign-in connects nothing", () =>

@@ -26,12 +26,17 @@ export class RenewalsRepo extends Effect.Service<RenewalsRepo>()("RenewalsRepo",
     const claimable = sql`status = 'connected' AND token_expires_at IS NOT NULL
       AND (renewal_claimed_until IS NULL OR renewal_claimed_until < now())`
 
-    /** Up to `limit` accounts whose tokens expire within `aheadSeconds`, and that may be tried now, claimed. */
+    /**
+     * Up to `limit` accounts whose tokens expire within `aheadSeconds` (or within half their life, when that is
+     * shorter: a network's short-lived tokens are not renewed at every look), and that may be tried now, claimed.
+     */
     const claimDue = (aheadSeconds: number, claimSeconds: number, limit: number) =>
       sql<ClaimedRenewal>`UPDATE social_accounts SET renewal_claim = gen_random_uuid(),
           renewal_claimed_until = now() + make_interval(secs => ${claimSeconds})
         WHERE id IN (SELECT id FROM social_accounts
-          WHERE ${claimable} AND token_expires_at <= now() + make_interval(secs => ${aheadSeconds})
+          WHERE ${claimable}
+            AND token_expires_at <= now() + least(make_interval(secs => ${aheadSeconds}),
+              coalesce((token_expires_at - token_issued_at) / 2, make_interval(secs => ${aheadSeconds})))
             AND (renewal_retry_at IS NULL OR renewal_retry_at <= now())
           ORDER BY token_expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
         RETURNING ${sql.unsafe(claimedColumns)}`.pipe(Effect.orDie)
@@ -53,6 +58,7 @@ export class RenewalsRepo extends Effect.Service<RenewalsRepo>()("RenewalsRepo",
     /** Renewed tokens, kept under the claim they were renewed with; the claim ends. */
     const storeRenewed = (renewal: ClaimedRenewal, ciphertext: string, expiresAt: Date | null) =>
       sql`UPDATE social_accounts SET credentials = ${ciphertext}, token_expires_at = ${expiresAt?.toISOString() ?? null},
+          token_issued_at = now(),
           renewal_claim = NULL, renewal_claimed_until = NULL, renewal_failures = 0, renewal_retry_at = NULL,
           updated_at = now()
         WHERE id = ${renewal.id} AND renewal_claim = ${renewal.claim}`.pipe(Effect.asVoid, Effect.orDie)

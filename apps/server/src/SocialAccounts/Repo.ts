@@ -103,18 +103,18 @@ export class SocialAccountsRepo extends Effect.Service<SocialAccountsRepo>()("So
     }) =>
       sql<SocialAccount>`INSERT INTO social_accounts AS a
           (team_id, provider, handle, display_name, avatar_url, profile_url, credentials, content_limits,
-            network_user_id, token_expires_at)
+            network_user_id, token_expires_at, token_issued_at)
         VALUES (${input.teamId}, ${input.provider}, ${input.profile.handle}, ${input.profile.displayName},
           ${input.profile.avatarUrl}, ${input.profile.profileUrl}, ${input.ciphertext},
           ${JSON.stringify(input.profile.limits)}::json, ${input.profile.networkUserId},
-          ${input.tokenExpiresAt?.toISOString() ?? null})
+          ${input.tokenExpiresAt?.toISOString() ?? null}, now())
         RETURNING ${columns}`.pipe(Effect.map(([row]) => row), Effect.orDie, policyRequire("SocialAccount", "manage"))
 
     /** New credentials that the provider accepted: the account is connected again. */
     const replaceCredentials = (id: SocialAccountId, profile: Profile, ciphertext: string, tokenExpiresAt: Date | null = null) =>
       sql<SocialAccount>`UPDATE social_accounts a SET ${profileColumns(profile)}, credentials = ${ciphertext},
           status = 'connected', last_error_category = NULL, last_error_message = NULL, last_error_at = NULL,
-          token_expires_at = ${tokenExpiresAt?.toISOString() ?? null}, renewal_failures = 0, renewal_retry_at = NULL, updated_at = now()
+          token_expires_at = ${tokenExpiresAt?.toISOString() ?? null}, token_issued_at = now(), renewal_failures = 0, renewal_retry_at = NULL, updated_at = now()
         WHERE a.id = ${id} RETURNING ${columns}`.pipe(
         Effect.map((rows) => Option.fromNullable(rows[0])),
         Effect.orDie,

@@ -10,7 +10,8 @@ import { Effect } from "effect"
  * - `oauth_clients`: the app Postline registered on a server for a redirect address (a Mastodon instance's), its
  *   secret encrypted; made the first time one of the server's users connects.
  * - `social_accounts`: X is a provider; `network_user_id` names the network's user, so that connecting the same
- *   user again updates their account; `token_expires_at` is when the access token ends, and the renewal claim
+ *   user again updates their account; `token_expires_at` is when the access token ends (`token_issued_at` when it
+ *   was given, so that one is renewed before half its life has gone, however short), and the renewal claim
  *   (`renewal_claim`, `renewal_claimed_until`) lets one process at a time renew it, `renewal_retry_at` after a
  *   renewal that failed for a while.
  */
@@ -22,6 +23,7 @@ export default Effect.gen(function*() {
   yield* sql`ALTER TABLE social_accounts
     ADD COLUMN network_user_id text,
     ADD COLUMN token_expires_at timestamptz,
+    ADD COLUMN token_issued_at timestamptz,
     ADD COLUMN renewal_claim uuid,
     ADD COLUMN renewal_claimed_until timestamptz,
     ADD COLUMN renewal_failures integer NOT NULL DEFAULT 0,
