@@ -3,6 +3,7 @@
 import { execFileSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { createRequire } from "node:module"
 import { basename, dirname, join, relative } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 
@@ -73,6 +74,18 @@ const clean = (outdir) => {
  * `import.meta.url`. Each entry is built on its own: chunks shared between entries would hold what either
  * one reaches, and the admin command would load the server's. Answers its lazily loaded chunks (lazyChunks).
  */
+/**
+ * twitter-text calls `require("punycode")`, meaning the npm package it depends on, where Node gives its own, which
+ * is deprecated and says so on standard error at every start of the bundle: the bundle takes the package.
+ */
+const punycodePackage = {
+  name: "punycode-package",
+  setup(build) {
+    const fromTwitterText = createRequire(createRequire(join(serverDir, "package.json")).resolve("twitter-text"))
+    build.onResolve({ filter: /^punycode$/ }, () => ({ path: fromTwitterText.resolve("punycode/") }))
+  }
+}
+
 const bundle = async (entry, outdir, out = basename(entry).replace(/\.ts$/, ""), { served = true } = {}) => {
   // Loaded here: `pnpm start` runs this script to learn that the build is current, and needs no bundler then.
   const { build } = await import("esbuild")
@@ -89,6 +102,7 @@ const bundle = async (entry, outdir, out = basename(entry).replace(/\.ts$/, ""),
     metafile: true,
     logLevel: "warning",
     define: { POSTLINE_VERSION: JSON.stringify(version) },
+    plugins: [punycodePackage],
     // Some dependencies still call require(): the bundle gives them one (named apart from their own imports).
     banner: { js: "import { createRequire as createBundleRequire } from 'node:module'; const require = createBundleRequire(import.meta.url);" }
   })
