@@ -99,6 +99,11 @@ layer(XServer, { excludeTestServices: true })("X, connected by signing in", (it)
       const { credentials } = yield* storedCredentials(accountId)
       expect(credentials.provider === "x" && credentials.refreshToken !== null).toBe(true)
 
+      // A check of the account renews a token about to expire first, as a publish does.
+      const checked = yield* team.call("POST", `/social-accounts/${accountId}/verify`)
+      expect(checked.body).toMatchObject({ status: "connected", handle: "@alice_x", lastError: null })
+      expect(grant.refreshCount).toBe(2)
+
       const deleted = yield* team.call("POST", `/posts/${post.body.id}/unpublish`, {})
       expect(deleted.status, JSON.stringify(deleted.body)).toBe(200)
       expect([...fake.deleted].sort()).toEqual(ours.map((tweet) => tweet.id).sort())

@@ -20,6 +20,7 @@ import type { ProviderError } from "../Providers/SocialProvider.js"
 import { generateSigningSecret } from "../Secrets/SignedWebhook.js"
 import { SocialAccountsPolicy } from "./Policy.js"
 import { type CheckOutcome, SocialAccountsRepo } from "./Repo.js"
+import { TokenRenewal } from "./TokenRenewal.js"
 
 const notFound = (id: SocialAccountId) => new NotFound({ message: `Social account ${id} not found` })
 
@@ -43,6 +44,7 @@ export class SocialAccounts extends Effect.Service<SocialAccounts>()("SocialAcco
     const cipher = yield* CredentialsCipher
     const cursors = yield* Cursors
     const networks = yield* OAuthNetworks
+    const renewal = yield* TokenRenewal
 
     const list = (teamId: TeamId, { provider, status, ...query }: SocialAccountListQuery) =>
       authorize(policy.canRead(teamId))(() =>
@@ -132,8 +134,9 @@ export class SocialAccounts extends Effect.Service<SocialAccounts>()("SocialAcco
     const verify = (teamId: TeamId, id: SocialAccountId) =>
       Effect.gen(function*() {
         const { ciphertext } = yield* storedCredentials(teamId, id)
-        // Credentials this server cannot read need reconnecting, as those the provider refuses do.
-        const outcome = yield* readCredentials(ciphertext).pipe(
+        // Credentials this server cannot read need reconnecting, as those the provider refuses do. Tokens about to
+        // expire are renewed first, as for a publish.
+        const outcome = yield* renewal.open(id, ciphertext).pipe(
           Effect.flatMap(providers.verify),
           Effect.match({
             onSuccess: (profile): CheckOutcome => ({ _tag: "Verified", profile }),
@@ -166,5 +169,5 @@ export class SocialAccounts extends Effect.Service<SocialAccounts>()("SocialAcco
 
     return { list, get, connect, update, verify, remove } as const
   }),
-  dependencies: [SocialAccountsRepo.Default, SocialAccountsPolicy.Default, Cursors.Default]
+  dependencies: [SocialAccountsRepo.Default, SocialAccountsPolicy.Default, Cursors.Default, TokenRenewal.Default]
 }) {}
