@@ -8,14 +8,20 @@ import { ProviderError } from "../Providers/SocialProvider.js"
 import { CredentialsCipher } from "../Secrets/CredentialsCipher.js"
 import { type ClaimedRenewal, RenewalsRepo } from "./RenewalsRepo.js"
 
+const positive = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: "must be a positive whole number", validation: (n) => n > 0 })
+  )
+
 /** How early tokens are renewed, how long a renewal may hold its claim, and how often the worker looks. */
 export class TokenRenewalSettings extends Effect.Service<TokenRenewalSettings>()("TokenRenewalSettings", {
   effect: Effect.all({
-    aheadSeconds: Config.integer("TOKEN_RENEWAL_AHEAD_SECONDS").pipe(Config.withDefault(10 * 60)),
-    pollMs: Config.integer("TOKEN_RENEWAL_POLL_MS").pipe(Config.withDefault(30_000)),
+    aheadSeconds: positive("TOKEN_RENEWAL_AHEAD_SECONDS", 10 * 60),
+    pollMs: positive("TOKEN_RENEWAL_POLL_MS", 30_000),
     // Longer than any call to a network may take (PUBLISH_TIMEOUT_SECONDS bounds them): a claim never ends while
     // its renewal could still store what the network answered.
-    claimSeconds: Config.integer("TOKEN_RENEWAL_CLAIM_SECONDS").pipe(Config.withDefault(5 * 60))
+    claimSeconds: positive("TOKEN_RENEWAL_CLAIM_SECONDS", 5 * 60)
   })
 }) {}
 
