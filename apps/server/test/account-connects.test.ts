@@ -1,8 +1,10 @@
 import { describe, expect, layer } from "@effect/vitest"
+import { HttpServer } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
 import { Effect, Logger, LogLevel } from "effect"
 import { consentAtMastodon, makeMastodonFake, type MastodonFake } from "./support/MastodonFake.js"
 import { publishingTeam } from "./support/Publishing.js"
+import { sendRaw } from "./support/RawSocket.js"
 import { GuardedOAuthNetworks, GuardedProviders } from "./support/Providers.js"
 import { makeTestServer, raw, signUp } from "./support/TestServer.js"
 import { freshTestStorage } from "./support/TestStorage.js"
@@ -88,6 +90,44 @@ layer(makeTestServer(Logger.minimumLogLevel(LogLevel.Error)), { excludeTestServi
         yield* team.postNow(post.id, [first])
         const statusCall = mastodon.requests.find((request) => request.method === "POST" && request.path === "/api/v1/statuses")
         expect(statusCall?.headers.authorization).toBe(`Bearer ${tokens[1].accessToken}`)
+      }))
+
+    it.scoped("an account pasted before network users were recorded is found by its handle: signing in updates it", () =>
+      Effect.gen(function*() {
+        const mastodon = yield* makeMastodonFake()
+        const team = yield* publishingTeam()
+        const pasted = yield* team.connect({ provider: "mastodon", instanceUrl: mastodon.url, accessToken: mastodon.token })
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`UPDATE social_accounts SET network_user_id = NULL WHERE id = ${pasted.id}`
+        const started = yield* startAt(team, mastodon)
+        yield* followBack(yield* consentAtMastodon(started.body.authorizationUrl, "approve"))
+        const { account } = (yield* team.call("GET", `/social-accounts/connect/${started.body.connectId}`)).body
+        expect(account.id).toBe(pasted.id)
+        expect((yield* team.call("GET", "/social-accounts")).body.data).toHaveLength(1)
+      }))
+
+    it.scoped("a server without PUBLIC_URL signs in only when reached at this machine's address, not at a Host a caller names", () =>
+      Effect.gen(function*() {
+        const mastodon = yield* makeMastodonFake()
+        const team = yield* publishingTeam()
+        // fetch would send the address it calls as the Host: the request is written as a client may write it.
+        const server = yield* HttpServer.HttpServer
+        const body = JSON.stringify({ provider: "mastodon", instanceUrl: mastodon.url })
+        const elsewhere = yield* Effect.promise(() =>
+          sendRaw((server.address as HttpServer.TcpAddress).port, [[
+            `POST /v1/teams/${team.team.id}/social-accounts/connect HTTP/1.1`,
+            "Host: postline.invalid",
+            `Authorization: Bearer ${team.admin.token}`,
+            "Content-Type: application/json",
+            `Content-Length: ${Buffer.byteLength(body)}`,
+            "Connection: close",
+            "",
+            body
+          ].join("\r\n")]))
+        expect(elsewhere.status).toBe(409)
+        expect(elsewhere.body).toMatchObject({ _tag: "Conflict", reason: "provider_not_configured" })
+        expect(elsewhere.body.message).toContain("PUBLIC_URL")
+        expect(mastodon.apps).toHaveLength(0)
       }))
 
     it.scoped("a state works once; an expired one, an unknown one and one sent back to another network's callback are refused", () =>

@@ -1,9 +1,10 @@
 import { expect, layer } from "@effect/vitest"
 import { HttpServer } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { ConfigProvider, Context, Effect, Layer, Logger, LogLevel, Redacted } from "effect"
+import { ConfigProvider, Context, Effect, Layer, Logger, LogLevel, Option, Redacted } from "effect"
 import { credentialsFromJson } from "../src/Providers/Credentials.js"
 import { CredentialsCipher } from "../src/Secrets/CredentialsCipher.js"
+import { RenewalsRepo } from "../src/SocialAccounts/RenewalsRepo.js"
 import { TokenRenewal } from "../src/SocialAccounts/TokenRenewal.js"
 import { localOAuthNetworksWith, localProvidersWith } from "./support/Providers.js"
 import { publishingTeam } from "./support/Publishing.js"
@@ -187,6 +188,21 @@ layer(XServer, { excludeTestServices: true })("X, connected by signing in", (it)
       const [row] = yield* sql<{ renewed: boolean }>`SELECT token_issued_at > now() - interval '1 minute' AS renewed
         FROM social_accounts WHERE id = ${accountId}`
       expect(row.renewed).toBe(true)
+    }))
+
+  it.scoped("a reconnect ends a renewal under way: what that renewal stores afterwards changes nothing", () =>
+    Effect.gen(function*() {
+      const team = yield* publishingTeam(5)
+      const accountId = (yield* connectX(team)).status.account.id as string
+      const renewals = yield* RenewalsRepo.pipe(Effect.provide(RenewalsRepo.Default))
+      const inFlight = Option.getOrThrow(yield* renewals.claimOne(accountId as never, 300))
+      yield* connectX(team)
+      yield* renewals.storeRenewed(inFlight, "v1.stale.renewal", null)
+      yield* renewals.markRefused(inFlight, "a stale renewal's refusal")
+      const account = yield* team.call("GET", `/social-accounts/${accountId}`)
+      expect(account.body).toMatchObject({ status: "connected", lastError: null })
+      const post = yield* team.draft("After the stale renewal")
+      expect((yield* team.postNow(post.id, [accountId])).body.outcome).toBe("none_failed")
     }))
 
   it.scoped("a denied sign-in connects nothing", () =>

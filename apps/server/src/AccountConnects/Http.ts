@@ -11,7 +11,10 @@ export const AccountConnectsHttpLive = HttpApiBuilder.group(PostlineApi, "accoun
     const origin = yield* PublicOrigin
     return handlers
       .handle("startAccountConnect", ({ path, payload, request }) =>
-        Effect.map(connects.start(path.teamId, payload, origin.of(request)), asEncoded(ConnectStarted, { status: 201 })))
+        Effect.map(
+          connects.start(path.teamId, payload, { url: origin.of(request), configured: origin.configured }),
+          asEncoded(ConnectStarted, { status: 201 })
+        ))
       .handle("getAccountConnect", ({ path }) =>
         Effect.map(connects.get(path.teamId, path.connectId), asEncoded(AccountConnect)))
   })).pipe(Layer.provide([AccountConnects.Default, PublicOrigin.Default]))

@@ -22,6 +22,8 @@ export interface ConnectRow {
   readonly expiresAt: string
   /** Whether expires_at has passed, by the database's clock. */
   readonly expired: boolean
+  /** Whether it is 10 minutes past expires_at: a connect still being finished then was abandoned (a crash). */
+  readonly abandoned: boolean
 }
 
 /** A connect the callback took: what finishing it needs. */
@@ -38,7 +40,8 @@ export class AccountConnectsRepo extends Effect.Service<AccountConnectsRepo>()("
 
     const columns = sql`c.id, c.team_id AS "teamId", c.provider, c.status, c.social_account_id AS "socialAccountId",
       c.error, c.return_to AS "returnTo", ${sql.unsafe(isoUtc("c.created_at"))} AS "createdAt",
-      ${sql.unsafe(isoUtc("c.expires_at"))} AS "expiresAt", c.expires_at <= now() AS expired`
+      ${sql.unsafe(isoUtc("c.expires_at"))} AS "expiresAt", c.expires_at <= now() AS expired,
+      c.expires_at + interval '10 minutes' <= now() AS abandoned`
 
     const insert = (input: {
       readonly teamId: TeamId

@@ -25,7 +25,7 @@ import { CredentialsCipher } from "../Secrets/CredentialsCipher.js"
 import { SocialAccountsPolicy } from "../SocialAccounts/Policy.js"
 import { SocialAccountsRepo } from "../SocialAccounts/Repo.js"
 import { type ClaimedConnect, AccountConnectsRepo, type ConnectRow, type Starter } from "./Repo.js"
-import { returnToAllowed } from "./ReturnTo.js"
+import { isLoopback, returnToAllowed } from "./ReturnTo.js"
 
 const hashOf = (state: string) => createHash("sha256").update(state).digest("hex")
 
@@ -68,10 +68,23 @@ export class AccountConnects extends Effect.Service<AccountConnects>()("AccountC
         ? { _tag: "User", user: caller.user }
         : { _tag: "ApiKey", apiKeyId: caller.apiKeyId, organizationId: caller.organizationId })
 
-    const start = (teamId: TeamId, input: StartConnect, origin: string) =>
+    /**
+     * `origin` is where the network sends the person back: PUBLIC_URL, else the Host the request came to, which is
+     * taken only for this machine's own address (a developer's server): any other would be the caller's to choose,
+     * and each would register Postline as an app again at a Mastodon instance.
+     */
+    const start = (teamId: TeamId, input: StartConnect, redirectOrigin: { readonly url: string; readonly configured: boolean }) =>
       Effect.gen(function*() {
         yield* authorize(policy.canManage(teamId, { lock: false }))(() => Effect.void)
         const network = yield* networkOf(input.provider)
+        const origin = redirectOrigin.url
+        if (!redirectOrigin.configured && !isLoopback(origin)) {
+          return yield* new Conflict({
+            message: "This server signs in to networks only where its operator set PUBLIC_URL (the address the " +
+              "networks send people back to), or when it is reached at 127.0.0.1 or localhost",
+            reason: "provider_not_configured"
+          })
+        }
         const returnTo = input.returnTo ?? null
         if (returnTo !== null && !returnToAllowed(returnTo, origin)) {
           return yield* new BadRequest({
@@ -108,10 +121,11 @@ export class AccountConnects extends Effect.Service<AccountConnects>()("AccountC
         return { connectId: connect.id, authorizationUrl: started.authorizationUrl, expiresAt: connect.expiresAt }
       })
 
+    // A connect being finished (its callback came in time) is pending until it ends, unless its process died.
     const statusOf = (connect: ConnectRow): AccountConnect["status"] =>
       connect.status === "connected" || connect.status === "failed"
         ? connect.status
-        : connect.expired
+        : (connect.status === "pending" && connect.expired) || connect.abandoned
         ? "expired"
         : "pending"
 
@@ -147,9 +161,10 @@ export class AccountConnects extends Effect.Service<AccountConnects>()("AccountC
         const caller = connect.starter._tag === "User" ? Caller.User(connect.starter) : Caller.ApiKey(connect.starter)
         return yield* authorize(policy.canManage(connect.teamId, { lock: true }))(() =>
           Effect.gen(function*() {
-            const existing = profile.networkUserId === null
+            const { networkUserId } = profile
+            const existing = networkUserId === null
               ? Option.none()
-              : yield* accounts.findNetworkUser(connect.teamId, connect.provider, profile.networkUserId)
+              : yield* accounts.findNetworkUser(connect.teamId, connect.provider, { ...profile, networkUserId })
             // An account removed meanwhile is added again.
             const replaced = Option.isSome(existing)
               ? yield* accounts.replaceCredentials(existing.value, profile, ciphertext, tokenExpiresAt)

@@ -19,6 +19,8 @@ export class PublicOrigin extends Effect.Service<PublicOrigin>()("PublicOrigin",
           return `http://${hostAndPort.test(host) ? host : "localhost"}`
         }
       })
-    return { of } as const
+    /** Whether PUBLIC_URL names the origin; else it comes from the request's Host. */
+    const configured = Option.isSome(publicUrl)
+    return { of, configured } as const
   })
 }) {}

@@ -10,6 +10,7 @@ import {
 import type { CredentialsOf } from "./Credentials.js"
 import { OutboundError } from "../Outbound/OutboundError.js"
 import { fromOutbound } from "./Errors.js"
+import { readPending } from "./OAuthCalls.js"
 import type { OAuthNetwork } from "./OAuthNetwork.js"
 import { ProviderError } from "./SocialProvider.js"
 
@@ -89,7 +90,7 @@ export class BlueskyOAuth extends Effect.Service<BlueskyOAuth>()("BlueskyOAuth",
         }),
       finish: ({ callbackUrl, pending }) =>
         Effect.gen(function*() {
-          const { redirectUri, row, state } = yield* Effect.orDie(Schema.decode(Pending)(pending))
+          const { redirectUri, row, state } = yield* readPending("bluesky", Pending, pending)
           const sessions = jsonRows()
           const client = yield* clients.client(redirectUri, jsonRows([[state, row]]), sessions)
           const { session } = yield* run(() => client.callback(callbackUrl.searchParams))

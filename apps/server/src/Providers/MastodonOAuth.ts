@@ -3,7 +3,7 @@ import * as oauth from "oauth4webapi"
 import { Outbound } from "../Outbound/Outbound.js"
 import type { OAuthClient } from "./Credentials.js"
 import { fromOutbound, fromStatus, shortMessage } from "./Errors.js"
-import { oauthCall, oauthOptions } from "./OAuthCalls.js"
+import { oauthCall, oauthOptions, readPending } from "./OAuthCalls.js"
 import { OAuthClientsRepo } from "./OAuthClientsRepo.js"
 import type { OAuthNetwork } from "./OAuthNetwork.js"
 
@@ -106,8 +106,13 @@ export class MastodonOAuth extends Effect.Service<MastodonOAuth>()("MastodonOAut
         }),
       finish: ({ callbackUrl, pending, redirectUri, state }) =>
         Effect.gen(function*() {
-          const { clientId, clientSecret, instanceUrl, verifier } = yield* Effect.orDie(Schema.decode(Pending)(pending))
-          const server = authorizationServer(instanceUrl)
+          const { clientId, clientSecret, instanceUrl, verifier } = yield* readPending("mastodon", Pending, pending)
+          // A server that names itself in the callback (RFC 9207, newer Mastodon) may write its origin with a slash.
+          const named = callbackUrl.searchParams.get("iss")
+          const server = {
+            ...authorizationServer(instanceUrl),
+            ...(named !== null && named.replace(/\/$/, "") === new URL(instanceUrl).origin ? { issuer: named } : {})
+          }
           const client: oauth.Client = { client_id: clientId }
           const authentication = oauth.ClientSecretPost(Redacted.value(clientSecret))
           const tokens = yield* oauthCall("mastodon", async () => {

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import * as oauth from "oauth4webapi"
 import { OutboundError } from "../Outbound/OutboundError.js"
 import type { Outbound } from "../Outbound/Outbound.js"
@@ -68,3 +68,19 @@ export const fromOAuthFailure = (provider: ProviderName) => (error: unknown): Pr
 /** An exchange with a network's authorization server, its failures made provider errors. */
 export const oauthCall = <A>(provider: ProviderName, run: () => Promise<A>) =>
   Effect.tryPromise({ try: run, catch: fromOAuthFailure(provider) })
+
+/**
+ * What a network's `authorize` left for its callback, read back. One that does not read (a connect started before an
+ * upgrade changed its shape) fails the connect with a fixed message: the decoder's own would quote its secrets.
+ */
+export const readPending = <A, I>(provider: ProviderName, schema: Schema.Schema<A, I>, pending: string) =>
+  Schema.decode(schema)(pending as I).pipe(
+    Effect.mapError(() =>
+      new ProviderError({
+        provider,
+        category: "unknown",
+        retryable: false,
+        providerMessage: "What this connect kept for the network's answer cannot be read: start connecting again"
+      })
+    )
+  )

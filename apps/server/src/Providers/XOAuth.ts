@@ -2,7 +2,7 @@ import { Clock, Effect, Redacted, Schema } from "effect"
 import * as oauth from "oauth4webapi"
 import { Outbound } from "../Outbound/Outbound.js"
 import type { CredentialsOf } from "./Credentials.js"
-import { fromOAuthFailure, oauthOptions } from "./OAuthCalls.js"
+import { fromOAuthFailure, oauthOptions, readPending } from "./OAuthCalls.js"
 import type { OAuthNetwork } from "./OAuthNetwork.js"
 import { ProviderError } from "./SocialProvider.js"
 import { XClient } from "./XClient.js"
@@ -118,7 +118,7 @@ export class XOAuth extends Effect.Service<XOAuth>()("XOAuth", {
         }),
       finish: ({ callbackUrl, pending, redirectUri, state }) =>
         Effect.gen(function*() {
-          const { verifier } = yield* Effect.orDie(Schema.decode(Pending)(pending))
+          const { verifier } = yield* readPending("x", Pending, pending)
           const { authentication, client } = yield* app
           const tokens = yield* call(async () => {
             // A refusal (error=access_denied) throws here, with X's description.

@@ -110,11 +110,15 @@ export class SocialAccountsRepo extends Effect.Service<SocialAccountsRepo>()("So
           ${input.tokenExpiresAt?.toISOString() ?? null}, now())
         RETURNING ${columns}`.pipe(Effect.map(([row]) => row), Effect.orDie, policyRequire("SocialAccount", "manage"))
 
-    /** New credentials that the provider accepted: the account is connected again. */
+    /**
+     * New credentials that the provider accepted: the account is connected again. A renewal of the old ones under
+     * way loses its claim, so that what it stores cannot overwrite these.
+     */
     const replaceCredentials = (id: SocialAccountId, profile: Profile, ciphertext: string, tokenExpiresAt: Date | null = null) =>
       sql<SocialAccount>`UPDATE social_accounts a SET ${profileColumns(profile)}, credentials = ${ciphertext},
           status = 'connected', last_error_category = NULL, last_error_message = NULL, last_error_at = NULL,
-          token_expires_at = ${tokenExpiresAt?.toISOString() ?? null}, token_issued_at = now(), renewal_failures = 0, renewal_retry_at = NULL, updated_at = now()
+          token_expires_at = ${tokenExpiresAt?.toISOString() ?? null}, token_issued_at = now(), renewal_failures = 0, renewal_retry_at = NULL,
+          renewal_claim = NULL, renewal_claimed_until = NULL, updated_at = now()
         WHERE a.id = ${id} RETURNING ${columns}`.pipe(
         Effect.map((rows) => Option.fromNullable(rows[0])),
         Effect.orDie,
@@ -153,11 +157,13 @@ export class SocialAccountsRepo extends Effect.Service<SocialAccountsRepo>()("So
      * user is locked for the team (an advisory lock, there being no row to lock the first time), so that two
      * connects of one user at once make one account.
      */
-    const findNetworkUser = (teamId: TeamId, provider: SocialProvider, networkUserId: string) =>
-      sql`SELECT pg_advisory_xact_lock(hashtextextended(${`${teamId} ${provider} ${networkUserId}`}, 0))`.pipe(
+    const findNetworkUser = (teamId: TeamId, provider: SocialProvider, profile: Profile & { readonly networkUserId: string }) =>
+      sql`SELECT pg_advisory_xact_lock(hashtextextended(${`${teamId} ${provider} ${profile.networkUserId}`}, 0))`.pipe(
+        // An account connected before its network user was recorded is found by its handle.
         Effect.zipRight(sql<{ readonly id: SocialAccountId }>`SELECT id FROM social_accounts
-          WHERE team_id = ${teamId} AND provider = ${provider} AND network_user_id = ${networkUserId}
-          ORDER BY created_at LIMIT 1`),
+          WHERE team_id = ${teamId} AND provider = ${provider} AND (network_user_id = ${profile.networkUserId}
+            OR (network_user_id IS NULL AND handle = ${profile.handle}))
+          ORDER BY network_user_id IS NULL, created_at LIMIT 1`),
         Effect.map(([row]) => Option.map(Option.fromNullable(row), ({ id }) => id)),
         Effect.orDie,
         policyRequire("SocialAccount", "manage")

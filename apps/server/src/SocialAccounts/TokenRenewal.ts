@@ -25,10 +25,7 @@ export class TokenRenewalSettings extends Effect.Service<TokenRenewalSettings>()
   })
 }) {}
 
-/**
- * A publish renews tokens that expire within this (or within TOKEN_RENEWAL_AHEAD_SECONDS, when shorter), rather than
- * send with one that may end on the way.
- */
+/** A send renews tokens that expire within this, or within TOKEN_RENEWAL_AHEAD_SECONDS when longer. */
 const sendMarginMs = 60_000
 const batch = 20
 const waitStep = Duration.millis(200)
@@ -109,17 +106,32 @@ export class TokenRenewal extends Effect.Service<TokenRenewal>()("TokenRenewal",
         }
       })
 
-    /** Credentials fit to send with: renewed first when their access token expires within a minute. */
+    // A send may take minutes (a video's processing): its tokens must outlast it, and the network's client must not
+    // renew them itself meanwhile (atproto's does within its last 40 seconds), which would store nothing.
+    const margin = Math.max(sendMarginMs, settings.aheadSeconds * 1000)
+    const endsWithin = (network: OAuthNetwork, credentials: ProviderCredentials, ms: number) => {
+      const expiresAt = network.expiresAt(credentials as never)
+      return expiresAt !== null && expiresAt.getTime() - Date.now() <= ms
+    }
+
+    /**
+     * Credentials fit to send with: renewed first when their access token expires within the margin. When another
+     * process renews them, what it stored; if that renewal failed for now and the token has ended, the send fails as
+     * one that may pass later, never as a refusal of the account.
+     */
     const fresh = (id: SocialAccountId, credentials: ProviderCredentials): Effect.Effect<ProviderCredentials, ProviderError> =>
       Effect.gen(function*() {
         const network = networkOf(credentials)
-        const expiresAt = network?.expiresAt(credentials as never) ?? null
-        const margin = Math.min(sendMarginMs, settings.aheadSeconds * 1000)
-        if (network === undefined || expiresAt === null || expiresAt.getTime() - Date.now() > margin) return credentials
+        if (network === undefined || !endsWithin(network, credentials, margin)) return credentials
         const claimed = yield* repo.claimOne(id, settings.claimSeconds)
-        return yield* Option.match(claimed, {
-          onSome: renew,
-          onNone: () => renewedElsewhere(id, network.provider)
+        if (Option.isSome(claimed)) return yield* renew(claimed.value)
+        const stored = yield* renewedElsewhere(id, network.provider)
+        if (!endsWithin(network, stored, 0)) return stored
+        return yield* new ProviderError({
+          provider: network.provider,
+          category: "transient",
+          retryable: true,
+          providerMessage: "The account's access token has ended and its renewal has not succeeded yet: tried again later"
         })
       })
 
