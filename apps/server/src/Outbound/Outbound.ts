@@ -2,7 +2,7 @@ import { Config, Effect, Layer, Option, type Scope, Stream } from "effect"
 import { Agent, fetch as undiciFetch } from "undici"
 import { serverVersion } from "../StartupLog.js"
 import { hasUserInfo, makeAddressChecks, type Resolver, userInfoRefused } from "./AddressChecks.js"
-import { OutboundError } from "./OutboundError.js"
+import { causesOf, OutboundError, outboundErrorIn } from "./OutboundError.js"
 
 export interface OutboundOptions {
   /**
@@ -61,13 +61,6 @@ const toRequest = (input: string | URL | Request, init?: RequestInit): Request =
   }
 }
 
-const causes = (error: unknown): ReadonlyArray<unknown> => {
-  const chain: Array<unknown> = []
-  for (let current = error; current !== undefined && current !== null && chain.length < 10; current = (current as Error).cause) {
-    chain.push(current)
-  }
-  return chain
-}
 
 /**
  * Calls to addresses that users choose (Mastodon instances, Bluesky services, webhooks) go through
@@ -111,11 +104,11 @@ export class Outbound extends Effect.Service<Outbound>()("Outbound", {
 
       // A thrown OutboundError as it was; anything else named after the host only (the caller's own abort passes as it came).
       const failureOf = (error: unknown, url: URL, timedOut: boolean, aborted: boolean): unknown => {
-        const known = causes(error).find((cause) => cause instanceof OutboundError)
+        const known = outboundErrorIn(error)
         if (known) return known
         if (timedOut) return new OutboundError({ reason: "timeout", message: `${url.host} did not answer within ${totalTimeoutMillis} ms` })
         if (aborted) return error
-        const code = causes(error).map((cause) => (cause as { code?: unknown }).code).find((code) => typeof code === "string")
+        const code = causesOf(error).map((cause) => (cause as { code?: unknown }).code).find((code) => typeof code === "string")
         return new OutboundError({
           reason: typeof code === "string" && code.includes("TIMEOUT") ? "timeout" : "network",
           message: `${url.host} could not be reached (${code ?? (error as Error).message})`

@@ -8,7 +8,7 @@ import {
   jsonRows
 } from "./BlueskyOAuthClient.js"
 import type { CredentialsOf } from "./Credentials.js"
-import { OutboundError } from "../Outbound/OutboundError.js"
+import { outboundErrorIn } from "../Outbound/OutboundError.js"
 import { fromOutbound } from "./Errors.js"
 import { readPending } from "./OAuthCalls.js"
 import type { OAuthNetwork } from "./OAuthNetwork.js"
@@ -18,16 +18,11 @@ import { ProviderError } from "./SocialProvider.js"
 const Pending = Schema.parseJson(Schema.Struct({ state: Schema.String, row: Schema.String, redirectUri: Schema.String }))
 const SessionRow = Schema.parseJson(Schema.Struct({ tokenSet: Schema.Struct({ expires_at: Schema.optional(Schema.String) }) }))
 
-const causes = (error: unknown): ReadonlyArray<unknown> => {
-  const chain: Array<unknown> = []
-  for (let current = error; current != null && chain.length < 10; current = (current as Error).cause) chain.push(current)
-  return chain
-}
 
 /** A failure of the atproto OAuth client: a refusal for good (denied, refresh token revoked or replayed) is `auth`. */
 const failure = (module: AtprotoOAuth) => (error: unknown): ProviderError => {
-  const outbound = causes(error).find((cause) => cause instanceof OutboundError)
-  if (outbound instanceof OutboundError) return fromOutbound("bluesky", outbound)
+  const outbound = outboundErrorIn(error)
+  if (outbound !== undefined) return fromOutbound("bluesky", outbound)
   const refused = error instanceof module.TokenRefreshError || error instanceof module.TokenRevokedError ||
     error instanceof module.TokenInvalidError || error instanceof module.OAuthCallbackError
   const message = error instanceof Error ? error.message : String(error)

@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
 import * as oauth from "oauth4webapi"
-import { OutboundError } from "../Outbound/OutboundError.js"
+import { outboundErrorIn } from "../Outbound/OutboundError.js"
 import type { Outbound } from "../Outbound/Outbound.js"
 import type { ProviderName } from "./Credentials.js"
 import { fromOutbound, shortMessage } from "./Errors.js"
@@ -16,19 +16,14 @@ export const oauthOptions = (outbound: Outbound) => ({
   [oauth.allowInsecureRequests]: true
 })
 
-const causes = (error: unknown): ReadonlyArray<unknown> => {
-  const chain: Array<unknown> = []
-  for (let current = error; current != null && chain.length < 10; current = (current as Error).cause) chain.push(current)
-  return chain
-}
 
 /**
  * A failure of an OAuth exchange as a provider error: a grant refused for good (`invalid_grant`, a person who
  * denied) is `auth`, which takes a reconnect; an unreachable or failing authorization server is `transient`.
  */
 export const fromOAuthFailure = (provider: ProviderName) => (error: unknown): ProviderError => {
-  const outbound = causes(error).find((cause) => cause instanceof OutboundError)
-  if (outbound instanceof OutboundError) return fromOutbound(provider, outbound)
+  const outbound = outboundErrorIn(error)
+  if (outbound !== undefined) return fromOutbound(provider, outbound)
   if (error instanceof oauth.AuthorizationResponseError) {
     return new ProviderError({
       provider,
