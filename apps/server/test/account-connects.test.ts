@@ -162,6 +162,20 @@ layer(makeTestServer(Logger.minimumLogLevel(LogLevel.Error)), { excludeTestServi
         expect((yield* team.call("GET", "/social-accounts")).body.data).toHaveLength(1)
       }))
 
+    it.scoped("the same callback arriving four times at once connects one account, once; the others are told the link was used", () =>
+      Effect.gen(function*() {
+        const mastodon = yield* makeMastodonFake()
+        const team = yield* publishingTeam()
+        const started = yield* startAt(team, mastodon)
+        const location = yield* consentAtMastodon(started.body.authorizationUrl, "approve")
+        const answers = yield* Effect.all(Array.from({ length: 4 }, () => followBack(location)), { concurrency: "unbounded" })
+        expect(answers.map((answer) => answer.status).sort()).toEqual([200, 400, 400, 400])
+        for (const refused of answers.filter((answer) => answer.status === 400)) expect(refused.text).toContain("used already")
+        expect((yield* team.call("GET", "/social-accounts")).body.data).toHaveLength(1)
+        expect(mastodon.issuedTokens()).toHaveLength(1)
+        expect((yield* team.call("GET", `/social-accounts/connect/${started.body.connectId}`)).body.status).toBe("connected")
+      }))
+
     it.scoped("a person who denies gets a page saying so, and the connect says failed with why", () =>
       Effect.gen(function*() {
         const mastodon = yield* makeMastodonFake()
