@@ -102,7 +102,7 @@ describe("MCP tools connecting accounts by signing in: connect_account, then che
   it.scopedLive("refuses arguments of another network, and X on a server without its settings names X_CLIENT_ID and X_CLIENT_SECRET", () =>
     Effect.gen(function*() {
       const { client, teamId } = yield* agentOn(yield* serverWith())
-      for (const args of [{ provider: "mastodon" }, { provider: "x", handle: "alice.bsky.social" }, { provider: "bluesky", instanceUrl: "https://mastodon.social" }]) {
+      for (const args of [{ provider: "mastodon" }, { provider: "x", handle: "alice.bsky.social" }, { provider: "bluesky", instanceUrl: "https://mastodon.invalid" }]) {
         const refused = yield* call(client, "connect_account", { teamId, ...args })
         expect(refused.isError, JSON.stringify(args)).toBe(true)
         expect(refused.value).toEqual({

@@ -179,7 +179,7 @@ describe.skipIf(tmuxMissing && !process.env.CI)("postline accounts connect <prov
           [["mastodon"], "Which instance is the account on? postline accounts connect mastodon --instance <url>"],
           [["bluesky"], "Which account? postline accounts connect bluesky --handle <handle>"],
           [["x", "--handle", "alice.bsky.social"], "--handle goes with bluesky"],
-          [["bluesky", "--handle", "alice.bsky.social", "--instance", "https://mastodon.social"], "--instance goes with mastodon"],
+          [["bluesky", "--handle", "alice.bsky.social", "--instance", "https://mastodon.invalid"], "--instance goes with mastodon"],
           [["x", "--webhook", "https://example.com/hook"], "Either sign in (postline accounts connect x) or give --webhook"],
           [["--webhook", "https://example.com/hook", "--no-browser"], "--instance, --handle and --no-browser go with signing in"],
           [[], "Name a network to sign in at"]
