@@ -1,36 +1,25 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { createServer } from "node:http"
 import Pg from "pg"
-import type { AddressInfo } from "node:net"
+import { makeLocalReceiver } from "./support/LocalServer.js"
 import { createUserWithToken, type ServerProcess, startServer } from "./support/ServerProcess.js"
 import { freshDatabaseEnv, testDatabaseKind } from "./support/TestDatabase.js"
 import { eventually } from "./support/Waiting.js"
 
 /** Webhook calls as a receiver sees them: each carries its post, its account and its webhook-id. */
-const makeReceiver = Effect.acquireRelease(
-  Effect.async<{ readonly url: string; readonly calls: Array<{ post: string; account: string; id: string }>; close: () => void }>(
-    (resume) => {
-      const calls: Array<{ post: string; account: string; id: string }> = []
-      const server = createServer((request, response) => {
-        const chunks: Array<Buffer> = []
-        request.on("data", (chunk: Buffer) => chunks.push(chunk))
-        request.on("end", () => {
-          const event = JSON.parse(Buffer.concat(chunks).toString("utf8"))
-          calls.push({ post: event.data.postId, account: event.data.socialAccountId, id: String(request.headers["webhook-id"]) })
-          response.writeHead(204).end()
-        })
-      })
-      server.listen(0, "127.0.0.1", () =>
-        resume(Effect.succeed({
-          url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-          calls,
-          close: () => void server.close()
-        })))
-    }
-  ),
-  (receiver) => Effect.sync(receiver.close)
-)
+const makeReceiver = Effect.gen(function*() {
+  const calls: Array<{ post: string; account: string; id: string }> = []
+  const url = yield* makeLocalReceiver((request, response) => {
+    const chunks: Array<Buffer> = []
+    request.on("data", (chunk: Buffer) => chunks.push(chunk))
+    request.on("end", () => {
+      const event = JSON.parse(Buffer.concat(chunks).toString("utf8"))
+      calls.push({ post: event.data.postId, account: event.data.socialAccountId, id: String(request.headers["webhook-id"]) })
+      response.writeHead(204).end()
+    })
+  })
+  return { url, calls }
+})
 
 /**
  * The (post, account) pairs that reached the receiver. A call repeated after a crash carries the same

@@ -3,7 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Redacted } from "effect"
 import { layerPostgres } from "../src/Database/Postgres.js"
 import { layerEmbedded } from "../src/Database/Sql.js"
-import { makeLocalServer } from "./support/LocalServer.js"
+import { makeLocalReceiver } from "./support/LocalServer.js"
 import { callsAs, createUserWithToken, freePort, spawnServer } from "./support/ServerProcess.js"
 import { freshDatabaseEnv } from "./support/TestDatabase.js"
 
@@ -54,7 +54,7 @@ it.scopedLive(
   () =>
     Effect.gen(function*() {
       const deliveries: Array<string> = []
-      const receiverUrl = yield* makeLocalServer((request, response) => {
+      const receiverUrl = yield* makeLocalReceiver((request, response) => {
         const chunks: Array<Buffer> = []
         request.on("data", (chunk: Buffer) => chunks.push(chunk))
         request.on("end", () => {

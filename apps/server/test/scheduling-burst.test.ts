@@ -4,7 +4,7 @@ import { ConfigProvider, Effect, Layer, Logger, LogLevel } from "effect"
 import type { ServerResponse } from "node:http"
 import { getHeapSpaceStatistics, setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
-import { makeLocalServer } from "./support/LocalServer.js"
+import { makeLocalReceiver } from "./support/LocalServer.js"
 import { publishingTeam } from "./support/Publishing.js"
 import { makeTestServer } from "./support/TestServer.js"
 
@@ -65,7 +65,7 @@ layer(BurstServer, { excludeTestServices: true })("a burst of due posts", (it) =
         deliveries++
         response.writeHead(204).end()
       }
-      const url = yield* makeLocalServer((request, response) => {
+      const url = yield* makeLocalReceiver((request, response) => {
         request.resume()
         request.on("end", () => (holding ? held.push(response) : answer(response)))
       })

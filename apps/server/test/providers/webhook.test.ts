@@ -9,7 +9,7 @@ import { XSettings } from "../../src/Providers/XSettings.js"
 import { BlueskyOAuthSettings } from "../../src/Providers/BlueskyOAuthClient.js"
 import { WebhookEvent } from "../../src/Providers/Webhook.js"
 import { generateSigningSecret } from "../../src/Secrets/SignedWebhook.js"
-import { makeLocalServer } from "../support/LocalServer.js"
+import { makeLocalReceiver } from "../support/LocalServer.js"
 import { makeMediaFixtures } from "../support/MediaFixtures.js"
 import { LocalProviders } from "../support/Providers.js"
 
@@ -25,7 +25,7 @@ const makeReceiver = (secret: string) =>
   Effect.gen(function*() {
     const deliveries: Array<Delivery> = []
     const answers: Array<{ status: number; headers?: Record<string, string>; body?: string; delayMillis?: number }> = []
-    const url = yield* makeLocalServer((request, response) => {
+    const url = yield* makeLocalReceiver((request, response) => {
       let body = ""
       request.on("data", (chunk) => body += chunk)
       request.on("end", () => {

@@ -4,8 +4,8 @@ import { afterAll } from "vitest"
 declare module "vitest" {
   interface TaskMeta {
     /**
-     * CPU seconds the file's worker process (one per file: Vitest's forks pool isolates files) and the processes it
-     * waited for spent, from the worker's start to the file's end.
+     * CPU seconds the file's worker process and the processes it waited for spent while the file ran (a worker
+     * runs several files, one after another).
      */
     readonly cpuSeconds?: number
   }
@@ -18,7 +18,10 @@ const cpuSeconds = () => {
   return fields.slice(11, 15).reduce((sum, ticks) => sum + Number(ticks), 0) / 100
 }
 
+// Run again before each file (with Vitest's `isolate: false` too): the file's count starts here, its imports included.
+const atStart = cpuSeconds()
+
 // The timing table (.ci/timings.mjs) reads it from the file's meta, which the worker sends to the main process.
 afterAll((file) => {
-  ;(file.meta as { cpuSeconds?: number }).cpuSeconds = cpuSeconds()
+  ;(file.meta as { cpuSeconds?: number }).cpuSeconds = cpuSeconds() - atStart
 })

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Webhook as StandardWebhook } from "standardwebhooks"
-import { makeLocalServer } from "./LocalServer.js"
+import { makeLocalReceiver } from "./LocalServer.js"
 import { raw, signUp } from "./TestServer.js"
 import { inSeconds } from "./Waiting.js"
 
@@ -85,7 +85,7 @@ export interface ReceivedEvent {
 export const makeWebhookReceiver = Effect.gen(function*() {
   const received: Array<ReceivedEvent> = []
   let answer: (event: ReceivedEvent, response: ServerResponse) => void = (_event, response) => response.writeHead(204).end()
-  const url = yield* makeLocalServer((request, response) => {
+  const url = yield* makeLocalReceiver((request, response) => {
     const chunks: Array<Buffer> = []
     request.on("data", (chunk: Buffer) => chunks.push(chunk))
     request.on("end", () => {

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, type Scope } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { readFileSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
@@ -58,14 +58,21 @@ export const spawnServer = (env: Record<string, string>, options: SpawnOptions =
   return { child, lines, exited }
 }
 
-/** Starts the server on a free port and waits until it answers; killed when the scope closes. */
-export const startServer = (env: Record<string, string>, options: SpawnOptions = {}) =>
+/**
+ * Starts the server on a free port and waits until it answers; killed when the scope closes. The port is free when
+ * probed, but another file's listener may take it before the server binds it: then it starts again on another.
+ */
+export const startServer = (env: Record<string, string>, options: SpawnOptions = {}): Effect.Effect<ServerProcess, never, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.flatMap(freePort, (port) =>
-      Effect.promise(async (): Promise<ServerProcess> => {
+      Effect.promise(async (): Promise<ServerProcess | "port taken"> => {
         const started = spawnServer({
           HOST: "127.0.0.1",
           LOG_LEVEL: "WARN",
+          // A test's calls reuse one connection across its pauses. With the 5 s default, a server that a busy
+          // machine stalls can close it just as the next call goes out ("fetch failed"): that race is HTTP's,
+          // not a rule of Postline's. A test of the timeouts sets its own.
+          HTTP_KEEP_ALIVE_TIMEOUT_MS: "600000",
           ...env,
           PORT: env.PORT ?? String(port)
         }, options)
@@ -73,14 +80,18 @@ export const startServer = (env: Record<string, string>, options: SpawnOptions =
         let exitCode: number | null | undefined
         void started.exited.then((code) => (exitCode = code))
         for (;;) {
-          if (exitCode !== undefined) throw new Error(`server exited with ${exitCode}:\n${started.lines.join("\n")}`)
-          const up = await fetch(`${base}/health`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false)
+          if (exitCode !== undefined) {
+            if (env.PORT === undefined && started.lines.some((line) => line.includes(`PORT ${port} is in use`))) return "port taken"
+            throw new Error(`server exited with ${exitCode}:\n${started.lines.join("\n")}`)
+          }
+          const up = await fetch(`${base}/health`, { signal: AbortSignal.timeout(2000) })
+            .then(async (r) => r.ok && ((await r.json()) as { status?: unknown }).status === "ok", () => false)
           if (up) return { ...started, base }
           await new Promise((wait) => setTimeout(wait, 100))
         }
       })),
-    ({ child }) => Effect.sync(() => child.kill("SIGKILL"))
-  )
+    (server) => Effect.sync(() => server === "port taken" || server.child.kill("SIGKILL"))
+  ).pipe(Effect.flatMap((server) => server === "port taken" ? startServer(env, options) : Effect.succeed(server)))
 
 /** Creates a user with `pnpm admin users create` on the database of `env` (through its server, when one runs). */
 export const createUserWithToken = (env: Record<string, string>) =>
@@ -119,6 +130,10 @@ export const callsAs = (server: Pick<ServerProcess, "base">, token: string) =>
       method,
       headers: { authorization: `Bearer ${token}`, ...(json !== undefined ? { "content-type": "application/json" } : {}), ...headers },
       ...(json !== undefined ? { body: JSON.stringify(json) } : {})
+    }).catch((error: Error) => {
+      // "fetch failed" alone does not say why: the cause does (refused, reset, closed).
+      const cause = error.cause as { code?: string; message?: string } | undefined
+      throw new Error(`${method} ${path}: ${error.message} (${cause?.code ?? cause?.message ?? "no cause"})`, { cause: error })
     })
     const text = await response.text()
     return { status: response.status, replayed: response.headers.get("idempotent-replayed"), text, body: text === "" ? null : JSON.parse(text) }
