@@ -16,6 +16,7 @@ import {
 import { Context, Duration, Effect, Exit, Fiber, Layer, Option, Redacted, Schema, TestClock } from "effect"
 import { spawnSync } from "node:child_process"
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs"
+import type { ServerResponse } from "node:http"
 import { hostname } from "node:os"
 import * as Path from "node:path"
 import { makeWebhookReceiver, type ReceivedEvent } from "../support/Publishing.js"
@@ -23,6 +24,7 @@ import { publishEnv, publishingSetup } from "../support/ProcessPublishing.js"
 import { answer, decideOnDevicePage, drop, forward, makeProxy, userWithPassword } from "../support/SdkServer.js"
 import { type ServerProcess, startServer } from "../support/ServerProcess.js"
 import { freshDatabaseEnv, scopedTempDir } from "../support/TestDatabase.js"
+import { eventually } from "../support/Waiting.js"
 
 /** The service of a layer, built in the test's scope (so that its HTTP agent lives as long as the test). */
 const build = <E>(layer: Layer.Layer<Postline, E>) =>
@@ -761,7 +763,8 @@ describe("@postline/sdk", () => {
     it.scopedLive("a slow publish: a keyed try waits `keyedTimeout`; a publish still running is asked again beyond maxAttempts for `inDoubtFor`, then PublishInDoubt, and the same key later has its answer", () =>
       Effect.gen(function*() {
         const receiver = yield* makeWebhookReceiver
-        const env = publishEnv(yield* freshDatabaseEnv, {})
+        // A held send stays a send in progress, on a busy machine too.
+        const env = publishEnv(yield* freshDatabaseEnv, { PUBLISH_TIMEOUT_SECONDS: "300", PUBLISH_RECOVERY_SECONDS: "600" })
         const setup = yield* publishingSetup(env, receiver.url, 1, 100)
         const server = yield* startServer(env)
         const proxy = yield* makeProxy(server.base)
@@ -769,16 +772,25 @@ describe("@postline/sdk", () => {
           build(withStore({ baseUrl: proxy.url, apiKey: setup.token, env: {}, retry }, TokenStore.layerMemory()))
         const teamId = Schema.decodeSync(TeamId)(setup.teamId)
         const accounts = [Schema.decodeSync(SocialAccountId)(setup.accountIds[0]!)]
-        const patient = yield* service({ timeout: "1 second", keyedTimeout: "60 seconds" })
+        // Drafts are made with the default timeouts: only the publishes' timeouts are under test.
+        const drafting = yield* service({})
         const draft = (content: string) =>
-          Effect.map(patient.client.posts.createPost({ path: { teamId }, payload: { content } }), (post) => post.id)
+          Effect.map(drafting.client.posts.createPost({ path: { teamId }, payload: { content } }), (post) => post.id)
         const deliveriesOf = (postId: string) =>
           receiver.received.filter((event: ReceivedEvent) => JSON.parse(event.body).data.postId === postId)
         const postNows = () => proxy.requests.filter((request) => request.path.endsWith("/post-now"))
+        const stillRunning = () => postNows().filter((request) => request.server?.status === 409).length
         const slowReceiver = (millis: number) =>
           receiver.answerWith((_event, response) => void setTimeout(() => response.writeHead(204).end(), millis))
+        // The receiver answers when the test says: the publish runs until then, however fast or slow the machine is.
+        const heldReceiver = () => {
+          const held: Array<ServerResponse> = []
+          receiver.answerWith((_event, response) => void held.push(response))
+          return () => held.splice(0).forEach((response) => response.writeHead(204).end())
+        }
 
         // Slower than `timeout`, not than `keyedTimeout`: one try, answered.
+        const patient = yield* service({ timeout: "1 second", keyedTimeout: "60 seconds" })
         slowReceiver(2500)
         const once = yield* draft("Slower than a plain try")
         proxy.setPlan(() => forward)
@@ -789,26 +801,29 @@ describe("@postline/sdk", () => {
 
         // The try times out; the server says 409 "still being processed" more often than maxAttempts; then the
         // first's answer, replayed. Published once.
-        slowReceiver(5000)
         const running = yield* draft("Running for a while")
+        const releaseRunning = heldReceiver()
         proxy.setPlan(() => forward)
         const waiting = yield* service({
           keyedTimeout: "1 second",
           maxAttempts: 3,
           baseDelay: "100 millis",
           maxDelay: "300 millis",
-          inDoubtFor: "60 seconds"
+          inDoubtFor: "600 seconds"
         })
-        const second = yield* waiting.postNow({ teamId, postId: running, payload: { socialAccountIds: accounts } })
+        const asking = yield* Effect.fork(waiting.postNow({ teamId, postId: running, payload: { socialAccountIds: accounts } }))
+        yield* eventually(Effect.sync(stillRunning), (answers) => answers > 3)
+        releaseRunning()
+        const second = yield* Fiber.join(asking)
         expect(second.response.outcome).toBe("none_failed")
-        expect(postNows().filter((request) => request.server?.status === 409).length).toBeGreaterThan(3)
+        expect(stillRunning()).toBeGreaterThan(3)
         expect(new Set(postNows().map((request) => request.headers["idempotency-key"]))).toEqual(new Set([second.idempotencyKey]))
         expect(postNows().at(-1)!.server).toEqual({ status: 200, replayed: "true" })
         expect(deliveriesOf(running)).toHaveLength(1)
 
         // Still running when `inDoubtFor` has passed: PublishInDoubt, naming the key.
-        slowReceiver(6000)
         const doubtful = yield* draft("In doubt")
+        const releaseDoubtful = heldReceiver()
         proxy.setPlan(() => forward)
         const hasty = yield* service({
           keyedTimeout: "1 second",
@@ -826,6 +841,7 @@ describe("@postline/sdk", () => {
         expect(failure).toMatchObject({ _tag: "PublishInDoubt", idempotencyKey: "in-doubt-key" })
         expect(failure.message).toContain("in-doubt-key")
         expect(postNows().some((request) => request.server?.status === 409)).toBe(true)
+        releaseDoubtful()
         // The same request with the same key, later: the publish's answer, and nothing published twice.
         const repeated = yield* waiting.postNow({
           teamId,
