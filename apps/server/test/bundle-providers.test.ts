@@ -1,20 +1,23 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { BlueskyNetwork } from "./support/BlueskyNetwork.js"
+import { makeDiscordFake } from "./support/DiscordFake.js"
 import { makeMastodonFake } from "./support/MastodonFake.js"
 import { makeWebhookReceiver } from "./support/Publishing.js"
 import { callsAs, createUserWithToken, startServer } from "./support/ServerProcess.js"
+import { makeTelegramFake } from "./support/TelegramFake.js"
 import { freshDatabaseEnv } from "./support/TestDatabase.js"
 
 /**
  * A team on the bundled server, as `pnpm start` runs it, allowed to reach this machine (the PDS, the fake
  * and the receiver listen on it); publishing costs nothing, so that no credits need granting.
  */
-const teamOnBundledServer = Effect.gen(function*() {
+const teamOnBundledServer = (settings: Record<string, string> = {}) => Effect.gen(function*() {
   const env = {
     ...(yield* freshDatabaseEnv),
     OUTBOUND_ALLOW_PRIVATE: "true",
-    CREDIT_COSTS: JSON.stringify({ bluesky: 0, mastodon: 0, webhook: 0 })
+    CREDIT_COSTS: JSON.stringify({ bluesky: 0, mastodon: 0, telegram: 0, discord: 0, webhook: 0 }),
+    ...settings
   }
   const owner = yield* createUserWithToken(env)
   const server = yield* startServer(env)
@@ -35,7 +38,7 @@ layer(BlueskyNetwork.layer(), { excludeTestServices: true })("each provider thro
       const network = yield* BlueskyNetwork
       const mastodon = yield* makeMastodonFake()
       const receiver = yield* makeWebhookReceiver
-      const { call } = yield* teamOnBundledServer
+      const { call } = yield* teamOnBundledServer()
       const pds = yield* Effect.promise(() => network.createAccount({ displayName: "Alice Bundle", avatar: true }))
 
       const connected = {
@@ -95,10 +98,42 @@ layer(BlueskyNetwork.layer(), { excludeTestServices: true })("each provider thro
       expect(refused.body).toMatchObject({ status: "reconnect_required", lastError: { category: "auth" } })
     }))
 
+  it.scoped("connects, publishes a thread to and deletes from Telegram and Discord (their fakes), each at its configured API", () =>
+    Effect.gen(function*() {
+      const telegram = yield* makeTelegramFake
+      const discord = yield* makeDiscordFake
+      const { call } = yield* teamOnBundledServer({ TELEGRAM_API_URL: telegram.url, DISCORD_API_URL: discord.apiUrl })
+      const connected = [
+        yield* call("POST", "/social-accounts", { provider: "telegram", botToken: telegram.bot.token, chatId: "@postline_news" }),
+        yield* call("POST", "/social-accounts", { provider: "discord", webhookUrl: discord.webhookUrl() })
+      ]
+      for (const response of connected) expect(response.status, JSON.stringify(response.body)).toBe(201)
+      expect(connected.map((response) => response.body.provider)).toEqual(["telegram", "discord"])
+
+      const thread = [{ content: "Through the bundle: part two" }]
+      const post = yield* call("POST", "/posts", { content: "Through the bundle: part one", thread })
+      expect(post.status, JSON.stringify(post.body)).toBe(201)
+      const sent = yield* call("POST", `/posts/${post.body.id}/post-now`, {
+        socialAccountIds: connected.map((response) => response.body.id)
+      }, { "idempotency-key": crypto.randomUUID() })
+      expect(sent.status, JSON.stringify(sent.body)).toBe(200)
+      expect(sent.body.outcome).toBe("none_failed")
+      const texts = ["Through the bundle: part one", "Through the bundle: part two"]
+      const [first, second] = telegram.messagesOf(telegram.channel)
+      expect([first?.text, second?.text]).toEqual(texts)
+      expect(second?.replyTo).toBe(first?.message_id)
+      expect(discord.messages.map((message) => message.content)).toEqual(texts)
+
+      const removed = yield* call("POST", `/posts/${post.body.id}/unpublish`, {}, { "idempotency-key": crypto.randomUUID() })
+      expect(removed.status, JSON.stringify(removed.body)).toBe(200)
+      expect(telegram.messagesOf(telegram.channel)).toEqual([])
+      expect(discord.messages.map((message) => message.deleted)).toEqual([true, true])
+    }))
+
   it.scoped("credentials the PDS refuses, or a PDS that cannot be reached, give 400 with the reason", () =>
     Effect.gen(function*() {
       const network = yield* BlueskyNetwork
-      const { call, server } = yield* teamOnBundledServer
+      const { call, server } = yield* teamOnBundledServer()
       const pds = yield* Effect.promise(() => network.createAccount())
 
       const unreachable = yield* call("POST", "/social-accounts", {

@@ -17,6 +17,9 @@ describe("CREDIT_COSTS", () => {
       const costs = yield* costsWith(undefined)
       expect(providers.map(costs.costOf)).toEqual([1, 1, 0])
       expect(providers.map(costs.analyticsCostOf)).toEqual([1, 1, 0])
+      // Telegram tells a bot no figures: nothing to read, nothing to charge.
+      expect([costs.costOf("telegram"), costs.analyticsCostOf("telegram")]).toEqual([1, 0])
+      expect((yield* costsWith(`{"telegram":3}`)).costOf("telegram")).toBe(3)
     }))
 
   it.effect("the publish prices at the top level keep their meaning; analytics reads are priced under `analytics`", () =>

@@ -35,8 +35,9 @@ const readRules = (token: string) =>
     expect(isValid(responseSchema, answer.body), JSON.stringify(answer.body)).toBe(true)
     expect(Either.isRight(decodeStrictly(answer.body))).toBe(true)
     const { data } = answer.body as ProviderRulesList
-    expect(data.map((rules) => rules.provider)).toEqual(["bluesky", "mastodon", "x", "webhook"])
-    return { answer: answer.body, bluesky: data[0]!, mastodon: data[1]!, x: data[2]!, webhook: data[3]! }
+    expect(data.map((rules) => rules.provider)).toEqual(["bluesky", "mastodon", "x", "telegram", "discord", "webhook"])
+    const of = (provider: ProviderRulesList["data"][number]["provider"]) => data.find((rules) => rules.provider === provider)!
+    return { answer: answer.body, bluesky: of("bluesky"), mastodon: of("mastodon"), x: of("x"), telegram: of("telegram"), discord: of("discord"), webhook: of("webhook") }
   })
 
 const image = (contentType = "image/jpeg", size = 1000, width = 100, height = 100, altText: string | null = null): MediaFacts => ({
@@ -170,6 +171,75 @@ layer(Layer.merge(TestServer.pipe(Layer.provide(Settings)), LocalProviders), { e
       expect(x.validateMedia([video(media.maxVideoBytes + 1)])).toMatchObject([{ code: "media" }])
       expect(x.validateMedia([image("image/jpeg", 1000, 100, 100, "a".repeat(media.maxAltTextLength))])).toEqual([])
       expect(x.validateMedia([image("image/jpeg", 1000, 100, 100, "a".repeat(media.maxAltTextLength + 1))])).toMatchObject([{ code: "media" }])
+    }))
+
+  it.effect("Telegram: 4096 UTF-16 code units, 10 photos (10 MB) and videos (50 MB), a bot's token, no analytics, as the adapter refuses past them", () =>
+    Effect.gen(function*() {
+      const { telegram: rules } = yield* readRules((yield* signUp()).token)
+      expect(rules).toMatchObject({
+        displayName: "Telegram",
+        connect: { method: "bot_token", oauth: null },
+        text: { maxLength: 4096, counting: "utf16", urlLength: null, maxBytes: null },
+        media: {
+          maxItems: 10,
+          contentTypes: ["image/jpeg", "image/png", "image/webp", "video/mp4"],
+          maxImageBytes: 10 * 1024 * 1024,
+          maxVideoBytes: 50 * 1024 * 1024,
+          maxAltTextLength: null,
+          perAccount: false
+        },
+        features: { threads: true, maxThreadParts, firstComment: true, delete: true, analytics: false }
+      })
+      const telegram = (yield* SocialProviders).get("telegram")
+      const maxLength = rules.text.maxLength!
+      // An emoji beyond the Basic Multilingual Plane is two UTF-16 code units.
+      expect(telegram.validate("🦋".repeat(maxLength / 2))).toEqual([])
+      expect(telegram.validate(`${"🦋".repeat(maxLength / 2)}a`)).toMatchObject([{ code: "too_long", length: maxLength + 1, maxLength }])
+      const media = rules.media as { maxItems: number; maxImageBytes: number; maxVideoBytes: number; contentTypes: ReadonlyArray<string> }
+      expect(telegram.validateMedia(images(media.maxItems))).toEqual([])
+      expect(telegram.validateMedia(images(media.maxItems + 1))).toMatchObject([{ code: "media" }])
+      expect(telegram.validateMedia([image("image/jpeg", media.maxImageBytes), video(media.maxVideoBytes)])).toEqual([])
+      expect(telegram.validateMedia([image("image/jpeg", media.maxImageBytes + 1)])).toMatchObject([{ code: "media" }])
+      expect(telegram.validateMedia([video(media.maxVideoBytes + 1)])).toMatchObject([{ code: "media" }])
+      for (const type of media.contentTypes) expect(telegram.validateMedia([type === "video/mp4" ? video() : image(type)]), type).toEqual([])
+      expect(telegram.validateMedia([image("image/gif")])).toHaveLength(1)
+      expect(telegram.analytics).toBeNull()
+    }))
+
+  it.effect("features.analytics says which providers' adapters read figures: Bluesky, Mastodon and X", () =>
+    Effect.gen(function*() {
+      const { answer } = yield* readRules((yield* signUp()).token)
+      const providers = yield* SocialProviders
+      const { data } = answer as ProviderRulesList
+      expect(data.filter((rules) => rules.features.analytics).map((rules) => rules.provider)).toEqual(["bluesky", "mastodon", "x"])
+      for (const rules of data) expect(rules.features.analytics, rules.provider).toBe(providers.get(rules.provider).analytics !== null)
+    }))
+
+  it.effect("Discord: 2000 code points, 10 files of 10 MiB, alt text 1024, a channel's webhook, as the adapter refuses past them", () =>
+    Effect.gen(function*() {
+      const { discord: rules } = yield* readRules((yield* signUp()).token)
+      expect(rules).toMatchObject({
+        displayName: "Discord",
+        connect: { method: "channel_webhook", oauth: null },
+        text: { maxLength: 2000, counting: "code_points", urlLength: null, maxBytes: null },
+        media: { maxItems: 10, maxImageBytes: 10 * 1024 * 1024, maxVideoBytes: 10 * 1024 * 1024, maxAltTextLength: 1024, perAccount: false },
+        features: { threads: true, maxThreadParts, firstComment: true, delete: true, analytics: false }
+      })
+      expect(rules.connect.description).toContain("A webhook cannot reply: a thread's later parts and a first comment are the messages that follow")
+      const discord = (yield* SocialProviders).get("discord")
+      const maxLength = rules.text.maxLength!
+      // An emoji with a skin tone is two code points.
+      expect(discord.validate("👍🏽".repeat(maxLength / 2))).toEqual([])
+      expect(discord.validate(`${"👍🏽".repeat(maxLength / 2)}a`)).toMatchObject([{ code: "too_long", length: maxLength + 1, maxLength }])
+      const media = rules.media as { maxItems: number; maxImageBytes: number; maxVideoBytes: number; maxAltTextLength: number }
+      expect(discord.validateMedia(images(media.maxItems))).toEqual([])
+      expect(discord.validateMedia(images(media.maxItems + 1))).toMatchObject([{ code: "media" }])
+      expect(discord.validateMedia([image("image/jpeg", media.maxImageBytes), video(media.maxVideoBytes)])).toEqual([])
+      expect(discord.validateMedia([image("image/jpeg", media.maxImageBytes + 1)])).toMatchObject([{ code: "media" }])
+      expect(discord.validateMedia([video(media.maxVideoBytes + 1)])).toMatchObject([{ code: "media" }])
+      expect(discord.validateMedia([image("image/jpeg", 1000, 100, 100, "a".repeat(media.maxAltTextLength))])).toEqual([])
+      expect(discord.validateMedia([image("image/jpeg", 1000, 100, 100, "a".repeat(media.maxAltTextLength + 1))])).toMatchObject([{ code: "media" }])
+      expect(discord.analytics).toBeNull()
     }))
 
   it.effect("webhook: no limit on text or media, which it passes on as links", () =>

@@ -72,7 +72,7 @@ const apiDescription = [
   "it as `Authorization: Bearer <token>` (here: Authentication, then every Test Request carries it).",
   "2. `POST /v1/organizations` `{\"name\":\"Acme\"}`, then `POST /v1/teams` " +
   "`{\"organizationId\":\"…\",\"name\":\"Social\"}`.",
-  "3. Connect an account: `POST /v1/teams/{teamId}/social-accounts` with Bluesky, Mastodon, or " +
+  "3. Connect an account: `POST /v1/teams/{teamId}/social-accounts` with Bluesky, Mastodon, Telegram, Discord, or " +
   "`{\"provider\":\"webhook\",\"url\":\"https://…\"}`, which receives each post as a signed JSON event.",
   "4. `POST /v1/teams/{teamId}/posts` `{\"content\":\"Hello\"}`, then `POST /v1/teams/{teamId}/posts/{postId}/post-now` " +
   "`{\"socialAccountIds\":[\"…\"]}` (or `/schedule` with a `scheduledAt`). Publishing spends the organization's " +

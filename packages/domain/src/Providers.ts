@@ -10,10 +10,12 @@ const wholeNumber = Schema.Number.pipe(Schema.filter(Number.isInteger, { jsonSch
 /** A limit as a whole number, or null where there is none; described as a whole, where readers of the document look. */
 const limit = (description: string) => Schema.NullOr(wholeNumber).annotations({ description })
 
-export const ProviderConnectMethod = oneOf("app_password", "access_token", "signed_webhook", "oauth").annotations({
+export const ProviderConnectMethod = oneOf("app_password", "access_token", "signed_webhook", "oauth", "channel_webhook", "bot_token").annotations({
   identifier: "ProviderConnectMethod",
   description: "app_password: a handle and an app password; access_token: an instance and an access token; " +
-    "signed_webhook: an address of your own, which receives signed events; oauth: only by signing in at the network " +
+    "bot_token: a bot's token and the chat it posts to, the bot added to that chat (Telegram); " +
+    "signed_webhook: an address of your own, which receives signed events; channel_webhook: the URL of a channel's " +
+    "webhook that the network made (Discord), pasted; oauth: only by signing in at the network " +
     "(POST /v1/teams/{teamId}/social-accounts/connect). More methods may be added: treat one you do not know as not " +
     "supported by your client"
 })
@@ -43,10 +45,13 @@ export const ProviderConnect = Schema.Struct({
   oauth: Schema.NullOr(ProviderOAuth).annotations({ description: "null: the network is not connected by signing in" })
 }).annotations({ identifier: "ProviderConnect", description: "How an account of this provider is connected" })
 
-export const TextCounting = oneOf("graphemes", "weighted").annotations({
+export const TextCounting = oneOf("graphemes", "weighted", "code_points", "utf16").annotations({
   identifier: "TextCounting",
   description: "weighted: as X counts (twitter-text): a character of Latin, Cyrillic and similar scripts counts one, " +
     "any other (CJK, emoji) two, normalized (NFC) first, and every URL 23. " +
+    "code_points: every Unicode code point counts one, as Discord counts (an emoji with a skin tone counts two). " +
+    "utf16: every UTF-16 code unit counts one, as Telegram counts (a character beyond the Basic Multilingual " +
+    "Plane, most emoji, counts two). " +
     "graphemes: what a person sees as one character counts as one (an emoji with a skin tone or a flag " +
     "too). Where urlLength is set, every URL counts as that many whatever its length, and a mention of an account " +
     "of another server (@bob@example.org) as its username alone (@bob)"
@@ -87,7 +92,11 @@ export const ProviderFeatures = Schema.Struct({
   threads: Schema.Boolean.annotations({ description: "Whether a post may be published as a thread of parts" }),
   maxThreadParts: integer(`The most parts of a thread (${maxThreadParts})`),
   firstComment: Schema.Boolean.annotations({ description: "Whether a post may carry a first comment, published after it" }),
-  delete: Schema.Boolean.annotations({ description: "Whether a published post may be deleted from the provider" })
+  delete: Schema.Boolean.annotations({ description: "Whether a published post may be deleted from the provider" }),
+  analytics: Schema.Boolean.annotations({
+    description: "Whether Postline can read a published post's and the account's figures there (…/analytics); false: " +
+      "the provider tells none (a webhook, a Telegram bot), so none are read or charged for"
+  })
 }).annotations({ identifier: "ProviderFeatures" })
 
 export const ProviderCredits = Schema.Struct({

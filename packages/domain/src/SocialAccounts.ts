@@ -16,9 +16,9 @@ import {
 import { SocialAccountId, TeamId } from "./Ids.js"
 import { ListEnvelope, listQueryFields } from "./Lists.js"
 
-export const SocialProvider = oneOf("bluesky", "mastodon", "x", "webhook").annotations({
+export const SocialProvider = oneOf("bluesky", "mastodon", "x", "telegram", "discord", "webhook").annotations({
   identifier: "SocialProvider",
-  description: "Where posts go: a Bluesky, Mastodon or X account, or a webhook of the team's own"
+  description: "Where posts go: a Bluesky, Mastodon or X account, a Telegram channel or group (through a bot), a Discord channel (through its webhook), or a webhook of the team's own"
 })
 export type SocialProvider = typeof SocialProvider.Type
 
@@ -47,7 +47,10 @@ export const SocialAccount = Schema.Struct({
   id: SocialAccountId,
   teamId: TeamId,
   provider: SocialProvider,
-  handle: Schema.String.annotations({ description: "The account's handle; for a webhook, its host" }),
+  handle: Schema.String.annotations({
+    description: "The account's handle; for a webhook, its host; for a Telegram chat, its @username, else its title; " +
+      "for a Discord channel, its webhook's name"
+  }),
   displayName: Schema.NullOr(Schema.String),
   avatarUrl: Schema.NullOr(Schema.String),
   profileUrl: Schema.NullOr(Schema.String),
@@ -113,6 +116,22 @@ export const ConnectMastodon = Schema.Struct({
   )
 }).annotations({ ...strict, identifier: "ConnectMastodon" })
 
+export const ConnectTelegram = Schema.Struct({
+  provider: Schema.Literal("telegram"),
+  botToken: secret(
+    /^[0-9]{1,20}:[A-Za-z0-9_-]{30,100}$/,
+    "The token @BotFather gave the bot (`123456789:AA…`). The bot must be an administrator of the channel allowed to " +
+      "post messages, or a member of the group allowed to send them",
+    "must be a Telegram bot token (<bot id>:<secret>, as @BotFather gives it)"
+  ),
+  chatId: Schema.String.pipe(Schema.pattern(/^(@[A-Za-z][A-Za-z0-9_]{3,31}|-?[1-9][0-9]{0,15})$/)).annotations({
+    description: "The chat the bot posts to: a public channel's `@username`, or a chat's numeric id (a channel's or " +
+      "supergroup's is like `-1001234567890`)",
+    ...invalidUnless("must be a channel's @username or a numeric chat id such as -1001234567890")
+  }),
+  name: optional(Name.annotations({ description: "The account's displayName (default: the chat's title)" }))
+}).annotations({ ...strict, identifier: "ConnectTelegram" })
+
 export const ConnectWebhook = Schema.Struct({
   provider: Schema.Literal("webhook"),
   url: address("Where each publish is POSTed as a signed JSON event"),
@@ -121,7 +140,28 @@ export const ConnectWebhook = Schema.Struct({
   }))
 }).annotations({ ...strict, identifier: "ConnectWebhook" })
 
-const Credentials = Schema.Union(ConnectBluesky, ConnectMastodon, ConnectWebhook)
+/**
+ * A Discord channel's webhook URL as Discord copies it (Server Settings → Integrations → Webhooks → Copy Webhook URL),
+ * on discord.com or discordapp.com, ptb. or canary., with an API version or without: the webhook's id (1) and its
+ * token (2), which is all it takes to post as it.
+ */
+export const discordWebhookUrlPattern =
+  /^https:\/\/(?:(?:ptb|canary)\.)?discord(?:app)?\.com\/api(?:\/v[0-9]{1,2})?\/webhooks\/([0-9]{15,21})\/([A-Za-z0-9_-]{20,200})$/
+
+export const ConnectDiscord = Schema.Struct({
+  provider: Schema.Literal("discord"),
+  webhookUrl: secret(
+    discordWebhookUrlPattern,
+    "The channel's webhook URL (`https://discord.com/api/webhooks/<id>/<token>`, from Server Settings → Integrations → " +
+      "Webhooks → Copy Webhook URL). Its token lets anyone post to the channel: it is kept encrypted and never shown",
+    "must be a Discord webhook URL (https://discord.com/api/webhooks/<id>/<token>)"
+  ),
+  name: optional(Name.annotations({
+    description: "The account's displayName (default: the webhook's name in Discord)"
+  }))
+}).annotations({ ...strict, identifier: "ConnectDiscord" })
+
+const Credentials = Schema.Union(ConnectBluesky, ConnectMastodon, ConnectTelegram, ConnectWebhook, ConnectDiscord)
 
 const addressOf = (credentials: typeof Credentials.Type) => {
   switch (credentials.provider) {
@@ -129,8 +169,14 @@ const addressOf = (credentials: typeof Credentials.Type) => {
       return { field: "serviceUrl", url: credentials.serviceUrl }
     case "mastodon":
       return { field: "instanceUrl", url: credentials.instanceUrl }
+    // A bot reaches Telegram's own API: no address of the user's.
+    case "telegram":
+      return { field: "chatId", url: undefined }
     case "webhook":
       return { field: "url", url: credentials.url }
+    // Its pattern admits only Discord's hosts, with nothing before them.
+    case "discord":
+      return { field: "webhookUrl", url: undefined }
   }
 }
 

@@ -73,7 +73,7 @@ export const ListTeams = apiTool("list_teams", {
 
 export const ListSocialAccounts = apiTool("list_social_accounts", {
   title: "List social accounts",
-  description: "The team's social accounts (Bluesky, Mastodon, X, webhook) that posts are published to, with their " +
+  description: "The team's social accounts (Bluesky, Mastodon, X, Telegram, Discord, webhook) that posts are published to, with their " +
     "ids and status. An account with status reconnect_required cannot publish until it is connected again " +
     "(connect_account, for Bluesky, Mastodon and X).",
   parameters: { ...teamFields, ...SocialAccountListQuery.fields, ...paged },

@@ -29,9 +29,17 @@ const orNone = (value: number | null, format: (n: number) => string = String) =>
 
 const yesNo = (value: boolean) => (value ? "yes" : "no")
 
+/** How a provider counts a text's length, in words. */
+const countingWords: Record<ProviderRules["text"]["counting"], string> = {
+  graphemes: "graphemes",
+  weighted: "weighted",
+  utf16: "UTF-16 units",
+  code_points: "code points"
+}
+
 const textLimit = ({ text }: ProviderRules) =>
   [
-    text.maxLength === null ? "no limit" : `${text.maxLength} ${text.counting}`,
+    text.maxLength === null ? "no limit" : `${text.maxLength} ${countingWords[text.counting]}`,
     ...(text.maxBytes === null ? [] : [`${text.maxBytes} bytes`]),
     ...(text.urlLength === null ? [] : [`URL = ${text.urlLength}`])
   ].join(", ")

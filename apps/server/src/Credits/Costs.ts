@@ -2,10 +2,10 @@ import { SocialProvider } from "@postline/domain"
 import { Config, ConfigError, Effect, Either, Schema } from "effect"
 
 /** What one publish to each provider costs, in whole credits, unless `CREDIT_COSTS` says otherwise. */
-const defaultCosts: Record<SocialProvider, number> = { bluesky: 1, mastodon: 1, webhook: 0, x: 1 }
+const defaultCosts: Record<SocialProvider, number> = { bluesky: 1, mastodon: 1, webhook: 0, x: 1, telegram: 1, discord: 1 }
 
-/** What one live analytics read of an account costs (a webhook has none to read). */
-const defaultAnalyticsCosts: Record<SocialProvider, number> = { bluesky: 1, mastodon: 1, webhook: 0, x: 1 }
+/** What one live analytics read of an account costs (a webhook, Telegram and Discord have none to read). */
+const defaultAnalyticsCosts: Record<SocialProvider, number> = { bluesky: 1, mastodon: 1, webhook: 0, x: 1, telegram: 0, discord: 0 }
 
 const Credits = Schema.Int.pipe(Schema.between(0, 1_000_000))
 
@@ -13,7 +13,9 @@ const PerProvider = Schema.Struct({
   bluesky: Schema.optional(Credits),
   mastodon: Schema.optional(Credits),
   webhook: Schema.optional(Credits),
-  x: Schema.optional(Credits)
+  x: Schema.optional(Credits),
+  telegram: Schema.optional(Credits),
+  discord: Schema.optional(Credits)
 })
 
 const Overrides = Schema.parseJson(Schema.Struct({ ...PerProvider.fields, analytics: Schema.optional(PerProvider) }))

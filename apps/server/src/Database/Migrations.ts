@@ -22,6 +22,7 @@ import storedMediaHashes from "./migrations/0019_stored_media_hashes.js"
 import uploadClaims from "./migrations/0020_upload_claims.js"
 import threadsAndDeletion from "./migrations/0021_threads_and_deletion.js"
 import accountConnects from "./migrations/0022_account_connects.js"
+import botNetworks from "./migrations/0023_bot_networks.js"
 
 const run = Migrator.make({})
 
@@ -48,7 +49,8 @@ export const migrations = {
   "0019_stored_media_hashes": storedMediaHashes,
   "0020_upload_claims": uploadClaims,
   "0021_threads_and_deletion": threadsAndDeletion,
-  "0022_account_connects": accountConnects
+  "0022_account_connects": accountConnects,
+  "0023_bot_networks": botNetworks
 }
 
 /** Runs `these` migrations that have not run yet: all of them, unless a test stops at an earlier schema. */

@@ -13,7 +13,13 @@ export type BudgetWindow = typeof BudgetWindow.Type
  * What each provider lets one account do, unless `PROVIDER_BUDGETS` says otherwise. Bluesky: 5,000 write
  * points an hour and 35,000 a day, a post costing 3; and, since each send logs in, 30 logins in 5 minutes
  * and 300 a day. Mastodon: 300 requests in 5 minutes. X: 100 posts in 15 minutes, its per-user limit of
- * POST /2/tweets (docs.x.com/x-api/fundamentals/rate-limits). Webhooks: none.
+ * POST /2/tweets (docs.x.com/x-api/fundamentals/rate-limits). Telegram (core.telegram.org/bots/faq, an account being a
+ * bot in one chat): about one message a second in a chat, and 20 a minute in a group; its 30 a second over all of a
+ * bot's chats is left to Telegram's 429, whose retry_after a send then waits. Discord (an account being a channel's
+ * webhook): 5 requests in 2 seconds per webhook and 30 messages a minute per channel, the limits its webhooks are
+ * known to have (Discord's docs ask to read its rate-limit headers rather than write limits down: a 429's
+ * retry_after is waited too).
+ * Webhooks: none.
  */
 const defaultBudgets: Record<SocialProvider, ReadonlyArray<BudgetWindow>> = {
   bluesky: [
@@ -24,13 +30,15 @@ const defaultBudgets: Record<SocialProvider, ReadonlyArray<BudgetWindow>> = {
   ],
   mastodon: [{ limit: 300, cost: 1, seconds: 300 }],
   webhook: [],
-  x: [{ limit: 100, cost: 1, seconds: 900 }]
+  x: [{ limit: 100, cost: 1, seconds: 900 }],
+  telegram: [{ limit: 1, cost: 1, seconds: 1 }, { limit: 20, cost: 1, seconds: 60 }],
+  discord: [{ limit: 5, cost: 1, seconds: 2 }, { limit: 30, cost: 1, seconds: 60 }]
 }
 
 const Windows = Schema.optional(Schema.Array(BudgetWindow).pipe(Schema.maxItems(8)))
 
 const Overrides = Schema.parseJson(
-  Schema.Struct({ bluesky: Windows, mastodon: Windows, webhook: Windows, x: Windows }).pipe(
+  Schema.Struct({ bluesky: Windows, mastodon: Windows, webhook: Windows, x: Windows, telegram: Windows, discord: Windows }).pipe(
     Schema.filter((value) => !Array.isArray(value))
   )
 )

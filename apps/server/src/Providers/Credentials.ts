@@ -1,4 +1,4 @@
-import { ConnectBluesky, ConnectMastodon, ConnectWebhook, SocialProvider } from "@postline/domain"
+import { ConnectBluesky, ConnectDiscord, ConnectMastodon, ConnectTelegram, ConnectWebhook, SocialProvider } from "@postline/domain"
 import { Schema } from "effect"
 
 export const ProviderName = SocialProvider
@@ -51,6 +51,12 @@ export const XCredentials = Schema.Struct({
   scope: Schema.String
 })
 
+/** A Telegram bot's token (Redacted) and the chat it posts to, as the API takes them. */
+export const TelegramCredentials = ConnectTelegram
+
+/** A Discord channel's webhook URL (Redacted: its token lets anyone post there) and the name the team gave it, as the API takes them. */
+export const DiscordCredentials = ConnectDiscord
+
 /** The URL the team gave, and the signing secret made when it was connected. */
 export const WebhookCredentials = Schema.Struct({
   ...ConnectWebhook.fields,
@@ -63,7 +69,7 @@ export const WebhookCredentials = Schema.Struct({
 })
 
 /** What it takes to reach an account, secrets included: stored encrypted (CredentialsCipher), never logged. */
-export const ProviderCredentials = Schema.Union(BlueskyAppPassword, BlueskySignedIn, MastodonCredentials, XCredentials, WebhookCredentials)
+export const ProviderCredentials = Schema.Union(BlueskyAppPassword, BlueskySignedIn, MastodonCredentials, XCredentials, TelegramCredentials, DiscordCredentials, WebhookCredentials)
 export type ProviderCredentials = typeof ProviderCredentials.Type
 
 export type CredentialsOf<P extends ProviderName> = Extract<ProviderCredentials, { readonly provider: P }>

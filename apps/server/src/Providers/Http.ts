@@ -16,7 +16,7 @@ export const ProvidersHttpLive = HttpApiBuilder.group(PostlineApi, "providers", 
     const budgets = yield* ProviderBudgets
     const networks = yield* OAuthNetworks
     const oauthOf = (provider: ProviderRules["provider"]): ProviderRules["connect"]["oauth"] => {
-      const network = provider === "webhook" ? undefined : networks.get(provider)
+      const network = networks.of(provider)
       return network === undefined ? null : {
         configured: network.missingSettings.length === 0,
         missingSettings: network.missingSettings,

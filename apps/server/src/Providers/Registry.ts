@@ -1,8 +1,10 @@
 import { Effect } from "effect"
 import { Bluesky } from "./Bluesky.js"
 import type { ProviderCredentials, ProviderName } from "./Credentials.js"
+import { Discord } from "./Discord.js"
 import { Mastodon } from "./Mastodon.js"
 import type { PublishRequest, SocialAccountOf, SocialProvider } from "./SocialProvider.js"
+import { Telegram } from "./Telegram.js"
 import { Webhook } from "./Webhook.js"
 import { X } from "./X.js"
 
@@ -13,6 +15,8 @@ export class SocialProviders extends Effect.Service<SocialProviders>()("SocialPr
       bluesky: yield* Bluesky,
       mastodon: yield* Mastodon,
       x: yield* X,
+      telegram: yield* Telegram,
+      discord: yield* Discord,
       webhook: yield* Webhook
     }
     const get = <P extends ProviderName>(name: P): SocialProvider<P> => providers[name]
@@ -22,5 +26,5 @@ export class SocialProviders extends Effect.Service<SocialProviders>()("SocialPr
       publish: (account: SocialAccountOf, post: PublishRequest) => get(account.credentials.provider).publish(account, post)
     } as const
   }),
-  dependencies: [Bluesky.Default, Mastodon.Default, X.Default, Webhook.Default]
+  dependencies: [Bluesky.Default, Mastodon.Default, X.Default, Telegram.Default, Discord.Default, Webhook.Default]
 }) {}

@@ -18,8 +18,12 @@ const imageTypes = ["image/jpeg", "image/png", "image/webp", "image/gif"] as con
 const storedTypes = [...imageTypes, "video/mp4"] as const
 
 // Replies to the post's root and parent, a reply of the account's own, and deleting the record or status; a
-// webhook gets one signed event with every part and the first comment, and a signed post.deleted event.
-const features = { threads: true, maxThreadParts, firstComment: true, delete: true } as const
+// webhook gets one signed event with every part and the first comment, and a signed post.deleted event; a Discord
+// channel one message per part, each after the one before (a webhook cannot reply), each deleted.
+const features = { threads: true, maxThreadParts, firstComment: true, delete: true, analytics: false } as const
+
+// Bluesky, Mastodon and X tell a post's and an account's counts (Analytics/); the others tell none.
+const withAnalytics = { ...features, analytics: true } as const
 
 const bluesky = {
   provider: "bluesky",
@@ -44,7 +48,7 @@ const bluesky = {
     maxVideoSeconds: null,
     perAccount: false
   },
-  features
+  features: withAnalytics
 } as const satisfies FixedRules
 
 const mastodon = {
@@ -69,7 +73,7 @@ const mastodon = {
     maxVideoSeconds: null,
     perAccount: true
   },
-  features
+  features: withAnalytics
 } as const satisfies FixedRules
 
 const webhook = {
@@ -119,10 +123,66 @@ const x = {
     maxVideoSeconds: null,
     perAccount: false
   },
+  features: withAnalytics
+} as const satisfies FixedRules
+
+const telegram = {
+  provider: "telegram",
+  displayName: "Telegram",
+  connect: {
+    method: "bot_token",
+    description: "A bot's token from @BotFather (botToken) and the chat it posts to (chatId: a channel's @username or " +
+      "a numeric chat id such as -1001234567890); the bot must be an administrator of the channel allowed to post " +
+      "messages, or a member of the group allowed to send them"
+  },
+  // core.telegram.org/bots/api#sendmessage: 4096 characters after entities parsing, which Telegram counts in UTF-16
+  // code units (core.telegram.org/api/entities). Postline sends plain text: nothing in it is parsed.
+  text: { maxLength: 4096, counting: "utf16", urlLength: null, maxBytes: null },
+  // core.telegram.org/bots/api#sending-files (multipart): photos 10 MB, other files 50 MB; sendMediaGroup takes 2–10.
+  // Telegram has no alt text (it is left out) and sends a GIF as an animation, which Postline does not send; a
+  // photo's width and height together at most 10000, one at most 20 times the other (sendPhoto), TelegramMedia.ts checks.
+  media: {
+    maxItems: 10,
+    contentTypes: ["image/jpeg", "image/png", "image/webp", "video/mp4"],
+    maxImageBytes: 10 * 1024 * 1024,
+    maxVideoBytes: 50 * 1024 * 1024,
+    maxImagePixels: null,
+    maxVideoPixels: null,
+    maxAltTextLength: null,
+    maxVideoSeconds: null,
+    perAccount: false
+  },
   features
 } as const satisfies FixedRules
 
-export const providerRules = { bluesky, mastodon, x, webhook } as const satisfies { readonly [P in SocialProvider]: FixedRules & { readonly provider: P } }
+const discord = {
+  provider: "discord",
+  displayName: "Discord",
+  connect: {
+    method: "channel_webhook",
+    description: "The URL of the channel's webhook (webhookUrl, from Server Settings → Integrations → Webhooks → Copy " +
+      "Webhook URL). Messages go out under the webhook's name and never ping anyone (@everyone, roles and users stay " +
+      "text). A webhook cannot reply: a thread's later parts and a first comment are the messages that follow, in order"
+  },
+  // docs/resources/webhook#execute-webhook: content up to 2000 characters, which Discord counts in code points.
+  text: { maxLength: 2000, counting: "code_points", urlLength: null, maxBytes: null },
+  // docs/reference#uploading-files: 10 files a message, 10 MiB each by default (a boosted server takes more, which a
+  // webhook cannot tell); an attachment's description (the alt text) up to 1024 characters. Any type goes as a file.
+  media: {
+    maxItems: 10,
+    contentTypes: storedTypes,
+    maxImageBytes: 10 * 1024 * 1024,
+    maxVideoBytes: 10 * 1024 * 1024,
+    maxImagePixels: null,
+    maxVideoPixels: null,
+    maxAltTextLength: 1024,
+    maxVideoSeconds: null,
+    perAccount: false
+  },
+  features
+} as const satisfies FixedRules
+
+export const providerRules = { bluesky, mastodon, x, telegram, discord, webhook } as const satisfies { readonly [P in SocialProvider]: FixedRules & { readonly provider: P } }
 
 /** Mastodon's media limits where an instance does not say its own, as MastodonMedia.ts checks them. */
 export const mastodonDefaultMediaLimits: MediaLimits = {
@@ -140,7 +200,9 @@ export const defaultContentLimits = {
   bluesky: { maxLength: bluesky.text.maxLength, urlLength: bluesky.text.urlLength },
   mastodon: { maxLength: mastodon.text.maxLength, urlLength: mastodon.text.urlLength, media: mastodonDefaultMediaLimits },
   webhook: { maxLength: webhook.text.maxLength, urlLength: webhook.text.urlLength },
-  x: { maxLength: x.text.maxLength, urlLength: x.text.urlLength }
+  x: { maxLength: x.text.maxLength, urlLength: x.text.urlLength },
+  telegram: { maxLength: telegram.text.maxLength, urlLength: telegram.text.urlLength },
+  discord: { maxLength: discord.text.maxLength, urlLength: discord.text.urlLength }
 } as const satisfies { readonly [P in SocialProvider]: ContentLimits }
 
 /** How people name the provider ("X", "Mastodon"), for messages and pages. */

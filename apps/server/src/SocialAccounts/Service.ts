@@ -159,7 +159,7 @@ export class SocialAccounts extends Effect.Service<SocialAccounts>()("SocialAcco
         const removed = yield* whileManaging(teamId, id, repo.remove(teamId, id))
         yield* readCredentials(ciphertext).pipe(
           Effect.flatMap((credentials) => {
-            const network = credentials.provider === "webhook" ? undefined : networks.get(credentials.provider)
+            const network = networks.of(credentials.provider)
             return network === undefined ? Effect.void : network.revoke(credentials as never)
           }),
           Effect.catchAll((error) => Effect.logWarning(`Revoking the tokens of removed account ${id} failed: ${error.message}`))

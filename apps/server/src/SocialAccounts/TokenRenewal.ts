@@ -44,8 +44,7 @@ export class TokenRenewal extends Effect.Service<TokenRenewal>()("TokenRenewal",
     const cipher = yield* CredentialsCipher
     const settings = yield* TokenRenewalSettings
 
-    const networkOf = (credentials: ProviderCredentials) =>
-      credentials.provider === "webhook" ? undefined : networks.get(credentials.provider) as OAuthNetwork | undefined
+    const networkOf = (credentials: ProviderCredentials) => networks.of(credentials.provider)
 
     const read = (ciphertext: string) => Effect.flatMap(cipher.decrypt(ciphertext), (json) => Effect.orDie(credentialsFromJson(json)))
 

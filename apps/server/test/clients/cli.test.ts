@@ -101,7 +101,7 @@ layer(FileServer.Live, { excludeTestServices: true })("postline, publishing to a
       const cli = cliEnv(home, server.base, { POSTLINE_TOKEN: token })
       const rules = yield* answerOf(["providers"], cli)
       expect(rules).toEqual((yield* call("GET", "/v1/providers")).body)
-      expect(rules.data.map(({ provider, credits }: any) => [provider, credits.perPublish])).toEqual([["bluesky", 1], ["mastodon", 1], ["x", 1], ["webhook", 1]])
+      expect(rules.data.map(({ provider, credits }: any) => [provider, credits.perPublish])).toEqual([["bluesky", 1], ["mastodon", 1], ["x", 1], ["telegram", 1], ["discord", 1], ["webhook", 1]])
       expect(rules.data[0]).toMatchObject({ text: { maxLength: 300, maxBytes: 3000 }, media: { maxItems: 4 } })
       expect(rules.data[1]).toMatchObject({ text: { maxLength: 500, urlLength: 23 }, media: { perAccount: true } })
 
@@ -112,11 +112,17 @@ layer(FileServer.Live, { excludeTestServices: true })("postline, publishing to a
       expect(lines[1]).toMatch(/^bluesky +app_password +300 graphemes, 3000 bytes +up to 25 parts +yes +yes +1$/)
       expect(lines[2]).toMatch(/^mastodon +access_token +500 graphemes, URL = 23 +up to 25 parts +yes +yes +1$/)
       expect(lines[3]).toMatch(/^x +oauth +280 weighted, URL = 23 +up to 25 parts +yes +yes +1$/)
-      expect(lines[4]).toMatch(/^webhook +signed_webhook +no limit +up to 25 parts +yes +yes +1$/)
+      expect(lines[4]).toMatch(/^telegram +bot_token +4096 UTF-16 units +up to 25 parts +yes +yes +1$/)
+      expect(lines[5]).toMatch(/^discord +channel_webhook +2000 code points +up to 25 parts +yes +yes +1$/)
+      expect(lines[6]).toMatch(/^webhook +signed_webhook +no limit +up to 25 parts +yes +yes +1$/)
       expect(shown.stdout).toMatch(/\nbluesky +4 +jpeg png webp gif +2 MB, none +not taken +none\n/)
       expect(shown.stdout).toMatch(/\nmastodon \* +4 +jpeg png webp gif mp4 +16 MiB, 33.2 MP +99 MiB, 8.3 MP, none +1500\n/)
       expect(shown.stdout).toMatch(/\nx +4 +jpeg png webp gif mp4 +5 MiB, none +512 MiB, none, none +1000\n/)
-      expect(shown.stdout).toContain("\n  mastodon: 300 per 5 min\n  x: 100 per 15 min\n  webhook: no limit\n")
+      expect(shown.stdout).toMatch(/\ntelegram +10 +jpeg png webp mp4 +10 MiB, none +50 MiB, none, none +none\n/)
+      expect(shown.stdout).toMatch(/\ndiscord +10 +jpeg png webp gif mp4 +10 MiB, none +10 MiB, none, none +1024\n/)
+      expect(shown.stdout).toContain(
+        "\n  mastodon: 300 per 5 min\n  x: 100 per 15 min\n  telegram: 1 per 1 s, 20 per 1 min\n  discord: 5 per 2 s, 30 per 1 min\n  webhook: no limit\n"
+      )
     }))
 
   it.scoped("a thread with a first comment and a version for one account: drafted (--part, --first-comment, --account-version, --parts-file), shown, published to two webhooks and unpublished (asks first; --account, then the rest), credits kept", () =>

@@ -157,7 +157,7 @@ export const everyToolOnce = (setup: McpServerSetup, connectAs: ConnectAs) =>
     const providers = yield* use("list_providers", {})
     expect(providers).toEqual((yield* acme.asKey("GET", "/v1/providers")).body)
     expect(providers.data.map(({ provider, credits }: any) => [provider, credits.perPublish]))
-      .toEqual([["bluesky", 1], ["mastodon", 1], ["x", 1], ["webhook", 1]])
+      .toEqual([["bluesky", 1], ["mastodon", 1], ["x", 1], ["telegram", 1], ["discord", 1], ["webhook", 1]])
     expect(providers.data[1]).toMatchObject({ provider: "mastodon", text: { maxLength: 500, urlLength: 23 } })
     expect(yield* use("list_posting_slots", { teamId })).toEqual({ slots: [{ weekday: 3, time: "09:30" }] })
     expect(yield* use("get_credits", { organizationId: acme.organizationId }))

@@ -521,9 +521,9 @@ export type AgentDefaultsChoice = {
 };
 
 /**
- * Where posts go: a Bluesky, Mastodon or X account, or a webhook of the team's own
+ * Where posts go: a Bluesky, Mastodon or X account, a Telegram channel or group (through a bot), a Discord channel (through its webhook), or a webhook of the team's own
  */
-export type SocialProvider = 'bluesky' | 'mastodon' | 'x' | 'webhook';
+export type SocialProvider = 'bluesky' | 'mastodon' | 'x' | 'telegram' | 'discord' | 'webhook';
 
 /**
  * reconnect_required: the provider refused the credentials, or this server cannot read them, or a network refused to renew its tokens (see lastError); connect it again (POST …/social-accounts/connect, or PATCH new credentials) to publish again
@@ -545,7 +545,7 @@ export type SocialAccount = {
     teamId: TeamId;
     provider: SocialProvider;
     /**
-     * The account's handle; for a webhook, its host
+     * The account's handle; for a webhook, its host; for a Telegram chat, its @username, else its title; for a Discord channel, its webhook's name
      */
     handle: string;
     displayName: string | null;
@@ -576,7 +576,7 @@ export type SocialAccountError = {
  */
 export type ProviderErrorCategory = 'auth' | 'rate_limited' | 'invalid_content' | 'transient' | 'unknown';
 
-export type SocialAccountCredentials = ConnectBluesky | ConnectMastodon | ConnectWebhook;
+export type SocialAccountCredentials = ConnectBluesky | ConnectMastodon | ConnectTelegram | ConnectWebhook | ConnectDiscord;
 
 export type ConnectBluesky = {
     provider: 'bluesky';
@@ -606,6 +606,22 @@ export type ConnectMastodon = {
     accessToken: string;
 };
 
+export type ConnectTelegram = {
+    provider: 'telegram';
+    /**
+     * The token @BotFather gave the bot (`123456789:AA…`). The bot must be an administrator of the channel allowed to post messages, or a member of the group allowed to send them
+     */
+    botToken: string;
+    /**
+     * The chat the bot posts to: a public channel's `@username`, or a chat's numeric id (a channel's or supergroup's is like `-1001234567890`)
+     */
+    chatId: string;
+    /**
+     * The account's displayName (default: the chat's title)
+     */
+    name?: string;
+};
+
 export type ConnectWebhook = {
     provider: 'webhook';
     /**
@@ -614,6 +630,18 @@ export type ConnectWebhook = {
     url: string;
     /**
      * The account's displayName (default: none): a webhook's handle is its host alone, which two webhooks may share
+     */
+    name?: string;
+};
+
+export type ConnectDiscord = {
+    provider: 'discord';
+    /**
+     * The channel's webhook URL (`https://discord.com/api/webhooks/<id>/<token>`, from Server Settings → Integrations → Webhooks → Copy Webhook URL). Its token lets anyone post to the channel: it is kept encrypted and never shown
+     */
+    webhookUrl: string;
+    /**
+     * The account's displayName (default: the webhook's name in Discord)
      */
     name?: string;
 };
@@ -722,9 +750,9 @@ export type ProviderConnect = {
 };
 
 /**
- * app_password: a handle and an app password; access_token: an instance and an access token; signed_webhook: an address of your own, which receives signed events; oauth: only by signing in at the network (POST /v1/teams/{teamId}/social-accounts/connect). More methods may be added: treat one you do not know as not supported by your client
+ * app_password: a handle and an app password; access_token: an instance and an access token; bot_token: a bot's token and the chat it posts to, the bot added to that chat (Telegram); signed_webhook: an address of your own, which receives signed events; channel_webhook: the URL of a channel's webhook that the network made (Discord), pasted; oauth: only by signing in at the network (POST /v1/teams/{teamId}/social-accounts/connect). More methods may be added: treat one you do not know as not supported by your client
  */
-export type ProviderConnectMethod = 'app_password' | 'access_token' | 'signed_webhook' | 'oauth';
+export type ProviderConnectMethod = 'app_password' | 'access_token' | 'signed_webhook' | 'oauth' | 'channel_webhook' | 'bot_token';
 
 /**
  * Connecting by signing in at the network: POST /v1/teams/{teamId}/social-accounts/connect
@@ -768,9 +796,9 @@ export type ProviderTextRules = {
 };
 
 /**
- * weighted: as X counts (twitter-text): a character of Latin, Cyrillic and similar scripts counts one, any other (CJK, emoji) two, normalized (NFC) first, and every URL 23. graphemes: what a person sees as one character counts as one (an emoji with a skin tone or a flag too). Where urlLength is set, every URL counts as that many whatever its length, and a mention of an account of another server (@bob@example.org) as its username alone (@bob)
+ * weighted: as X counts (twitter-text): a character of Latin, Cyrillic and similar scripts counts one, any other (CJK, emoji) two, normalized (NFC) first, and every URL 23. code_points: every Unicode code point counts one, as Discord counts (an emoji with a skin tone counts two). utf16: every UTF-16 code unit counts one, as Telegram counts (a character beyond the Basic Multilingual Plane, most emoji, counts two). graphemes: what a person sees as one character counts as one (an emoji with a skin tone or a flag too). Where urlLength is set, every URL counts as that many whatever its length, and a mention of an account of another server (@bob@example.org) as its username alone (@bob)
  */
-export type TextCounting = 'graphemes' | 'weighted';
+export type TextCounting = 'graphemes' | 'weighted' | 'code_points' | 'utf16';
 
 /**
  * The images and videos it takes, checked before anything is sent; null: no limit of the provider's own, or, for videos, none taken (no video type in contentTypes)
@@ -831,6 +859,10 @@ export type ProviderFeatures = {
      * Whether a published post may be deleted from the provider
      */
     delete: boolean;
+    /**
+     * Whether Postline can read a published post's and the account's figures there (…/analytics); false: the provider tells none (a webhook, a Telegram bot), so none are read or charged for
+     */
+    analytics: boolean;
 };
 
 export type ProviderCredits = {
@@ -3441,7 +3473,7 @@ export type SocialAccountsConnectSocialAccountResponses = {
         teamId: TeamId;
         provider: SocialProvider;
         /**
-         * The account's handle; for a webhook, its host
+         * The account's handle; for a webhook, its host; for a Telegram chat, its @username, else its title; for a Discord channel, its webhook's name
          */
         handle: string;
         displayName: string | null;
