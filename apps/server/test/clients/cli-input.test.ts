@@ -3,8 +3,10 @@ import { maxPostLength } from "@postline/domain"
 import { Effect } from "effect"
 import { truncateSync, writeFileSync } from "node:fs"
 import * as Path from "node:path"
-import { answerOf, cliEnv, FileServer, jsonOf, publishingOnFileServer, runCli, startCli, userWithTeam, waitUntil } from "../support/CliProcess.js"
+import { answerOf, cliEnv, FileServer, jsonOf, publishing, publishingOnFileServer, runCli, startCli, userWithTeam, waitUntil } from "../support/CliProcess.js"
+import { makeDiscordFake } from "../support/DiscordFake.js"
 import { makeMastodonFake } from "../support/MastodonFake.js"
+import { makeTelegramFake } from "../support/TelegramFake.js"
 
 /** The longest file `posts create --file` reads: each character of the longest post 4 bytes of UTF-8, and a CRLF. */
 const maxFileBytes = maxPostLength * 4 + 2
@@ -74,5 +76,41 @@ layer(FileServer.Live, { excludeTestServices: true })("postline reads no more in
       expect(JSON.parse(endless.stdout())).toEqual({
         error: { _tag: "UsageError", message: "Access token: the first line of standard input is longer than 4096 bytes" }
       })
+    }))
+
+  it.scoped("accounts connect --telegram <chat> and --discord read the bot's token and the webhook's URL from standard input, never the command line", () =>
+    Effect.gen(function*() {
+      const telegram = yield* makeTelegramFake
+      const discord = yield* makeDiscordFake
+      const { env, home, server } = yield* publishing({ TELEGRAM_API_URL: telegram.url, DISCORD_API_URL: discord.apiUrl })
+      const { teamId, token } = yield* userWithTeam(env, server, 0)
+      const cli = cliEnv(home, server.base, { POSTLINE_TOKEN: token })
+      const connectWith = (args: ReadonlyArray<string>, secret: string) =>
+        Effect.gen(function*() {
+          const connect = yield* startCli(["accounts", "connect", ...args, "--yes", "--json"], cli)
+          connect.child.stdin.end(`${secret}\n`)
+          const code = yield* waitUntil("the connection", () => connect.child.exitCode, (exitCode) => exitCode !== null)
+          return { code, stdout: connect.stdout(), stderr: connect.stderr() }
+        })
+
+      const bot = yield* connectWith(["--telegram", "@postline_news", "--name", "News"], telegram.bot.token)
+      expect(bot.code, bot.stderr).toBe(0)
+      expect(JSON.parse(bot.stdout)).toMatchObject({ teamId, provider: "telegram", handle: "@postline_news", displayName: "News", status: "connected" })
+      const channel = yield* connectWith(["--discord"], discord.webhookUrl())
+      expect(channel.code, channel.stderr).toBe(0)
+      expect(JSON.parse(channel.stdout)).toMatchObject({ teamId, provider: "discord", status: "connected" })
+      expect(`${bot.stdout}${channel.stdout}`).not.toContain(discord.webhook.token)
+
+      // What the schema refuses is refused before anything is sent (exit 2), and two accounts at once are a usage error.
+      const requestsBefore = telegram.requests.length
+      const badChat = yield* connectWith(["--telegram", "not a chat"], telegram.bot.token)
+      expect(badChat.code, badChat.stderr).toBe(2)
+      expect(JSON.parse(badChat.stdout).error.message).toContain("must be a channel's @username or a numeric chat id")
+      expect(telegram.requests).toHaveLength(requestsBefore)
+      const notDiscord = yield* connectWith(["--discord"], "https://example.com/api/webhooks/1/token")
+      expect(notDiscord.code, notDiscord.stderr).toBe(2)
+      const both = yield* runCli(["accounts", "connect", "--discord", "--telegram", "@postline_news", "--yes", "--json"], cli)
+      expect(both.code, both.stderr).toBe(2)
+      expect(jsonOf(both)).toEqual({ error: { _tag: "UsageError", message: "Give one account to connect: --discord or --telegram" } })
     }))
 })
