@@ -60,6 +60,15 @@ const embeddedOnly = [
 ]
 const postgresOnly = ["apps/server/test/database-outages.test.ts"]
 
+/**
+ * Where the networks that are reached at a fixed address would be, for every test server that sets no fake of its
+ * own: names that never resolve, so that no test can reach the real Telegram or Discord.
+ */
+const unreachableNetworks = {
+  TELEGRAM_API_URL: "https://api.telegram.invalid",
+  DISCORD_API_URL: "https://discord.invalid/api"
+}
+
 const serverTests = {
   include: ["apps/server/test/**/*.test.ts"],
   globalSetup: ["apps/server/test/support/ServerBundle.setup.ts", "apps/server/test/support/DatabaseTemplate.setup.ts"],
@@ -76,10 +85,10 @@ export default defineWorkspace([
       ...serverTests,
       name: "embedded",
       exclude: [...configDefaults.exclude, ...(withPostgres ? [...processMemoryOnly, ...postgresOnly] : [])],
-      env: { TEST_DATABASE: "embedded" }
+      env: { ...unreachableNetworks, TEST_DATABASE: "embedded" }
     }
   },
   ...(withPostgres
-    ? [{ test: { ...serverTests, name: "postgres", exclude: [...configDefaults.exclude, ...databaseIndependent, ...embeddedOnly], env: { TEST_DATABASE: "postgres" } } }]
+    ? [{ test: { ...serverTests, name: "postgres", exclude: [...configDefaults.exclude, ...databaseIndependent, ...embeddedOnly], env: { ...unreachableNetworks, TEST_DATABASE: "postgres" } } }]
     : [])
 ])

@@ -58,6 +58,10 @@ export const spawnServer = (env: Record<string, string>, options: SpawnOptions =
   return { child, lines, exited }
 }
 
+/** The networks' addresses Vitest set for this file (vitest.workspace.ts): names that never resolve. */
+const unreachableNetworksOf = ({ DISCORD_API_URL, TELEGRAM_API_URL }: NodeJS.ProcessEnv): Record<string, string> =>
+  Object.fromEntries(Object.entries({ DISCORD_API_URL, TELEGRAM_API_URL }).filter((entry): entry is [string, string] => entry[1] !== undefined))
+
 /**
  * Starts the server on a free port and waits until it answers; killed when the scope closes. The port is free when
  * probed, but another file's listener may take it before the server binds it: then it starts again on another.
@@ -73,6 +77,8 @@ export const startServer = (env: Record<string, string>, options: SpawnOptions =
           // machine stalls can close it just as the next call goes out ("fetch failed"): that race is HTTP's,
           // not a rule of Postline's. A test of the timeouts sets its own.
           HTTP_KEEP_ALIVE_TIMEOUT_MS: "600000",
+          // Names that never resolve (vitest.workspace.ts sets them for every file), unless the test gives a fake.
+          ...unreachableNetworksOf(process.env),
           ...env,
           PORT: env.PORT ?? String(port)
         }, options)
