@@ -3,7 +3,7 @@ import { Effect, Option, Redacted, Schema } from "effect"
 import { Outbound } from "../Outbound/Outbound.js"
 import type { CredentialsOf } from "./Credentials.js"
 import { DiscordSettings } from "./DiscordSettings.js"
-import { fromOutbound, fromStatus, shortMessage } from "./Errors.js"
+import { decodeAnswer, fromOutbound, fromStatus, shortMessage } from "./Errors.js"
 import { ProviderError } from "./SocialProvider.js"
 
 // Discord's error answers (docs/topics/opcodes-and-status-codes#json, docs/reference#error-messages): a JSON `code`
@@ -112,17 +112,7 @@ export class DiscordClient extends Effect.Service<DiscordClient>()("DiscordClien
         const text = new TextDecoder().decode(response.body)
         if (response.status < 200 || response.status > 299) return yield* fromDiscordAnswer(response.status, response.headers, text)
         // A deletion answers 204, nothing.
-        return yield* Schema.decodeUnknown(Schema.parseJson(schema))(text === "" ? "null" : text).pipe(
-          Effect.mapError(() =>
-            new ProviderError({
-              provider: "discord",
-              category: "unknown",
-              retryable: false,
-              providerStatus: response.status,
-              providerMessage: `Unexpected answer to ${request.name}: ${shortMessage(text, "(empty)")}`
-            })
-          )
-        )
+        return yield* decodeAnswer("discord", request.name, response.status, text, schema)
       })
 
     return { call } as const

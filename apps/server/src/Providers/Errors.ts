@@ -2,6 +2,7 @@ import type { OutboundError } from "../Outbound/OutboundError.js"
 import { retryAfterSeconds } from "../Outbound/RetryAfter.js"
 import type { ProviderName } from "./Credentials.js"
 import type { ProviderErrorCategory } from "@postline/domain"
+import { Effect, Schema } from "effect"
 import { ProviderError } from "./SocialProvider.js"
 
 const retryable = (category: ProviderErrorCategory) => category === "rate_limited" || category === "transient"
@@ -48,3 +49,17 @@ export const shortMessage = (text: string, fallback: string): string => {
   const trimmed = text.trim()
   return trimmed === "" ? fallback : trimmed.length > 300 ? `${trimmed.slice(0, 300)}…` : trimmed
 }
+
+/** A 2xx answer read as `schema` (an empty one as null); anything else is `unknown`, naming the call and what came. */
+export const decodeAnswer = <A, I>(provider: ProviderName, call: string, status: number, text: string, schema: Schema.Schema<A, I>) =>
+  Schema.decodeUnknown(Schema.parseJson(schema))(text === "" ? "null" : text).pipe(
+    Effect.mapError(() =>
+      new ProviderError({
+        provider,
+        category: "unknown",
+        retryable: false,
+        providerStatus: status,
+        providerMessage: `Unexpected answer to ${call}: ${shortMessage(text, "(empty)")}`
+      })
+    )
+  )

@@ -1,7 +1,6 @@
 import { Effect, Redacted, Schema } from "effect"
 import { Outbound } from "../Outbound/Outbound.js"
-import { fromOutbound, shortMessage } from "./Errors.js"
-import { ProviderError } from "./SocialProvider.js"
+import { decodeAnswer, fromOutbound } from "./Errors.js"
 import { fromTelegramAnswer } from "./TelegramErrors.js"
 import { TelegramSettings } from "./TelegramSettings.js"
 
@@ -29,17 +28,7 @@ export class TelegramClient extends Effect.Service<TelegramClient>()("TelegramCl
         }).pipe(Effect.mapError((error) => fromOutbound("telegram", error)))
         const text = new TextDecoder().decode(response.body).replaceAll(token, "<token>")
         if (response.status < 200 || response.status > 299) return yield* fromTelegramAnswer(response.status, response.headers, text)
-        const answer = yield* Schema.decodeUnknown(Schema.parseJson(Schema.Struct({ ok: Schema.Literal(true), result })))(text).pipe(
-          Effect.mapError(() =>
-            new ProviderError({
-              provider: "telegram",
-              category: "unknown",
-              retryable: false,
-              providerStatus: response.status,
-              providerMessage: `Unexpected answer to ${method}: ${shortMessage(text, "(empty)")}`
-            })
-          )
-        )
+        const answer = yield* decodeAnswer("telegram", method, response.status, text, Schema.Struct({ ok: Schema.Literal(true), result }))
         return answer.result
       })
 

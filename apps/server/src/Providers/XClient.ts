@@ -1,7 +1,7 @@
 import type { ProviderErrorCategory } from "@postline/domain"
 import { Effect, Option, Redacted, Schema } from "effect"
 import { Outbound } from "../Outbound/Outbound.js"
-import { fromOutbound, fromStatus, shortMessage } from "./Errors.js"
+import { decodeAnswer, fromOutbound, fromStatus, shortMessage } from "./Errors.js"
 import { ProviderError } from "./SocialProvider.js"
 import { XSettings } from "./XSettings.js"
 
@@ -83,17 +83,7 @@ export class XClient extends Effect.Service<XClient>()("XClient", {
         const text = new TextDecoder().decode(response.body)
         if (response.status < 200 || response.status > 299) return yield* fromXAnswer(response.status, response.headers, text)
         // An APPEND may answer nothing.
-        return yield* Schema.decodeUnknown(Schema.parseJson(schema))(text === "" ? "null" : text).pipe(
-          Effect.mapError(() =>
-            new ProviderError({
-              provider: "x",
-              category: "unknown",
-              retryable: false,
-              providerStatus: response.status,
-              providerMessage: `Unexpected answer to ${path.split("?")[0]}: ${shortMessage(text, "(empty)")}`
-            })
-          )
-        )
+        return yield* decodeAnswer("x", path.split("?")[0]!, response.status, text, schema)
       })
 
     return { call } as const
